@@ -1,0 +1,1 @@
+"""PPO with separate extrinsic and intrinsic value heads (PPO+RND style)."""

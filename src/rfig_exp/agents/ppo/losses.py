@@ -1,0 +1,70 @@
+"""GAE for both value streams and the PPO loss (pure functions).
+
+Extrinsic stream (episodic, truncation-aware): the TD target bootstraps from the value of
+the *true* next observation ``s'`` unless the step terminated; on a time-limit truncation
+it bootstraps from ``V(s')`` of the final observation, never from the reset observation.
+The advantage recursion is cut at every episode end (terminated or truncated).
+
+Intrinsic stream (non-episodic, Burda et al. 2018): one continuing stream per environment,
+episode ends included; the next state of the stream is the next observation the agent
+sees (the reset observation after an episode end).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def gae(
+    rewards: jax.Array,
+    values: jax.Array,
+    next_values: jax.Array,
+    bootstrap_mask: jax.Array,
+    trace_mask: jax.Array,
+    gamma: jax.Array | float,
+    lam: jax.Array | float,
+) -> jax.Array:
+    """Generalised advantage estimates, all arrays ``[T, B]``.
+
+    ``delta_t = r_t + gamma * bootstrap_mask_t * next_values_t - values_t``
+    ``A_t = delta_t + gamma * lam * trace_mask_t * A_{t+1}``, ``A_T = 0``.
+    """
+    deltas = rewards + gamma * bootstrap_mask * next_values - values
+
+    def step(adv_next, xs):
+        delta, trace = xs
+        adv = delta + gamma * lam * trace * adv_next
+        return adv, adv
+
+    _, adv = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, trace_mask), reverse=True)
+    return adv
+
+
+def extrinsic_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
+    """Episodic GAE. ``final_values`` is ``V_ext(s')`` of the true next observation."""
+    done = jnp.logical_or(terminated, truncated)
+    return gae(rewards, values, final_values, 1.0 - terminated, 1.0 - done, gamma, lam)
+
+
+def intrinsic_gae(rewards, values, last_value, gamma, lam):
+    """Non-episodic GAE. ``values [T, B]`` along the stream, ``last_value [B]`` after it."""
+    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    ones = jnp.ones_like(rewards)
+    return gae(rewards, values, next_values, ones, ones, gamma, lam)
+
+
+def clipped_value_loss(values, old_values, targets, clip_eps):
+    """PPO's clipped value loss (PureJaxRL/CleanRL default), ``[N]`` -> scalar."""
+    clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+    return 0.5 * jnp.maximum((values - targets) ** 2, (clipped - targets) ** 2).mean()
+
+
+def policy_loss(log_probs, old_log_probs, advantages, clip_eps):
+    """Clipped surrogate, ``[N]`` -> (loss, approx_kl, clip_fraction)."""
+    log_ratio = log_probs - old_log_probs
+    ratio = jnp.exp(log_ratio)
+    surrogate = jnp.minimum(ratio * advantages, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * advantages)
+    approx_kl = ((ratio - 1) - log_ratio).mean()
+    clip_frac = (jnp.abs(ratio - 1) > clip_eps).mean()
+    return -surrogate.mean(), approx_kl, clip_frac

@@ -1,0 +1,268 @@
+"""The PPO training core: pure functions of a key, config-free and file-free.
+
+``make_trainer`` returns two functions:
+
+- ``init(key, hparams) -> RunState`` for one seed: random-policy warm-up (observation
+  statistics and the bonus's ``warmup_obs``), network and optimiser, environments;
+- ``run_window(states, hparams) -> (states, metrics)`` for a stack of seeds ``[S]``:
+  ``lax.scan`` over ``updates_per_window`` PPO updates of ``vmap(update)``, with metrics
+  reduced inside the scan to one value per seed (``[S]`` per metric).
+
+The whole run is ``init`` once and ``run_window`` ``num_windows`` times on the same
+compiled function; the carried ``RunState`` holds everything (parameters, optimiser,
+normalisers, bonus, environments, keys), so a run can be checkpointed between windows.
+
+Numeric hyperparameters come in ``hparams`` (arguments of the compiled function); only
+shapes and structural choices live in the static ``TrainSpec``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rfig_exp.agents.ppo import losses
+from rfig_exp.agents.ppo.networks import ActorCritic
+from rfig_exp.bonuses.base import Bonus, BonusBatch
+from rfig_exp.envs.base import DiscreteSpace, Env
+from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+
+# Agent hyperparameters passed at run time (see conf/agent/ppo.yaml for their meaning).
+AGENT_HPARAMS = ("lr", "clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "gamma", "gae_lambda",
+                 "gamma_int", "ext_coef", "beta", "obs_clip")
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Static structure of a run: shapes, loop lengths and structural switches."""
+
+    num_envs: int
+    num_steps: int
+    num_minibatches: int
+    update_epochs: int
+    num_updates: int
+    updates_per_window: int
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    anneal_lr: bool = True
+    obs_norm_init_steps: int = 128
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+
+class Transition(NamedTuple):
+    obs: jax.Array          # [T, B, *obs] raw
+    obs_norm: jax.Array     # [T, B, *obs] as the policy saw it
+    action: jax.Array       # [T, B(, A)]
+    log_prob: jax.Array     # [T, B]
+    v_ext: jax.Array        # [T, B]
+    v_int: jax.Array        # [T, B]
+    reward: jax.Array       # [T, B]
+    terminated: jax.Array   # [T, B]
+    truncated: jax.Array    # [T, B]
+    final_obs: jax.Array    # [T, B, *obs] raw true next observation s'
+
+
+class RunState(NamedTuple):
+    params: Any
+    opt_state: Any
+    obs_rms: RunningMeanStd
+    int_return_filter: jax.Array   # [B]
+    int_return_rms: RunningMeanStd
+    bonus_state: Any
+    env_state: Any
+    obs: jax.Array                 # [B, *obs] raw
+    episode_return: jax.Array      # [B]
+    episode_length: jax.Array      # [B]
+    update: jax.Array              # [] int32, updates done so far
+    key: jax.Array
+
+
+class Trainer(NamedTuple):
+    init: Any
+    run_window: Any
+    network: ActorCritic
+
+
+def _random_actions(key, action_space, n):
+    if isinstance(action_space, DiscreteSpace):
+        return jax.random.randint(key, (n,), 0, action_space.num_actions)
+    return jax.random.uniform(key, (n, action_space.dim), minval=action_space.low, maxval=action_space.high)
+
+
+def _where_seed(mask, a, b):
+    """Per-seed select between two stacked pytrees, ``mask`` is ``[S]``."""
+    return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
+
+
+def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
+    network = ActorCritic(env.action_space, len(env.obs_shape), spec.hidden, spec.activation)
+    optimizer = optax.scale_by_adam(eps=1e-5)
+    num_envs, num_steps = spec.num_envs, spec.num_steps
+    obs_shape = env.obs_shape
+    v_reset = jax.vmap(env.reset)
+    v_step = jax.vmap(env.step)
+
+    def init(key, hparams):
+        k_params, k_warm, k_bonus, k_reset, k_run = jax.random.split(key, 5)
+        k_warm_reset, k_warm_steps = jax.random.split(k_warm)
+        obs, env_state = v_reset(jax.random.split(k_warm_reset, num_envs))
+
+        def warm_step(carry, k):
+            env_state, obs = carry
+            k_act, k_env = jax.random.split(k)
+            out = v_step(jax.random.split(k_env, num_envs), env_state, _random_actions(k_act, env.action_space, num_envs))
+            return (out.state, out.obs), out.final_obs
+
+        _, warm_obs = jax.lax.scan(warm_step, (env_state, obs),
+                                   jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
+        warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
+        obs_rms = rms_update(rms_init(obs_shape), warm_obs)
+        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams["obs_clip"]), hparams["bonus"])
+
+        params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
+        obs, env_state = v_reset(jax.random.split(k_reset, num_envs))
+        return RunState(
+            params=params, opt_state=optimizer.init(params), obs_rms=obs_rms,
+            int_return_filter=jnp.zeros((num_envs,), jnp.float32), int_return_rms=rms_init(()),
+            bonus_state=bonus_state, env_state=env_state, obs=obs,
+            episode_return=jnp.zeros((num_envs,), jnp.float32), episode_length=jnp.zeros((num_envs,), jnp.int32),
+            update=jnp.zeros((), jnp.int32), key=k_run,
+        )
+
+    def rollout(state: RunState, key, hp):
+        def step(carry, k):
+            env_state, obs, ep_ret, ep_len, finished = carry
+            obs_norm = normalize(state.obs_rms, obs, hp["obs_clip"])
+            pi, v_ext, v_int = network.apply(state.params, obs_norm)
+            k_act, k_env = jax.random.split(k)
+            action = pi.sample(k_act)
+            out = v_step(jax.random.split(k_env, num_envs), env_state, action)
+            ep_ret = ep_ret + out.reward
+            ep_len = ep_len + 1
+            done = jnp.logical_or(out.terminated, out.truncated)
+            finished = (finished[0] + jnp.where(done, ep_ret, 0.0).sum(),
+                        finished[1] + jnp.where(done, ep_len, 0).sum().astype(jnp.float32),
+                        finished[2] + done.sum().astype(jnp.float32))
+            transition = Transition(obs, obs_norm, action, pi.log_prob(action), v_ext, v_int, out.reward,
+                                    out.terminated, out.truncated, out.final_obs)
+            carry = (out.state, out.obs, jnp.where(done, 0.0, ep_ret), jnp.where(done, 0, ep_len), finished)
+            return carry, transition
+
+        zero = jnp.zeros((), jnp.float32)
+        carry = (state.env_state, state.obs, state.episode_return, state.episode_length, (zero, zero, zero))
+        carry, traj = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
+        return carry, traj
+
+    def loss_fn(params, mb, hp):
+        pi, v_ext, v_int = network.apply(params, mb["obs_norm"])
+        adv = hp["ext_coef"] * mb["adv_ext"] + hp["beta"] * mb["adv_int"]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
+        v_ext_loss = losses.clipped_value_loss(v_ext, mb["v_ext"], mb["target_ext"], hp["clip_eps"])
+        v_int_loss = losses.clipped_value_loss(v_int, mb["v_int"], mb["target_int"], hp["clip_eps"])
+        entropy = pi.entropy().mean()
+        total = pg_loss + hp["vf_coef"] * (v_ext_loss + v_int_loss) - hp["ent_coef"] * entropy
+        return total, dict(policy_loss=pg_loss, value_loss_ext=v_ext_loss, value_loss_int=v_int_loss,
+                           entropy=entropy, approx_kl=approx_kl, clip_frac=clip_frac)
+
+    def sgd_step(carry, mb, hp, lr):
+        params, opt_state = carry
+        grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp)
+        grad_norm = optax.global_norm(grads)
+        grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+        return (params, opt_state), {**aux, "grad_norm": grad_norm}
+
+    def update(state: RunState, hp):
+        key, k_roll, k_bonus, k_sgd = jax.random.split(state.key, 4)
+        (env_state, last_obs, ep_ret, ep_len, finished), traj = rollout(state, k_roll, hp)
+
+        # Algorithm 1: update the observation statistics with the batch, then the bonus
+        # sees states normalised by the new statistics. The policy and values keep the
+        # statistics they acted with, so old log-probs and values stay consistent.
+        obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
+        bonus_batch = BonusBatch(
+            obs=normalize(obs_rms, traj.obs, hp["obs_clip"]), actions=traj.action,
+            next_obs=normalize(obs_rms, traj.final_obs, hp["obs_clip"]),
+            terminated=traj.terminated, truncated=traj.truncated)
+        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
+        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp["bonus"])
+        int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
+                                                         r_int_raw, hp["gamma_int"])
+
+        _, v_ext_final, _ = network.apply(state.params, normalize(state.obs_rms, traj.final_obs, hp["obs_clip"]))
+        _, _, v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))
+        term = traj.terminated.astype(jnp.float32)
+        adv_ext = losses.extrinsic_gae(traj.reward, traj.v_ext, v_ext_final, term,
+                                       traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
+        adv_int = losses.intrinsic_gae(r_int, traj.v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
+
+        batch = dict(obs_norm=traj.obs_norm, action=traj.action, log_prob=traj.log_prob,
+                     v_ext=traj.v_ext, v_int=traj.v_int, adv_ext=adv_ext, adv_int=adv_int,
+                     target_ext=adv_ext + traj.v_ext, target_int=adv_int + traj.v_int)
+        batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
+
+        frac = 1.0 - state.update.astype(jnp.float32) / spec.num_updates if spec.anneal_lr else 1.0
+        lr = hp["lr"] * frac
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, spec.batch_size)
+            mbs = jax.tree.map(
+                lambda x: x[perm].reshape((spec.num_minibatches, -1) + x.shape[1:]), batch)
+            return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr), carry, mbs)
+
+        (params, opt_state), sgd_metrics = jax.lax.scan(
+            epoch, (state.params, state.opt_state), jax.random.split(k_sgd, spec.update_epochs))
+
+        metrics = {k: v.mean() for k, v in sgd_metrics.items()}
+        metrics.update(
+            episode_return_sum=finished[0], episode_length_sum=finished[1], episodes_finished=finished[2],
+            extrinsic_reward=traj.reward.mean(), intrinsic_reward=r_int_raw.mean(),
+            intrinsic_reward_normalized=r_int.mean(), learning_rate=lr,
+        )
+        metrics.update({f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()})
+        new_state = RunState(
+            params=params, opt_state=opt_state, obs_rms=obs_rms, int_return_filter=int_filter,
+            int_return_rms=int_rms, bonus_state=bonus_state, env_state=env_state, obs=last_obs,
+            episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key)
+        return new_state, metrics
+
+    def run_window(states: RunState, hparams):
+        def body(states, _):
+            states, metrics = jax.vmap(update, in_axes=(0, None))(states, hparams)
+            if bonus.refresh is not None:
+                need = jax.vmap(bonus.needs_refresh)(states.bonus_state)
+
+                def refresh(bonus_states):
+                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams["bonus"])
+                    return _where_seed(need, fresh, bonus_states)
+
+                bonus_states = jax.lax.cond(need.any(), refresh, lambda b: b, states.bonus_state)
+                states = states._replace(bonus_state=bonus_states)
+            return states, metrics
+
+        states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)
+        return states, reduce_window(metrics)
+
+    return Trainer(init=init, run_window=run_window, network=network)
+
+
+SUMMED = ("episode_return_sum", "episode_length_sum", "episodes_finished")
+
+
+def reduce_window(metrics: dict) -> dict:
+    """``[U, S]`` per-update metrics -> ``[S]`` per window (sums for counts, else means)."""
+    out = {k: (v.sum(0) if k in SUMMED or k.endswith("_count") else v.mean(0)) for k, v in metrics.items()}
+    n = out.pop("episodes_finished")
+    out["episode_return"] = jnp.where(n > 0, out.pop("episode_return_sum") / jnp.maximum(n, 1), jnp.nan)
+    out["episode_length"] = jnp.where(n > 0, out.pop("episode_length_sum") / jnp.maximum(n, 1), jnp.nan)
+    out["episodes_finished"] = n
+    return out

@@ -1,0 +1,80 @@
+"""The one interface every exploration bonus implements.
+
+A bonus is a bundle of pure functions over its own pytree state. The agent owns
+observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
+only its model. ``reward`` always sees the state *before* this batch's ``update``.
+
+Numeric hyperparameters (``hparams``, a dict of scalars) are arguments of the compiled
+function, so a sweep can vmap over them; anything that sets a shape is static and fixed
+when the bonus is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from rfig_exp.errors import ConfigError
+
+BonusState = Any
+Hparams = Mapping[str, jax.Array]
+Metrics = dict[str, jax.Array]
+
+
+class BonusBatch(NamedTuple):
+    """One rollout as a bonus sees it; leading axes ``[T, B]``.
+
+    Observations are normalised by the agent's running statistics and clipped to
+    [-clip, clip]. ``next_obs`` is the true ``s'`` (the final observation at episode ends).
+    """
+
+    obs: jax.Array
+    actions: jax.Array
+    next_obs: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+
+
+@dataclass(frozen=True)
+class Bonus:
+    """``init(key, warmup_obs [N, *obs], hparams) -> state``;
+    ``reward(state, batch, hparams) -> (r_int [T, B], metrics)``;
+    ``update(state, batch, key, hparams) -> (state, metrics)``.
+
+    Optional ``needs_refresh(state) -> bool`` / ``refresh(state, hparams) -> state`` let a
+    bonus ask for expensive repair work (e.g. an exact matrix inverse). The agent calls
+    them outside the per-seed vmap, so the costly branch runs only when some seed asks
+    for it instead of being turned into an always-executed ``select`` by vmap.
+    """
+
+    name: str
+    init: Callable[[jax.Array, jax.Array, Hparams], BonusState]
+    reward: Callable[[BonusState, BonusBatch, Hparams], tuple[jax.Array, Metrics]]
+    update: Callable[[BonusState, BonusBatch, jax.Array, Hparams], tuple[BonusState, Metrics]]
+    needs_refresh: Optional[Callable[[BonusState], jax.Array]] = None
+    refresh: Optional[Callable[[BonusState, Hparams], BonusState]] = None
+    describe: Optional[Callable[[BonusState], Metrics]] = None  # scalars for summary.json
+
+
+def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:
+    """``[*lead, *obs_shape] -> [prod(lead), prod(obs_shape)]``."""
+    lead = x.shape[: x.ndim - obs_ndim]
+    n = 1
+    for s in lead:
+        n *= s
+    return x.reshape(n, -1)
+
+
+def as_scalar(value, key: str) -> jax.Array:
+    try:
+        return jnp.asarray(float(value), jnp.float32)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}={value!r} must be a number") from None
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)

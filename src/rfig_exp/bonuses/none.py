@@ -1,0 +1,22 @@
+"""No exploration bonus: plain PPO through the same code path (intrinsic reward 0)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from rfig_exp.bonuses.base import Bonus
+
+
+def make_none_bonus(cfg, obs_shape, action_space, batch_shape):
+    del cfg, obs_shape, action_space
+
+    def init(key, warmup_obs, hparams):
+        return ()
+
+    def reward(state, batch, hparams):
+        return jnp.zeros(batch.terminated.shape, jnp.float32), {}
+
+    def update(state, batch, key, hparams):
+        return state, {}
+
+    return Bonus("none", init, reward, update), {}

@@ -1,0 +1,66 @@
+"""Progress lines and the optional wandb mirror of the metrics (never the source of truth)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Mapping, Sequence
+
+log = logging.getLogger("rfig_exp")
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
+
+
+def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
+                  steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float], eta_s: float) -> str:
+    finite = sorted(r for r in returns if not math.isnan(r))
+    median = finite[len(finite) // 2] if finite else float("nan")
+    r_int = sum(intrinsic) / max(len(intrinsic), 1)
+    return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
+            f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
+            f"return {_fmt(median)} (median of {len(returns)} seeds) | r_int {_fmt(r_int)} | eta {eta_s:.0f}s")
+
+
+class WandbRuns:
+    """One wandb run per seed. ``mode``: online | offline | disabled.
+
+    Online without a key or network falls back to offline, so a sweep never blocks on it;
+    offline runs land in ``<run_dir>/wandb/`` and upload later with ``wandb sync``.
+    """
+
+    def __init__(self, mode: str, project: str, entity: str | None, group: str,
+                 runs: Mapping[int, tuple[str, dict]]):
+        self._runs = {}
+        if mode == "disabled":
+            return
+        import wandb
+
+        for seed, (directory, config) in runs.items():
+            kwargs = dict(project=project, entity=entity, group=group, name=f"{group}/seed_{seed}",
+                          dir=directory, config=config, reinit="create_new")
+            try:
+                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=30), **kwargs)
+            except Exception as err:  # noqa: BLE001 - any online failure means "go offline"
+                if mode != "online":
+                    raise
+                log.warning("wandb online init failed (%s); logging offline instead", err)
+                run = wandb.init(mode="offline", **kwargs)
+            self._runs[seed] = run
+
+    def log(self, seed: int, row: Mapping[str, float], step: int) -> None:
+        if seed in self._runs:
+            self._runs[seed].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
+                                 step=step)
+
+    def finish(self, seed: int, summary: Mapping | None = None, failed: bool = False) -> None:
+        run = self._runs.pop(seed, None)
+        if run is not None:
+            if summary:
+                run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+            run.finish(exit_code=1 if failed else 0)
+
+    def finish_all(self, failed: bool) -> None:
+        for seed in list(self._runs):
+            self.finish(seed, failed=failed)
