@@ -4,9 +4,13 @@ import os as _os
 
 __version__ = "0.1.0"
 
-# XLA's multi-threaded Eigen pool can wedge for ever inside batched LAPACK kernels of a
-# vmapped training function on CPU (jaxlib 0.10; see the README). The flag only affects
-# the CPU backend and must be set before jax is imported.
-_FLAG = "--xla_cpu_multi_thread_eigen=false"
-if _FLAG not in _os.environ.get("XLA_FLAGS", ""):
-    _os.environ["XLA_FLAGS"] = (_os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+# Two XLA CPU runtime wedges seen with jaxlib 0.10 on this project's vmapped training
+# functions: the computation never finishes and every thread sits idle.
+# - the multi-threaded Eigen pool inside batched LAPACK kernels (vmapped linalg);
+# - the concurrency-optimised scheduler on vmapped graphs with nested loops (our
+#   2-seed init wedged about half the time without this flag, never with it).
+# Both flags only affect the CPU backend and must be set before jax is imported.
+_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "--xla_cpu_enable_concurrency_optimized_scheduler=false")
+for _flag in _FLAGS:
+    if _flag.split("=")[0] not in _os.environ.get("XLA_FLAGS", ""):
+        _os.environ["XLA_FLAGS"] = (_os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()

@@ -175,7 +175,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     def sgd_step(carry, mb, hp, lr):
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp)
-        grad_norm = optax.global_norm(grads)
+        grad_norm = optax.tree.norm(grads)
         grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))

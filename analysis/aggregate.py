@@ -1,0 +1,401 @@
+"""Statistics: per-point IQM / percentiles, normalisation, rliable aggregates.
+
+Every bootstrap resamples *runs* (seeds) -- stratified by env via rliable --
+never evaluation episodes: a run's windowed return is one number per eval
+point, whatever number of episodes went into it.
+
+Definitions used in every report:
+
+* Final score of a run = mean of its last ``last_k`` evaluation points
+  (default 1: the last window, which is what summary.json's final_return holds).
+* ``minmax`` normalisation (default): per env, (x - lo) / (hi - lo) with lo / hi
+  the min / max over every eval point of every counted run of every method in
+  the report, so curves and final scores lie in [0, 1] (1 = the best window any
+  run reached). It depends on which methods are in the report.
+* ``ppo`` normalisation: per env, (x - lo) / (IQM of PPO's final scores - lo),
+  lo as above, so 0 = the worst window seen and 1 = PPO's final IQM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.stats
+
+from .collect import Collection, final_scores
+from .names import method_label
+
+NORMALISATIONS = ("minmax", "ppo")
+OVERALL_METRICS = ("IQM", "Median", "Mean", "Optimality gap")
+
+
+# --------------------------------------------------------------------------- per-point statistics
+
+
+def iqm(x, axis: int = 0) -> np.ndarray:
+    """Interquartile mean (scipy trim_mean, 25% cut each side) along ``axis``, ignoring NaN.
+
+    x: (..., S, ...) array; returns it without ``axis``; NaN where no finite value.
+    Equal to ``scipy.stats.trim_mean(x, 0.25, axis)`` when x has no NaN.
+    """
+    x = np.moveaxis(np.asarray(x, float), axis, -1)
+    finite = np.isfinite(x)
+    if finite.all():
+        if x.shape[-1] == 0:
+            return np.full(x.shape[:-1], np.nan)
+        return np.asarray(scipy.stats.trim_mean(x, 0.25, axis=-1))
+    out = np.full(x.shape[:-1], np.nan)
+    for idx in np.ndindex(out.shape):
+        v = x[idx][finite[idx]]
+        if v.size:
+            out[idx] = scipy.stats.trim_mean(v, 0.25)
+    return out
+
+
+def percentiles(x, q=(25, 75), axis: int = 0) -> np.ndarray:
+    """NaN-ignoring percentiles (numpy's linear method). Returns (len(q), ...rest)."""
+    x = np.asarray(x, float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns -> NaN, on purpose
+        return np.nanpercentile(x, q, axis=axis)
+
+
+def curve_stats(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-eval-point summary of one method in one env.
+
+    values: (S, T) returns. Returns {"iqm", "p25", "p75", "n"}, each (T,);
+    n counts the seeds with a value at that point.
+    """
+    values = np.asarray(values, float)
+    p25, p75 = percentiles(values, (25, 75), axis=0)
+    return {"iqm": iqm(values, axis=0), "p25": p25, "p75": p75,
+            "n": np.isfinite(values).sum(axis=0)}
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def describe_normalisation(kind: str) -> str:
+    if kind == "minmax":
+        return ("min-max per env: (x - min) / (max - min), min and max taken over every evaluation point "
+                "of every counted run of every method in this report (1 = best window any run reached)")
+    if kind == "ppo":
+        return ("PPO-normalised per env: (x - min) / (IQM of PPO final scores - min), min over every evaluation "
+                "point of every counted run of every method in this report (1 = PPO's final IQM)")
+    raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {kind!r}")
+
+
+@dataclass
+class Normalisation:
+    """Per-env affine map x -> (x - lo[env]) / (hi[env] - lo[env])."""
+
+    kind: str
+    lo: dict[str, float]
+    hi: dict[str, float]
+    excluded: dict[str, str] = field(default_factory=dict)  # env -> why it cannot be normalised
+
+    @property
+    def description(self) -> str:
+        return describe_normalisation(self.kind)
+
+    def apply(self, env: str, x) -> np.ndarray:
+        return (np.asarray(x, float) - self.lo[env]) / (self.hi[env] - self.lo[env])
+
+    def usable(self, env: str) -> bool:
+        return env in self.lo and env not in self.excluded
+
+
+def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax") -> Normalisation:
+    """Fit lo / hi per env (see the module docstring). scores: final_scores() output."""
+    if kind not in NORMALISATIONS:
+        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {kind!r}")
+    lo, hi, excluded = {}, {}, {}
+    for env in coll.envs:
+        ed = coll.env_data[env]
+        vals = np.concatenate([c.values for b in coll.methods for c in ed.curves.get(b, []) if c.used] or [np.zeros(0)])
+        vals = vals[np.isfinite(vals)]
+        if vals.size == 0:
+            excluded[env] = "no finite return in any counted run"
+            continue
+        lo[env] = float(vals.min())
+        if kind == "minmax":
+            hi[env] = float(vals.max())
+        else:
+            if "none" not in scores.get(env, {}):
+                excluded[env] = "no PPO (bonus=none) final scores to normalise by"
+                continue
+            hi[env] = float(iqm(scores[env]["none"][1]))
+        if not hi[env] > lo[env]:
+            excluded[env] = f"degenerate range (lo={lo[env]:.4g}, hi={hi[env]:.4g})"
+    return Normalisation(kind, lo, hi, excluded)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass
+class Interval:
+    """A point estimate with its bootstrap CI."""
+
+    point: float
+    lo: float
+    hi: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2
+
+
+@contextlib.contextmanager
+def _seeded(seed: int):
+    # rliable's StratifiedBootstrap draws from numpy's *global* RNG whatever
+    # random_state says, so seed it here and restore it afterwards.
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # arch warns on degenerate (single-seed) resamples
+            yield
+    finally:
+        np.random.set_state(state)
+
+
+def bootstrap(score_dict: dict, func, reps: int, seed: int = 0, ci: float = 0.95):
+    """rliable.library.get_interval_estimates with a fixed seed.
+
+    score_dict: key -> (runs, tasks[, points]) array, or a tuple of arrays for
+    paired metrics (independent stratified bootstrap). Returns
+    (points: key -> (k,), intervals: key -> (2, k)).
+    """
+    from rliable import library
+
+    with _seeded(seed):
+        return library.get_interval_estimates(score_dict, func, reps=reps, confidence_interval_size=ci,
+                                              random_state=np.random.RandomState(seed))
+
+
+# The bootstrap calls these thousands of times; scipy's trim_mean and
+# mannwhitneyu spend most of their time in argument handling, so these are
+# exact vectorised equivalents of rliable.metrics (tests check the equality).
+
+
+def _iqm_cols(x: np.ndarray) -> np.ndarray:
+    """IQM of each column of a 2-D array, as scipy.stats.trim_mean(x, 0.25, axis=0)."""
+    n = x.shape[0]
+    k = int(0.25 * n)
+    return np.sort(x, axis=0)[k:n - k].mean(axis=0)
+
+
+def fast_iqm(x: np.ndarray) -> float:
+    """rliable.metrics.aggregate_iqm (IQM over all runs and tasks)."""
+    return float(_iqm_cols(np.asarray(x, float).reshape(-1, 1))[0])
+
+
+def fast_probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
+    """rliable.metrics.probability_of_improvement: mean over tasks of
+    P(X > Y) + 0.5 P(X = Y) over all run pairs (= Mann-Whitney U / (n_x n_y))."""
+    gt = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
+    eq = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
+    return float(np.mean(gt + 0.5 * eq))
+
+
+def _per_env_func(x: np.ndarray) -> np.ndarray:
+    # x: (runs, 1) -> [mean, IQM, median] over runs, from one sort. (The median
+    # is over runs: rliable's aggregate_median would be the median of task means.)
+    s = np.sort(x, axis=None)
+    n = s.size
+    k = int(0.25 * n)
+    return np.array([s.mean(), s[k:n - k].mean(), 0.5 * (s[(n - 1) // 2] + s[n // 2])])
+
+
+def _overall_func(x: np.ndarray) -> np.ndarray:
+    # = [metrics.aggregate_iqm, aggregate_median, aggregate_mean, aggregate_optimality_gap(gamma=1)](x)
+    task_means = x.mean(axis=0)
+    return np.array([fast_iqm(x), np.median(task_means), np.mean(task_means), 1.0 - np.mean(np.minimum(x, 1.0))])
+
+
+def _curve_func(x: np.ndarray) -> np.ndarray:
+    # x: (runs, tasks, T) -> [metrics.aggregate_iqm(x[..., t]) for t in range(T)]
+    return _iqm_cols(x.reshape(-1, x.shape[-1]))
+
+
+def _poi_func(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.array([fast_probability_of_improvement(x, y)])
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+@dataclass
+class Aggregates:
+    """Everything the report's figures and tables need.
+
+    scores: env -> bonus -> (seeds (S,), raw final scores (S,)).
+    per_env: env -> bonus -> {"n": int, "mean"/"iqm"/"median": Interval}.
+    overall: bonus -> metric name (OVERALL_METRICS) -> Interval, over agg_envs
+      with runs_per_method[bonus] runs per env.
+    curve_x: (T',) eval points (env steps, or fraction of training when envs
+      differ: see curve_xlabel); curves: bonus -> (point, lo, hi), each (T',).
+    poi: list of (x bonus, y bonus, Interval, number of envs).
+    spread: bonus -> median over envs of the IQR of normalised final scores.
+    """
+
+    last_k: int
+    reps: int
+    seed: int
+    normalisation: Normalisation
+    scores: dict
+    per_env: dict
+    agg_envs: list[str]
+    agg_methods: list[str]
+    runs_per_method: dict[str, int]
+    overall: dict
+    curve_x: np.ndarray
+    curve_xlabel: str
+    curves: dict
+    poi: list
+    spread: dict[str, float]
+    notes: list[str]
+
+
+def _take_runs(scores_env_bonus, n: int):
+    seeds, vals = scores_env_bonus
+    order = np.argsort(seeds, kind="stable")[:n]
+    return seeds[order], vals[order]
+
+
+def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, normalisation: str = "minmax",
+                       seed: int = 0, curve_points: int = 40, ci: float = 0.95) -> Aggregates:
+    """Run every bootstrap of the report (see the module docstring for definitions)."""
+    if reps < 1:
+        raise ValueError("reps must be >= 1")
+    notes: list[str] = []
+    scores = final_scores(coll, last_k)
+    norm = fit_normalisation(coll, scores, normalisation)
+    for env, why in norm.excluded.items():
+        notes.append(f"{env}: left out of cross-env aggregates ({why}).")
+
+    per_env: dict = {}
+    for i, env in enumerate(coll.envs):
+        sd = {b: v[:, None] for b, (_, v) in scores[env].items()}
+        per_env[env] = {}
+        if not sd:
+            continue
+        pts, ivs = bootstrap(sd, _per_env_func, reps, seed + i, ci)
+        for b in sd:
+            per_env[env][b] = {"n": len(sd[b]),
+                               **{name: Interval(float(pts[b][k]), float(ivs[b][0, k]), float(ivs[b][1, k]))
+                                  for k, name in enumerate(("mean", "iqm", "median"))}}
+
+    # Cross-env aggregates need one (runs, envs) matrix per method: only envs
+    # where every method has scores, and the same run count across those envs.
+    methods = [b for b in coll.methods if any(b in scores[e] for e in coll.envs)]
+    agg_envs = [e for e in coll.envs if norm.usable(e) and all(b in scores[e] for b in methods)]
+    for e in coll.envs:
+        if e not in agg_envs and norm.usable(e):
+            lacking = [method_label(b) for b in methods if b not in scores[e]]
+            notes.append(f"{e}: left out of cross-env aggregates (no final scores for {', '.join(lacking)}).")
+    runs_per_method: dict[str, int] = {}
+    overall: dict = {}
+    curves: dict = {}
+    curve_x = np.zeros(0)
+    curve_xlabel = "Environment steps"
+    normed: dict[str, np.ndarray] = {}
+    if agg_envs and methods:
+        for b in methods:
+            counts = {e: len(scores[e][b][0]) for e in agg_envs}
+            n = min(counts.values())
+            runs_per_method[b] = n
+            if len(set(counts.values())) > 1:
+                more = ", ".join(f"{e} ({k})" for e, k in counts.items() if k > n)
+                notes.append(f"{method_label(b)}: {n} runs per env in cross-env aggregates (the lowest seeds); "
+                             f"envs with more runs: {more}.")
+            normed[b] = np.stack([norm.apply(e, _take_runs(scores[e][b], n)[1]) for e in agg_envs], axis=1)
+        pts, ivs = bootstrap(normed, _overall_func, reps, seed + 1000, ci)
+        for b in methods:
+            overall[b] = {name: Interval(float(pts[b][k]), float(ivs[b][0, k]), float(ivs[b][1, k]))
+                          for k, name in enumerate(OVERALL_METRICS)}
+        curve_x, curve_xlabel, curves = _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method,
+                                                          reps, seed + 2000, ci, curve_points, last_k, notes)
+    elif coll.envs:
+        notes.append("No env has final scores for every method: no cross-env aggregates.")
+
+    poi = []
+    if "rfig" in methods:
+        for j, b in enumerate(m for m in methods if m != "rfig"):
+            envs = [e for e in coll.envs if "rfig" in scores[e] and b in scores[e]]
+            if not envs:
+                notes.append(f"P(RFIG > {method_label(b)}): no env with scores for both.")
+                continue
+            nx = min(len(scores[e]["rfig"][0]) for e in envs)
+            ny = min(len(scores[e][b][0]) for e in envs)
+            # Raw scores: P(X > Y) per env is invariant to the per-env normalisation.
+            x = np.stack([_take_runs(scores[e]["rfig"], nx)[1] for e in envs], axis=1)
+            y = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
+            key = f"RFIG,{method_label(b)}"
+            pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + 3000 + j, ci)
+            poi.append(("rfig", b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
+                        len(envs)))
+    elif methods:
+        notes.append("RFIG has no final scores: no probability of improvement.")
+
+    spread = {}
+    for b in methods:
+        iqrs = []
+        for e in coll.envs:
+            if norm.usable(e) and b in scores[e] and len(scores[e][b][1]) >= 2:
+                q25, q75 = np.percentile(norm.apply(e, scores[e][b][1]), [25, 75])
+                iqrs.append(q75 - q25)
+        spread[b] = float(np.median(iqrs)) if iqrs else float("nan")
+
+    return Aggregates(last_k, reps, seed, norm, scores, per_env, agg_envs, methods, runs_per_method, overall,
+                      curve_x, curve_xlabel, curves, poi, spread, notes)
+
+
+def _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method, reps, seed, ci, curve_points,
+                      last_k, notes):
+    """IQM of normalised returns across envs and runs at each eval point, with CIs."""
+    grids = [coll.env_data[e].steps for e in agg_envs]
+    same = all(len(g) == len(grids[0]) and np.array_equal(g, grids[0]) for g in grids)
+    if same:
+        x = grids[0].astype(float)
+        xlabel = "Environment steps"
+
+        def on_grid(e, v):
+            return v
+    else:
+        # Envs on different step grids: put every env on the shortest grid,
+        # expressed as a fraction of that env's last eval point.
+        shortest = min(grids, key=len)
+        x = shortest / shortest[-1]
+        xlabel = "Fraction of training (env steps / final env steps)"
+        notes.append("Envs have different env_steps grids: the aggregate curve is on a common "
+                     f"fraction-of-training grid of {len(x)} points (linear interpolation within each env).")
+
+        def on_grid(e, v):
+            g = coll.env_data[e].steps.astype(float)
+            return np.stack([np.interp(x * g[-1], g, row, left=np.nan, right=np.nan) for row in v])
+
+    data = {}
+    for b in methods:
+        per_env = []
+        for e in agg_envs:
+            want = set(_take_runs(scores[e][b], runs_per_method[b])[0].tolist())
+            rows = np.stack([c.values for c in coll.env_data[e].curves[b] if c.scored and c.seed in want])
+            per_env.append(norm.apply(e, on_grid(e, rows)))
+        data[b] = np.stack(per_env, axis=1)  # (runs, envs, T)
+    keep = np.all([np.isfinite(d).all(axis=(0, 1)) for d in data.values()], axis=0)
+    if not keep.all():
+        notes.append(f"Aggregate curve: {int((~keep).sum())} early eval point(s) dropped because some run had "
+                     "finished no episode yet.")
+    idx = np.nonzero(keep)[0]
+    if len(idx) > curve_points:
+        idx = idx[np.unique(np.round(np.linspace(0, len(idx) - 1, curve_points)).astype(int))]
+    if len(idx) == 0:
+        return np.zeros(0), xlabel, {}
+    data = {b: d[..., idx] for b, d in data.items()}
+    pts, ivs = bootstrap(data, _curve_func, reps, seed, ci)
+    return x[idx], xlabel, {b: (np.asarray(pts[b]), ivs[b][0], ivs[b][1]) for b in methods}

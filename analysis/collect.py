@@ -1,0 +1,637 @@
+"""Read a results tree into aligned arrays, and say what is missing or broken.
+
+The results contract (written by ``launch.py``; this module only reads it)::
+
+    <results_dir>/<experiment>/<env>/<bonus>/seed_<k>/
+        config.yaml    resolved Hydra config
+        metrics.csv    one row per evaluation window (env_steps, episode_return,
+                       episodes_finished, intrinsic_reward, losses, wall_time_s, ...)
+        summary.json   written last and atomically; its absence = incomplete run
+
+Rules applied to the ``episode_return`` column (documented in every report):
+
+* A window with NaN return and ``episodes_finished == 0`` is *empty*, not a
+  failure: it takes the previous window's return (forward fill). Leading empty
+  windows have nothing to copy and stay NaN (plots start where data starts).
+* A NaN / inf return in a window where episodes did finish (or where the
+  ``episodes_finished`` column is absent, so emptiness cannot be shown) is a
+  *failed window*; an evaluation point of the env's grid absent from a run's
+  metrics.csv is a *missing window*. Either makes the run a *failed seed*:
+  excluded from every statistic by default, or kept with those windows
+  forward-filled when ``keep_failed=True`` -- both reported, never silent.
+* Runs without ``summary.json`` are *incomplete*: reported, excluded by
+  default; ``include_incomplete=True`` adds their partial curves to the
+  per-env curves only (never to final scores).
+
+Alignment: each env gets one reference grid of ``env_steps`` -- the grid shared
+by most complete runs (ties: the longer one). Runs on a sub/super-set of it are
+matched point by point; runs on a different grid are linearly interpolated at
+the reference points inside their own range (never extrapolated), and every
+such run is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .names import env_sort_key, sort_envs, sort_methods
+
+RETURN_COLUMN = "episode_return"
+EPISODES_COLUMN = "episodes_finished"
+STEPS_COLUMN = "env_steps"
+_SEED_DIR = re.compile(r"^seed_(\d+)$")
+
+
+class AnalysisError(Exception):
+    """A user-facing problem (bad path, nothing to analyse); the CLI prints it."""
+
+
+@dataclass
+class Issue:
+    """One reported problem or adjustment.
+
+    severity: "error" (run or data left out), "warning" (data used but altered,
+    e.g. interpolated or forward-filled failure), "info" (expected behaviour
+    worth knowing, e.g. empty windows forward-filled).
+    """
+
+    kind: str
+    severity: str
+    env: str | None
+    bonus: str | None
+    seed: int | None
+    detail: str
+    handling: str
+
+
+@dataclass
+class Run:
+    """One run directory, as read from disk (nothing aligned yet)."""
+
+    experiment: str
+    env: str
+    bonus: str
+    seed: int
+    path: Path
+    complete: bool
+    summary: dict | None = None
+    config: dict | None = None
+    metrics: pd.DataFrame | None = None
+    load_error: str | None = None
+
+
+@dataclass
+class RunCurve:
+    """A run's returns placed on its env's reference grid.
+
+    values: (T,) float, T = len(EnvData.steps); NaN = no value at that point.
+    """
+
+    run: Run
+    values: np.ndarray
+    failed: bool = False
+    incomplete: bool = False
+    interpolated: bool = False
+    n_filled: int = 0          # empty windows forward-filled
+    n_leading_empty: int = 0   # empty windows before the first finished episode
+    n_failed_windows: int = 0
+    n_missing_windows: int = 0
+    used: bool = False          # counted in per-env curves
+    scored: bool = False        # counted in final scores
+
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def state(self) -> str:
+        parts = []
+        if self.incomplete:
+            parts.append("incomplete")
+        if self.failed:
+            parts.append("failed")
+        return "+".join(parts) or "ok"
+
+
+@dataclass
+class EnvData:
+    """All runs of one env, aligned on one grid.
+
+    steps: (T,) int64 reference grid of env_steps.
+    curves: bonus -> RunCurves sorted by seed (including excluded ones; see
+    RunCurve.used / RunCurve.scored).
+    """
+
+    env: str
+    steps: np.ndarray
+    curves: dict[str, list[RunCurve]] = field(default_factory=dict)
+
+    def used(self, bonus: str) -> list[RunCurve]:
+        return [c for c in self.curves.get(bonus, []) if c.used]
+
+    def returns(self, bonus: str) -> tuple[np.ndarray, np.ndarray]:
+        """Used runs of ``bonus``: (seeds (S,), returns (S, T)); S may be 0."""
+        cs = self.used(bonus)
+        seeds = np.array([c.seed for c in cs], dtype=np.int64)
+        vals = np.stack([c.values for c in cs]) if cs else np.zeros((0, len(self.steps)))
+        return seeds, vals
+
+
+@dataclass
+class Collection:
+    """A whole experiment, collected.
+
+    envs / methods: ordered names (paper order) of envs and bonuses with at
+    least one readable run after filtering. env_data: env -> EnvData.
+    """
+
+    results_dir: Path
+    experiment: str
+    envs: list[str]
+    methods: list[str]
+    env_data: dict[str, EnvData]
+    runs: list[Run]
+    issues: list[Issue]
+    include_incomplete: bool = False
+    keep_failed: bool = False
+    requested_envs: list[str] | None = None
+    requested_bonuses: list[str] | None = None
+
+    def curves(self) -> list[RunCurve]:
+        return [c for e in self.envs for b in self.methods for c in self.env_data[e].curves.get(b, [])]
+
+    def to_array(self) -> tuple[np.ndarray, list[str], list[str], np.ndarray, np.ndarray]:
+        """Dense (method, env, seed, eval point) array of used runs' returns.
+
+        Returns (values (M, E, S, T), methods, envs, seeds (S,), steps (T,));
+        absent (method, env, seed) cells are NaN. Needs every env on the same
+        grid (otherwise the eval axis means different things): ValueError.
+        """
+        grids = {e: tuple(self.env_data[e].steps) for e in self.envs}
+        if len(set(grids.values())) > 1:
+            raise ValueError(
+                "envs have different env_steps grids; use EnvData.returns per env: "
+                + ", ".join(f"{e}: {len(g)} points to {g[-1] if g else 0}" for e, g in grids.items())
+            )
+        steps = np.asarray(next(iter(grids.values())), dtype=np.int64) if grids else np.zeros(0, np.int64)
+        seeds = sorted({c.seed for c in self.curves() if c.used})
+        out = np.full((len(self.methods), len(self.envs), len(seeds), len(steps)), np.nan)
+        for i, m in enumerate(self.methods):
+            for j, e in enumerate(self.envs):
+                for c in self.env_data[e].used(m):
+                    out[i, j, seeds.index(c.seed)] = c.values
+        return out, list(self.methods), list(self.envs), np.asarray(seeds, np.int64), steps
+
+    def column(self, env: str, bonus: str, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Any numeric metrics.csv column for the used runs, on the env grid.
+
+        Returns (seeds (S,), values (S, T)). No forward fill here (only returns
+        have the empty-window rule); points a run lacks are NaN; runs on another
+        grid are interpolated like their returns.
+        """
+        ed = self.env_data[env]
+        seeds, rows = [], []
+        for c in ed.used(bonus):
+            df = c.run.metrics
+            seeds.append(c.seed)
+            if df is None or column not in df.columns:
+                rows.append(np.full(len(ed.steps), np.nan))
+                continue
+            own_steps, own = _clean_steps(df, column)
+            vals, _, _, _ = _place_on_grid(own_steps, own, ed.steps)
+            rows.append(vals)
+        arr = np.stack(rows) if rows else np.zeros((0, len(ed.steps)))
+        return np.asarray(seeds, np.int64), arr
+
+    def issues_of(self, *kinds: str) -> list[Issue]:
+        return [i for i in self.issues if i.kind in kinds]
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+def _is_run_dir(p: Path) -> bool:
+    return p.is_dir() and _SEED_DIR.match(p.name) is not None
+
+
+def find_experiments(results_dir: str | Path) -> list[str]:
+    """Experiments under ``results_dir``: folders holding ``<env>/<bonus>/seed_<k>``."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return []
+    found = []
+    for exp in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        if any(_is_run_dir(s) for s in exp.glob("*/*/seed_*")):
+            found.append(exp.name)
+    return found
+
+
+def _read_yaml(path: Path) -> dict | None:
+    try:
+        import yaml  # optional: only used for cross-checks, not for any number
+    except ImportError:
+        return None
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    return data if isinstance(data, dict) else None
+
+
+def load_run(path: Path, experiment: str, env: str, bonus: str, seed: int) -> Run:
+    """Read one run directory. Never raises for bad content: sets load_error."""
+    path = Path(path)
+    run = Run(experiment, env, bonus, seed, path, complete=False)
+    summary_path = path / "summary.json"
+    errors = []
+    if summary_path.is_file():
+        try:
+            run.summary = json.loads(summary_path.read_text())
+            run.complete = run.summary.get("status", "complete") == "complete"
+            if not run.complete:
+                errors.append(f"summary.json status is {run.summary.get('status')!r}")
+        except (OSError, ValueError) as exc:
+            errors.append(f"summary.json unreadable ({exc})")
+    if (path / "config.yaml").is_file():
+        try:
+            run.config = _read_yaml(path / "config.yaml")
+        except Exception as exc:  # a broken config must not hide the metrics
+            errors.append(f"config.yaml unreadable ({type(exc).__name__})")
+    metrics_path = path / "metrics.csv"
+    if metrics_path.is_file() and metrics_path.stat().st_size == 0:
+        # Created at start-up, before the first window: normal for a young run.
+        errors.append("metrics.csv empty (no window written yet)")
+    elif metrics_path.is_file():
+        try:
+            df = pd.read_csv(metrics_path)
+            if STEPS_COLUMN not in df.columns or RETURN_COLUMN not in df.columns:
+                errors.append(f"metrics.csv lacks {STEPS_COLUMN!r} or {RETURN_COLUMN!r}")
+            else:
+                run.metrics = df
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            errors.append(f"metrics.csv unreadable ({type(exc).__name__}: {exc})")
+    else:
+        errors.append("no metrics.csv")
+    run.load_error = "; ".join(errors) or None
+    return run
+
+
+def scan_runs(results_dir: str | Path, experiment: str) -> list[Run]:
+    """Every ``<env>/<bonus>/seed_<k>`` directory of one experiment, loaded."""
+    root = Path(results_dir) / experiment
+    runs = []
+    for seed_dir in sorted(root.glob("*/*/seed_*")):
+        m = _SEED_DIR.match(seed_dir.name)
+        if not m or not seed_dir.is_dir():
+            continue
+        bonus_dir = seed_dir.parent
+        env_dir = bonus_dir.parent
+        if env_dir.name.startswith((".", "_")) or bonus_dir.name.startswith((".", "_")):
+            continue
+        runs.append(load_run(seed_dir, experiment, env_dir.name, bonus_dir.name, int(m.group(1))))
+    return runs
+
+
+# --------------------------------------------------------------------------- alignment
+
+
+def _clean_steps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps (N,), values (N,)) sorted by steps, duplicate steps keep the last row."""
+    sub = df[[STEPS_COLUMN, column]].copy()
+    sub[STEPS_COLUMN] = pd.to_numeric(sub[STEPS_COLUMN], errors="coerce")
+    sub[column] = pd.to_numeric(sub[column], errors="coerce")
+    sub = sub.dropna(subset=[STEPS_COLUMN])
+    sub = sub.drop_duplicates(subset=[STEPS_COLUMN], keep="last").sort_values(STEPS_COLUMN)
+    return sub[STEPS_COLUMN].to_numpy(np.int64), sub[column].to_numpy(float)
+
+
+def _place_on_grid(own_steps: np.ndarray, own: np.ndarray, ref: np.ndarray):
+    """Put a run's own-grid values on the reference grid.
+
+    Returns (values (T,), absent (T,) bool: reference points the run does not
+    have and that lie after its first own point, leading (T,) bool: reference
+    points before its first own point, interpolated: bool).
+    """
+    values = np.full(len(ref), np.nan)
+    absent = np.zeros(len(ref), bool)
+    leading = np.zeros(len(ref), bool)
+    if len(own_steps) == 0:
+        absent[:] = True
+        return values, absent, leading, False
+    own_set = set(own_steps.tolist())
+    ref_set = set(ref.tolist())
+    if own_set <= ref_set or ref_set <= own_set:
+        idx = {s: i for i, s in enumerate(own_steps.tolist())}
+        for j, s in enumerate(ref.tolist()):
+            if s in idx:
+                values[j] = own[idx[s]]
+            else:
+                absent[j] = True
+        return values, absent, leading, False
+    # Different grids: interpolate inside the run's own range only. A NaN
+    # neighbour (failed window) propagates, so failures are not smoothed over.
+    lo, hi = own_steps[0], own_steps[-1]
+    inside = (ref >= lo) & (ref <= hi)
+    values[inside] = np.interp(ref[inside].astype(float), own_steps.astype(float), own)
+    leading[ref < lo] = True
+    absent[ref > hi] = True
+    return values, absent, leading, True
+
+
+def _forward_fill(values: np.ndarray, fill: np.ndarray) -> np.ndarray:
+    """Copy the last finite value into positions where ``fill`` is True."""
+    out = values.copy()
+    last = np.nan
+    for i in range(len(out)):
+        if fill[i]:
+            out[i] = last
+        elif np.isfinite(out[i]):
+            last = out[i]
+    return out
+
+
+def _reference_grid(runs: list[Run]) -> tuple[np.ndarray, str | None]:
+    grids = []
+    for r in runs:
+        if r.metrics is not None:
+            s, _ = _clean_steps(r.metrics, RETURN_COLUMN)
+            if len(s):
+                grids.append((r.complete, tuple(s.tolist())))
+    # Incomplete runs stop early by nature: they only choose the grid when no run is complete.
+    pool = [g for c, g in grids if c] or [g for _, g in grids]
+    if not pool:
+        return np.zeros(0, np.int64), None
+    counts = Counter(pool)
+    ref = max(counts, key=lambda g: (counts[g], len(g), g[-1]))
+    # Runs on a subset of the grid get their own missing-window issue; only
+    # grids that need matching or interpolation deserve an env-level note.
+    odd = [g for g in pool if not set(g) <= set(ref)]
+    note = None
+    if odd:
+        note = (f"{len(odd)} complete run(s) on an env_steps grid that is not a subset of the reference grid "
+                f"({len(ref)} points, {ref[0]}..{ref[-1]}, shared by {counts[ref]} of {len(pool)} runs)")
+    return np.asarray(ref, np.int64), note
+
+
+def _align_run(run: Run, ref: np.ndarray, keep_failed: bool, issues: list[Issue]) -> RunCurve:
+    env, bonus, seed = run.env, run.bonus, run.seed
+    steps, r = _clean_steps(run.metrics, RETURN_COLUMN)
+    n_dupes = len(run.metrics) - len(steps)
+    if EPISODES_COLUMN in run.metrics.columns:
+        _, ef = _clean_steps(run.metrics, EPISODES_COLUMN)
+        empty = ~np.isfinite(r) & (ef == 0)
+    else:
+        empty = np.zeros(len(r), bool)
+    failed_own = ~np.isfinite(r) & ~empty
+    finite_before = np.cumsum(np.isfinite(r)) > 0
+    n_leading_empty = int(np.sum(empty & ~finite_before))
+    own = _forward_fill(np.where(np.isfinite(r), r, np.nan), empty | (failed_own & keep_failed))
+    values, absent, _, interpolated = _place_on_grid(steps, own, ref)
+
+    curve = RunCurve(run, values, incomplete=not run.complete, interpolated=interpolated,
+                     n_filled=int(np.sum(empty)) - n_leading_empty, n_leading_empty=n_leading_empty)
+    handling = "kept with these windows forward-filled" if keep_failed else "seed excluded"
+
+    if n_dupes:
+        issues.append(Issue("duplicate_rows", "warning", env, bonus, seed,
+                            f"{n_dupes} metrics.csv rows repeat or lack env_steps", "kept the last row per env_steps"))
+    if failed_own.any():
+        bad = steps[failed_own].tolist()
+        why = ("NaN/inf episode_return" if EPISODES_COLUMN in run.metrics.columns
+               else f"NaN/inf episode_return and no {EPISODES_COLUMN!r} column to show the window was empty")
+        issues.append(Issue("failed", "warning" if keep_failed else "error", env, bonus, seed,
+                            f"{why} in {len(bad)} window(s) at env_steps {_fmt_list(bad)}", handling))
+        curve.n_failed_windows = len(bad)
+        curve.failed = True
+
+    # Reference points absent from this run: missing windows, except the tail
+    # an incomplete run has not reached yet.
+    if run.complete:
+        missing = absent
+    else:
+        last_own = steps[-1] if len(steps) else -1
+        missing = absent & (ref < last_own)
+    if run.complete and run.summary and len(steps) >= 2:
+        # metrics.csv can stop early while summary.json says the run finished.
+        total = run.summary.get("env_steps")
+        step = int(np.median(np.diff(steps)))
+        if isinstance(total, (int, float)) and total > steps[-1] + step and not missing.any():
+            issues.append(Issue("missing_windows", "warning" if keep_failed else "error", env, bonus, seed,
+                                f"metrics.csv ends at env_steps {steps[-1]} but summary.json reports {int(total)}",
+                                handling))
+            curve.failed = True
+    if missing.any():
+        pts = ref[missing].tolist()
+        issues.append(Issue("missing_windows", "warning" if keep_failed else "error", env, bonus, seed,
+                            f"{len(pts)} evaluation point(s) of the env grid absent from metrics.csv: "
+                            f"env_steps {_fmt_list(pts)}", handling))
+        curve.n_missing_windows = len(pts)
+        curve.failed = True
+        if keep_failed:
+            curve.values = _forward_fill(curve.values, missing)
+    if interpolated:
+        issues.append(Issue("interpolated", "warning", env, bonus, seed,
+                            f"own env_steps grid ({len(steps)} points, {steps[0]}..{steps[-1]}) differs from the "
+                            f"env's reference grid", "linearly interpolated at reference points inside its range"))
+    if curve.n_filled:
+        issues.append(Issue("empty_windows", "info", env, bonus, seed,
+                            f"{curve.n_filled} window(s) with no finished episode",
+                            "previous window's return carried forward"))
+    if n_leading_empty:
+        issues.append(Issue("empty_windows", "info", env, bonus, seed,
+                            f"first {n_leading_empty} window(s) finished no episode",
+                            "left empty (curve starts later)"))
+    return curve
+
+
+def _fmt_list(xs: list, limit: int = 6) -> str:
+    shown = ", ".join(str(x) for x in xs[:limit])
+    return shown + (f", ... ({len(xs)} in all)" if len(xs) > limit else "")
+
+
+def _summary_identity(run: Run, issues: list[Issue]) -> None:
+    s = run.summary or {}
+    expected = {"env": run.env, "bonus": run.bonus, "seed": run.seed, "experiment": run.experiment}
+    diffs = [f"{k}={s[k]!r}" for k, v in expected.items() if k in s and s[k] != v]
+    if diffs:
+        issues.append(Issue("mismatch", "warning", run.env, run.bonus, run.seed,
+                            "summary.json says " + ", ".join(diffs), "the directory path is trusted"))
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _split(arg) -> list[str] | None:
+    if arg is None:
+        return None
+    items = arg.split(",") if isinstance(arg, str) else list(arg)
+    items = [i.strip() for i in items if i and i.strip()]
+    return items or None
+
+
+def resolve_experiment(results_dir: str | Path, experiment: str | None) -> str:
+    """The experiment to analyse; AnalysisError with the choices otherwise."""
+    root = Path(results_dir)
+    if not root.exists():
+        raise AnalysisError(f"results directory {root} does not exist")
+    if not root.is_dir():
+        raise AnalysisError(f"results path {root} is not a directory")
+    found = find_experiments(root)
+    if experiment is not None:
+        if experiment not in found:
+            listing = ", ".join(found) if found else "none"
+            raise AnalysisError(f"no runs for experiment {experiment!r} under {root} "
+                                f"(expected {root}/{experiment}/<env>/<bonus>/seed_<k>/); experiments found: {listing}")
+        return experiment
+    if not found:
+        raise AnalysisError(f"no runs found under {root} (expected {root}/<experiment>/<env>/<bonus>/seed_<k>/)")
+    if len(found) > 1:
+        raise AnalysisError(f"{len(found)} experiments under {root}; pick one with --experiment: " + ", ".join(found))
+    return found[0]
+
+
+def collect(results_dir: str | Path, experiment: str | None = None, envs=None, bonuses=None,
+            include_incomplete: bool = False, keep_failed: bool = False) -> Collection:
+    """Collect one experiment.
+
+    envs / bonuses: optional filters (list or comma-separated string). Requested
+    names without runs are reported as issues; nothing left raises AnalysisError.
+    """
+    experiment = resolve_experiment(results_dir, experiment)
+    want_envs, want_bonuses = _split(envs), _split(bonuses)
+    all_runs = scan_runs(results_dir, experiment)
+    issues: list[Issue] = []
+    for kind, want, have in (("missing_env", want_envs, {r.env for r in all_runs}),
+                             ("missing_bonus", want_bonuses, {r.bonus for r in all_runs})):
+        for name in want or []:
+            if name not in have:
+                what = "env" if kind == "missing_env" else "bonus"
+                issues.append(Issue(kind, "error", name if what == "env" else None, name if what == "bonus" else None,
+                                    None, f"requested {what} {name!r} has no runs in experiment {experiment!r} "
+                                          f"(present: {', '.join(sorted(have))})", "nothing to show"))
+    runs = [r for r in all_runs
+            if (want_envs is None or r.env in want_envs) and (want_bonuses is None or r.bonus in want_bonuses)]
+    if not runs:
+        raise AnalysisError(f"no runs in experiment {experiment!r} match envs={want_envs} bonuses={want_bonuses}; "
+                            f"present envs: {', '.join(sort_envs({r.env for r in all_runs}))}; "
+                            f"bonuses: {', '.join(sort_methods({r.bonus for r in all_runs}))}")
+
+    env_names = sort_envs({r.env for r in runs})
+    methods = sort_methods({r.bonus for r in runs})
+    env_data: dict[str, EnvData] = {}
+    for env in env_names:
+        env_runs = [r for r in runs if r.env == env]
+        ref, note = _reference_grid(env_runs)
+        if note:
+            issues.append(Issue("grid", "warning", env, None, None, note, "other runs matched or interpolated"))
+        ed = EnvData(env, ref)
+        for r in sorted(env_runs, key=lambda r: (r.bonus, r.seed)):
+            if r.complete:
+                _summary_identity(r, issues)
+            if not r.complete:
+                why = r.load_error if r.summary is not None else "no summary.json (crashed or still running)"
+                if r.metrics is None and r.summary is None and r.load_error:
+                    why += f"; {r.load_error}"
+                shown = include_incomplete and r.metrics is not None
+                issues.append(Issue("incomplete", "warning" if shown else "error", env, r.bonus, r.seed, why,
+                                    "partial curve shown, no final score" if shown else "excluded"))
+            if r.metrics is None:
+                if r.complete:  # (an incomplete run's reason is already in its "incomplete" issue)
+                    issues.append(Issue("unreadable", "error", env, r.bonus, r.seed, r.load_error or "no metrics",
+                                        "excluded"))
+                continue
+            if len(ref) == 0:
+                continue
+            c = _align_run(r, ref, keep_failed, issues)
+            c.used = (not c.incomplete or include_incomplete) and (not c.failed or keep_failed)
+            c.scored = c.used and not c.incomplete
+            ed.curves.setdefault(r.bonus, []).append(c)
+        env_data[env] = ed
+
+    # Coverage: every (env, bonus) should have every seed seen in this selection.
+    all_seeds = sorted({r.seed for r in runs})
+    for env in env_names:
+        for b in methods:
+            have = {r.seed for r in runs if r.env == env and r.bonus == b}
+            lacking = [s for s in all_seeds if s not in have]
+            if not have:
+                issues.append(Issue("missing_runs", "error", env, b, None,
+                                    f"no run directory at all (expected seeds {_fmt_list(all_seeds)})",
+                                    "method absent from this env; left out of cross-env aggregates"))
+            elif lacking:
+                issues.append(Issue("missing_runs", "error", env, b, None,
+                                    f"no run directory for seed(s) {_fmt_list(lacking)} (other cells have them)",
+                                    "fewer seeds in this cell"))
+    return Collection(Path(results_dir), experiment, env_names, methods, env_data, runs, issues,
+                      include_incomplete, keep_failed, want_envs, want_bonuses)
+
+
+def final_scores(coll: Collection, last_k: int = 1) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Final score of every scored run: mean of its last ``last_k`` eval points.
+
+    Returns env -> bonus -> (seeds (S,), scores (S,)). Runs with no finite value
+    in those points (no episode ever finished) are left out and reported once
+    in ``coll.issues`` (kind "no_episodes").
+    """
+    if last_k < 1:
+        raise ValueError("last_k must be >= 1")
+    out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for env in coll.envs:
+        ed = coll.env_data[env]
+        out[env] = {}
+        for b in coll.methods:
+            seeds, scores = [], []
+            for c in ed.curves.get(b, []):
+                if not c.scored:
+                    continue
+                tail = c.values[-last_k:]
+                if not np.isfinite(tail).any():
+                    if not any(i.kind == "no_episodes" and (i.env, i.bonus, i.seed) == (env, b, c.seed)
+                               for i in coll.issues):
+                        coll.issues.append(Issue("no_episodes", "error", env, b, c.seed,
+                                                 f"no finished episode in the last {last_k} window(s)",
+                                                 "no final score"))
+                    continue
+                seeds.append(c.seed)
+                scores.append(float(np.nanmean(tail)))
+            if seeds:
+                out[env][b] = (np.asarray(seeds, np.int64), np.asarray(scores, float))
+    return out
+
+
+def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
+    """One row per run directory: identity, status, what the analysis did with it."""
+    scores = final_scores(coll, last_k)
+    curve_of = {(c.run.env, c.run.bonus, c.seed): c for c in coll.curves()}
+    rows = []
+    for r in sorted(coll.runs, key=lambda r: (env_sort_key(r.env), r.bonus, r.seed)):
+        if r.env not in coll.env_data or r.bonus not in coll.methods:
+            continue
+        c = curve_of.get((r.env, r.bonus, r.seed))
+        fs = np.nan
+        if r.env in scores and r.bonus in scores[r.env]:
+            seeds, vals = scores[r.env][r.bonus]
+            hit = np.nonzero(seeds == r.seed)[0]
+            fs = float(vals[hit[0]]) if len(hit) else np.nan
+        s = r.summary or {}
+        rows.append({
+            "env": r.env, "bonus": r.bonus, "seed": r.seed,
+            "status": c.state if c else ("incomplete" if not r.complete else "unreadable"),
+            "used_in_curves": bool(c and c.used), "scored": bool(c and c.scored and math.isfinite(fs)),
+            "final_score": fs,
+            "eval_points": int(len(r.metrics)) if r.metrics is not None else 0,
+            "filled_windows": c.n_filled if c else 0,
+            "failed_windows": c.n_failed_windows if c else 0,
+            "missing_windows": c.n_missing_windows if c else 0,
+            "interpolated": bool(c and c.interpolated),
+            "env_steps": s.get("env_steps"), "env_steps_per_second": s.get("env_steps_per_second"),
+            "wall_time_s": s.get("wall_time_s"), "compile_time_s": s.get("compile_time_s"),
+            "path": str(r.path),
+        })
+    return pd.DataFrame(rows)

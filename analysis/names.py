@@ -1,0 +1,130 @@
+"""Display names, panel order and the fixed colour palette.
+
+Everything keyed by the *bonus name* as written in the results tree (``none``,
+``rfig``, ...), so a method keeps the same label and colour in every figure of
+every report, whatever subset of methods a report happens to contain.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+# Label used in figures and tables for each bonus name.
+METHOD_LABELS: dict[str, str] = {
+    "none": "PPO",
+    "rfig": "RFIG",
+    "rnd": "RND",
+    "vime": "VIME",
+    "hashexplo": "#Explo",
+}
+
+# Legend / table order: the baseline first, the proposed method last so it is
+# drawn on top and reads as "the new row" in tables (as in the paper).
+METHOD_ORDER: tuple[str, ...] = ("none", "rnd", "vime", "hashexplo", "rfig")
+
+# Okabe-Ito colours (colour-blind safe), fixed per bonus name.
+PALETTE: dict[str, str] = {
+    "none": "#555555",
+    "rfig": "#D55E00",
+    "rnd": "#0072B2",
+    "vime": "#009E73",
+    "hashexplo": "#CC79A7",
+}
+# Unknown bonuses get one of these, chosen by a stable hash of the name so the
+# choice does not depend on which other methods are in the report.
+_EXTRA_COLOURS: tuple[str, ...] = (
+    "#E69F00", "#56B4E9", "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#9467BD", "#1B9E77",
+)
+
+# The paper's figure order (2 classic + 4 sparse Brax + PointMaze + 4 MinAtar).
+ENV_ORDER: tuple[str, ...] = (
+    "acrobot",
+    "mountaincar",
+    "sparse_ant",
+    "sparse_halfcheetah",
+    "sparse_hopper",
+    "sparse_walker2d",
+    "pointmaze_*",  # placeholder slot: every pointmaze_ env goes here
+    "minatar_breakout",
+    "minatar_asterix",
+    "minatar_freeway",
+    "minatar_space_invaders",
+)
+# Within the PointMaze slot, order by maze size rather than alphabetically.
+_MAZE_ORDER = ("umaze", "open", "medium", "large", "giant")
+
+ENV_LABELS: dict[str, str] = {
+    "acrobot": "Acrobot",
+    "mountaincar": "MountainCar",
+    "cartpole": "CartPole",
+    "sparse_ant": "Sparse Ant",
+    "sparse_halfcheetah": "Sparse HalfCheetah",
+    "sparse_hopper": "Sparse Hopper",
+    "sparse_walker2d": "Sparse Walker2d",
+    "minatar_breakout": "Breakout (MinAtar)",
+    "minatar_asterix": "Asterix (MinAtar)",
+    "minatar_freeway": "Freeway (MinAtar)",
+    "minatar_space_invaders": "SpaceInvaders (MinAtar)",
+    "minatar_seaquest": "Seaquest (MinAtar)",
+}
+
+# The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus.
+# representation = does the method need to *learn* a representation.
+QUALITATIVE: dict[str, dict[str, str | bool | None]] = {
+    "rnd": {"principle": "Prediction error", "representation": False,
+            "computation": "Distillation", "sensitivity": "Medium"},
+    "vime": {"principle": "Information gain", "representation": True,
+             "computation": "Bayesian NN", "sensitivity": "High"},
+    "hashexplo": {"principle": "Count-based", "representation": True,
+                  "computation": "Auto-encoder", "sensitivity": "High"},
+    "rfig": {"principle": "Information gain (kernel theory)", "representation": False,
+             "computation": "Closed-form", "sensitivity": "Low"},
+    # Not in the paper's table; shown as the reference row for measured columns.
+    "none": {"principle": "No bonus", "representation": None,
+             "computation": "—", "sensitivity": "—"},
+}
+
+
+def method_label(bonus: str) -> str:
+    return METHOD_LABELS.get(bonus, bonus)
+
+
+def method_colour(bonus: str) -> str:
+    if bonus in PALETTE:
+        return PALETTE[bonus]
+    return _EXTRA_COLOURS[zlib.crc32(bonus.encode()) % len(_EXTRA_COLOURS)]
+
+
+def method_sort_key(bonus: str) -> tuple[float, str]:
+    if bonus in METHOD_ORDER:
+        return (float(METHOD_ORDER.index(bonus)), "")
+    # Unknown methods sit between the baselines and RFIG, alphabetically.
+    return (METHOD_ORDER.index("rfig") - 0.5, bonus)
+
+
+def sort_methods(bonuses) -> list[str]:
+    return sorted(set(bonuses), key=method_sort_key)
+
+
+def env_sort_key(env: str) -> tuple:
+    if env in ENV_ORDER:
+        return (ENV_ORDER.index(env), 0, env)
+    if env.startswith("pointmaze_"):
+        layout = env[len("pointmaze_"):].lower()
+        rank = next((i for i, m in enumerate(_MAZE_ORDER) if layout.startswith(m)), len(_MAZE_ORDER))
+        return (ENV_ORDER.index("pointmaze_*"), rank, env)
+    return (len(ENV_ORDER), 0, env)
+
+
+def sort_envs(envs) -> list[str]:
+    return sorted(set(envs), key=env_sort_key)
+
+
+def env_label(env: str) -> str:
+    if env in ENV_LABELS:
+        return ENV_LABELS[env]
+    if env.startswith("pointmaze_"):
+        rest = env[len("pointmaze_"):]
+        return "PointMaze " + " ".join(p.capitalize() for p in rest.split("_"))
+    return " ".join(p.capitalize() for p in re.split(r"[_\-]+", env) if p)

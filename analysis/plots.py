@@ -1,0 +1,247 @@
+"""Figures (PNG + PDF). Colours come from analysis.names.method_colour only,
+so a method has one colour in every figure of every report."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # reports are written on headless machines; never open a window
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.legend_handler import HandlerTuple  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
+from .collect import RETURN_COLUMN, Collection  # noqa: E402
+from .names import env_label, method_colour, method_label  # noqa: E402
+from .registry import ReportContext, Section, register_maker  # noqa: E402
+
+FORMATS = ("png", "pdf")
+_DPI = 150
+
+
+def _steps_fmt(x, _pos=None) -> str:
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if abs(x) >= 1e3:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:.3g}"
+
+
+def _save(fig, base: Path) -> list[Path]:
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        p = base.with_suffix("." + ext)
+        fig.savefig(p, dpi=_DPI, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _seed_count_label(counts: list[int]) -> str:
+    lo, hi = min(counts), max(counts)
+    return f"n={lo}" if lo == hi else f"n={lo}-{hi}"
+
+
+def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
+                    methods: list[str] | None = None) -> list[Path]:
+    """One panel per env (4 columns, paper order): per method, the IQM over
+    seeds at each eval point and the 25-75th percentile band. Runs counted are
+    those with RunCurve.used. Returns the files written ([] if nothing to plot)."""
+    methods = methods or coll.methods
+    panels = []
+    for env in coll.envs:
+        ed = coll.env_data[env]
+        lines = {}
+        for b in methods:
+            seeds, v = ed.returns(b) if column == RETURN_COLUMN else coll.column(env, b, column)
+            if len(seeds) and np.isfinite(v).any():
+                lines[b] = (len(seeds), curve_stats(v))
+        if lines:
+            panels.append((env, ed.steps, lines))
+    if not panels:
+        return []
+    # 4 columns as in the paper's 3 x 4 grid; 3 when that fills the rows better.
+    ncols = len(panels) if len(panels) <= 4 else (3 if len(panels) in (5, 6, 9) else 4)
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols + 0.6, 2.6 * nrows + 0.9),
+                             squeeze=False, layout="constrained")
+    counts: dict[str, list[int]] = {}
+    for ax, (env, steps, lines) in zip(axes.flat, panels, strict=False):
+        for b, (n, st) in lines.items():
+            counts.setdefault(b, []).append(n)
+            c = method_colour(b)
+            z = 3 if b == "rfig" else 2  # the proposed method on top
+            ax.fill_between(steps, st["p25"], st["p75"], color=c, alpha=0.18, linewidth=0, zorder=z)
+            ax.plot(steps, st["iqm"], color=c, linewidth=1.7, zorder=z + 0.5)
+        ax.set_title(env_label(env), fontsize=11)
+        ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.tick_params(labelsize=8.5)
+        ax.grid(alpha=0.25, linewidth=0.6)
+        ax.spines[["top", "right"]].set_visible(False)
+        if len(steps) > 1:
+            ax.set_xlim(steps[0], steps[-1])
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    # x label on the lowest visible panel of each column (a figure-level
+    # supxlabel would collide with the legend underneath).
+    for col in range(ncols):
+        visible = [axes[r, col] for r in range(nrows) if r * ncols + col < len(panels)]
+        if visible:
+            visible[-1].set_xlabel("Environment steps", fontsize=10)
+    fig.supylabel(ylabel, fontsize=11)
+    shown = [b for b in methods if b in counts]
+    handles = [(Line2D([], [], color=method_colour(b), linewidth=2.2),
+                Patch(facecolor=method_colour(b), alpha=0.18, linewidth=0)) for b in shown]
+    labels = [f"{method_label(b)} ({_seed_count_label(counts[b])})" for b in shown]
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(shown), 6), frameon=False, fontsize=10,
+               handler_map={tuple: HandlerTuple(ndivide=1)})
+    return _save(fig, base)
+
+
+def plot_aggregate_intervals(agg: Aggregates, base: Path) -> list[Path]:
+    """rliable interval plot: IQM / median / mean / optimality gap of normalised
+    final scores across envs, with stratified-bootstrap CIs."""
+    from rliable import plot_utils
+
+    methods = [b for b in agg.agg_methods if b in agg.overall]
+    if not methods:
+        return []
+    labels = [method_label(b) for b in methods]
+    pts = {method_label(b): np.array([agg.overall[b][m].point for m in OVERALL_METRICS]) for b in methods}
+    ivs = {method_label(b): np.array([[agg.overall[b][m].lo for m in OVERALL_METRICS],
+                                      [agg.overall[b][m].hi for m in OVERALL_METRICS]]) for b in methods}
+    xlabel = "Normalised final score (" + ("min-max" if agg.normalisation.kind == "minmax" else "PPO = 1") + ")"
+    fig, _ = plot_utils.plot_interval_estimates(
+        pts, ivs, metric_names=list(OVERALL_METRICS), algorithms=labels,
+        colors={method_label(b): method_colour(b) for b in methods}, xlabel=xlabel,
+        subfigure_width=3.2, row_height=0.45,
+        # the label sits at a figure fraction: keep it ~0.6 in below the axes whatever the height
+        xlabel_y_coordinate=-0.6 / (0.45 * len(methods)))
+    return _save(fig, base)
+
+
+def plot_aggregate_curve(agg: Aggregates, base: Path) -> list[Path]:
+    """rliable sample-efficiency curve: IQM of normalised returns across envs
+    and runs at each eval point, with pointwise bootstrap CIs."""
+    from rliable import plot_utils
+
+    methods = [b for b in agg.agg_methods if b in agg.curves]
+    if not methods or len(agg.curve_x) == 0:
+        return []
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    plot_utils.plot_sample_efficiency_curve(
+        agg.curve_x, {method_label(b): agg.curves[b][0] for b in methods},
+        {method_label(b): np.stack(agg.curves[b][1:]) for b in methods},
+        algorithms=[method_label(b) for b in methods],
+        colors={method_label(b): method_colour(b) for b in methods},
+        xlabel=agg.curve_xlabel, ylabel="IQM normalised return", ax=ax, labelsize="large",
+        ticklabelsize="medium", marker="", linewidth=2)
+    if agg.curve_xlabel.startswith("Environment"):
+        ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
+    ax.legend(frameon=False, fontsize=10, loc="best")
+    ax.set_title(f"Across {len(agg.agg_envs)} env(s)", fontsize=11)
+    return _save(fig, base)
+
+
+def plot_probability_of_improvement(agg: Aggregates, base: Path) -> list[Path]:
+    """rliable P(RFIG > baseline) with bootstrap CIs, one bar per baseline."""
+    from rliable import plot_utils
+
+    if not agg.poi:
+        return []
+    est = {f"{method_label(x)},{method_label(y)}": iv.point for x, y, iv, _ in agg.poi}
+    ivs = {f"{method_label(x)},{method_label(y)}": np.array([iv.lo, iv.hi]) for x, y, iv, _ in agg.poi}
+    fig, ax = plt.subplots(figsize=(4.6, 0.55 * len(est) + 1.2))
+    plot_utils.plot_probability_of_improvement(
+        est, ivs, ax=ax, colors=[method_colour(y) for _, y, _, _ in agg.poi], xticks=[0.0, 0.25, 0.5, 0.75, 1.0],
+        ticklabelsize="medium", labelsize="medium", left_ylabel="X", right_ylabel="Y", xlabel="P(X > Y)")
+    ax.set_xlim(0, 1)
+    ax.axvline(0.5, color="k", linestyle=":", linewidth=1, alpha=0.6)
+    return _save(fig, base)
+
+
+# --------------------------------------------------------------------------- registered makers
+
+
+def _figure_md(files: list[Path], out_dir: Path, alt: str, caption: str) -> str:
+    png = next(p for p in files if p.suffix == ".png")
+    others = " | ".join(f"[{p.suffix[1:].upper()}]({p.relative_to(out_dir).as_posix()})"
+                        for p in files if p.suffix != ".png")
+    return f"![{alt}]({png.relative_to(out_dir).as_posix()})\n\n{caption} {others}".rstrip()
+
+
+@register_maker("curves", order=20)
+def curves_maker(ctx: ReportContext, out_dir: Path):
+    files = plot_env_curves(ctx.data, out_dir / "curves")
+    if not files:
+        return None
+    caption = ("*Episode return per env: solid line = interquartile mean over seeds, band = 25th-75th percentiles "
+               "(over seeds, at each evaluation point; n = seeds per method). Windows where no episode finished "
+               "carry the previous window's return.*")
+    if ctx.data.include_incomplete:
+        caption += " *Includes partial curves of incomplete runs.*"
+    return Section("Learning curves", _figure_md(files, out_dir, "learning curves", caption), files)
+
+
+@register_maker("aggregate_intervals", order=40)
+def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
+    agg = ctx.aggregates
+    files = plot_aggregate_intervals(agg, out_dir / "aggregate_scores")
+    if not files:
+        return None
+    caption = (f"*Normalised final scores across {len(agg.agg_envs)} env(s) ({', '.join(agg.agg_envs)}): "
+               f"point estimate (black tick) and 95% stratified-bootstrap CI ({agg.reps} reps, over runs). "
+               "Lower optimality gap is better.*")
+    return Section("Aggregate final scores", _figure_md(files, out_dir, "aggregate scores", caption), files)
+
+
+@register_maker("aggregate_curve", order=50)
+def aggregate_curve_maker(ctx: ReportContext, out_dir: Path):
+    agg = ctx.aggregates
+    files = plot_aggregate_curve(agg, out_dir / "aggregate_curve")
+    if not files:
+        return None
+    caption = (f"*IQM of normalised returns across envs and runs at each evaluation point, with pointwise 95% "
+               f"stratified-bootstrap CIs ({agg.reps} reps, {len(agg.curve_x)} points).*")
+    return Section("Aggregate learning curve", _figure_md(files, out_dir, "aggregate curve", caption), files)
+
+
+@register_maker("probability_of_improvement", order=60)
+def poi_maker(ctx: ReportContext, out_dir: Path):
+    agg = ctx.aggregates
+    files = plot_probability_of_improvement(agg, out_dir / "probability_of_improvement")
+    if not files:
+        return None
+    caption = ("*Probability that a run of RFIG beats a run of the baseline on a random env (Mann-Whitney "
+               f"U / (n_x n_y), averaged over envs), 95% stratified independent bootstrap CIs ({agg.reps} reps).*")
+    return Section("Probability of improvement", _figure_md(files, out_dir, "probability of improvement", caption),
+                   files)
+
+
+@register_maker("intrinsic_reward", order=80)
+def intrinsic_maker(ctx: ReportContext, out_dir: Path):
+    coll = ctx.data
+    column = "intrinsic_reward"
+    with_bonus = [b for b in coll.methods if b != "none"]
+    has = any(c.run.metrics is not None and column in c.run.metrics.columns
+              for c in coll.curves() if c.run.bonus in with_bonus)
+    if not with_bonus or not has:
+        return None
+    files = plot_env_curves(coll, out_dir / "intrinsic_reward", column=column, ylabel="Mean raw intrinsic reward",
+                            methods=with_bonus)
+    if not files:
+        return None
+    caption = ("*Mean raw (unnormalised) exploration bonus per evaluation window: IQM over seeds, "
+               "25-75th percentile band.*")
+    return Section("Intrinsic reward", _figure_md(files, out_dir, "intrinsic reward", caption), files)

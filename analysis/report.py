@@ -1,0 +1,94 @@
+"""Assemble a report folder: run every registered maker, write index.md."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import pkgutil
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .aggregate import describe_normalisation
+from .collect import Collection
+from .registry import ReportContext, ReportOptions, Section, makers
+
+
+@dataclass
+class ReportResult:
+    index: Path
+    sections: list[Section]
+    errors: list[str] = field(default_factory=list)  # "maker: exception" for makers that failed
+
+
+def load_makers() -> None:
+    """Import the built-in makers and every module in analysis/makers/ (plug-ins)."""
+    from . import makers as plugin_pkg
+    from . import plots, tables  # noqa: F401  (registration happens on import)
+
+    for mod in pkgutil.iter_modules(plugin_pkg.__path__):
+        importlib.import_module(f"{plugin_pkg.__name__}.{mod.name}")
+
+
+def _header(coll: Collection, opts: ReportOptions) -> str:
+    k = opts.last_k
+    final = "the return of the last evaluation window" if k == 1 else f"the mean of the last {k} evaluation windows"
+    filters = []
+    if coll.requested_envs:
+        filters.append("envs = " + ", ".join(coll.requested_envs))
+    if coll.requested_bonuses:
+        filters.append("bonuses = " + ", ".join(coll.requested_bonuses))
+    lines = [
+        f"# Report: experiment `{coll.experiment}`",
+        "",
+        f"- Results: `{coll.results_dir}` ({len(coll.envs)} env(s): {', '.join(coll.envs)}; "
+        f"{len(coll.methods)} method(s): {', '.join(coll.methods)})"
+        + (f"; filters: {'; '.join(filters)}" if filters else ""),
+        f"- Generated: {_dt.datetime.now().isoformat(timespec='seconds')}",
+        f"- Final score of a run: {final} (episode return, mean over the episodes that finished in the window).",
+        f"- Normalisation for cross-env aggregates: {describe_normalisation(opts.normalisation)}.",
+        f"- Uncertainty: stratified bootstrap over runs (seeds), never over episodes; {opts.reps} reps, "
+        f"seed {opts.seed}, 95% percentile intervals (rliable).",
+        "- Windows in which no episode finished carry the previous window's return (not a failure). Failed seeds "
+        "(NaN returns in windows where episodes finished, or missing windows) are "
+        + ("kept with those windows forward-filled." if coll.keep_failed else "excluded from all statistics.")
+        + " Incomplete runs (no summary.json) are "
+        + ("shown as partial curves, without final scores." if coll.include_incomplete else "excluded.")
+        + " All of them are listed under *Data* below.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def build_report(coll: Collection, out_dir: str | Path, options: ReportOptions | None = None,
+                 only: list[str] | None = None, strict: bool = False) -> ReportResult:
+    """Run the makers (all registered ones, or those named in ``only``) and
+    write ``out_dir/index.md``. A maker that raises is reported in index.md and
+    in ReportResult.errors (re-raised when ``strict``)."""
+    options = options or ReportOptions()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    load_makers()
+    ctx = ReportContext(coll, options)
+    sections: list[Section] = []
+    errors: list[str] = []
+    for name, fn in makers():
+        if only is not None and name not in only:
+            continue
+        try:
+            made = fn(ctx, out_dir)
+        except Exception as exc:
+            if strict:
+                raise
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            sections.append(Section(f"{name} (failed)", "```\n" + traceback.format_exc(limit=4) + "```"))
+            continue
+        if made is None:
+            continue
+        sections.extend(made if isinstance(made, list) else [made])
+    body = [_header(coll, options)]
+    for s in sections:
+        body.append(f"## {s.title}\n\n{s.markdown.strip()}\n")
+    index = out_dir / "index.md"
+    index.write_text("\n".join(body))
+    return ReportResult(index, sections, errors)

@@ -1,0 +1,34 @@
+"""Shared helpers. Importing rfig_exp first sets the XLA CPU flag before jax loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import rfig_exp  # noqa: F401  (must precede any jax import)
+import pytest
+from hydra import compose, initialize_config_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+# A configuration small enough to compile and run in seconds on 2 CPU cores.
+TINY = [
+    "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2", "agent.update_epochs=2",
+    "agent.total_timesteps=256", "eval_frequency=128", "agent.obs_norm_init_steps=8", "wandb.mode=disabled",
+]
+TINY_RFIG = ["bonus.num_features=64", "bonus.lengthscale_samples=32"]
+
+
+def compose_config(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.fixture
+def tiny_config():
+    def make(*overrides: str):
+        chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("bonus=")]
+        extra = TINY_RFIG if chosen in ([], ["rfig"]) else []
+        return compose_config(*TINY, *extra, *overrides)
+
+    return make

@@ -1,0 +1,129 @@
+"""The RFIG bonus (Algorithm 1) against a direct float64 numpy computation."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.envs import DiscreteSpace
+from rfig_exp.errors import ConfigError
+
+T, B, OBS = 8, 16, (3,)
+
+
+def rfig_cfg(**overrides):
+    base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, lengthscale=1.5,
+                lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
+                inverse="exact", newton_schulz_iters=20, refresh_every=4, divergence_tol=1e-2)
+    base.update(overrides)
+    return OmegaConf.create(base)
+
+
+def make(**overrides):
+    return make_bonus(rfig_cfg(**overrides), OBS, DiscreteSpace(2), (T, B))
+
+
+def batch_of(next_obs):
+    zeros = jnp.zeros((T, B), bool)
+    return BonusBatch(obs=next_obs, actions=jnp.zeros((T, B), jnp.int32), next_obs=next_obs,
+                      terminated=zeros, truncated=zeros)
+
+
+def numpy_features(state, x):
+    w = np.asarray(state.omega_unit, np.float64) / float(state.lengthscale)
+    d = w.shape[1]
+    return np.sqrt(2.0 / d) * np.cos(x.reshape(len(x), -1).astype(np.float64) @ w + np.asarray(state.bias, np.float64))
+
+
+def reference_run(state, batches, keys, reg, subsample):
+    """Algorithm 1 in float64: bonus with the precision before each update, then
+    Sigma += Phi_sub^T Phi_sub on the same subsample indices the bonus drew."""
+    d = state.bias.shape[0]
+    sigma = reg * np.eye(d)
+    rewards = []
+    for x, key in zip(batches, keys):
+        flat = np.asarray(x).reshape(T * B, -1)
+        phi = numpy_features(state, flat)
+        lam = np.linalg.inv(sigma)
+        rewards.append(0.5 * np.log1p(np.einsum("nd,de,ne->n", phi, lam, phi)).reshape(T, B))
+        idx = np.asarray(jax.random.choice(key, T * B, (subsample,), replace=False))
+        sigma = sigma + phi[idx].T @ phi[idx]
+    return rewards, sigma
+
+
+@pytest.mark.parametrize("inverse", ["exact", "newton_schulz", "woodbury"])
+def test_bonus_matches_float64_algorithm(inverse):
+    bonus, hp = make(inverse=inverse)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(size=(T, B) + OBS).astype(np.float32) for _ in range(5)]
+    keys = list(jax.random.split(jax.random.PRNGKey(1), 5))
+    want_rewards, want_sigma = reference_run(state, batches, keys, 1.0, math.floor(T * B * 0.25))
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    for x, key, want in zip(batches, keys, want_rewards):
+        r, _ = reward(state, batch_of(jnp.asarray(x)), hp)
+        np.testing.assert_allclose(np.asarray(r), want, rtol=2e-4, atol=2e-5)
+        state, metrics = update(state, batch_of(jnp.asarray(x)), key, hp)
+        assert float(metrics["inverse_residual"]) < 1e-3
+    np.testing.assert_allclose(np.asarray(state.sigma), want_sigma, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(state.precision), np.linalg.inv(want_sigma), rtol=1e-3, atol=1e-4)
+
+
+def test_information_gain_falls_on_repeated_states_and_stays_high_on_novel_ones():
+    bonus, hp = make(rho=1.0)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+    rng = np.random.default_rng(1)
+    seen = jnp.asarray(rng.normal(size=(T, B) + OBS) * 0.3, jnp.float32)  # a small region
+    novel = seen + 6.0                                                     # far away
+    first, _ = bonus.reward(state, batch_of(seen), hp)
+    for i in range(4):
+        state, _ = bonus.update(state, batch_of(seen), jax.random.PRNGKey(i), hp)
+    again, _ = bonus.reward(state, batch_of(seen), hp)
+    fresh, _ = bonus.reward(state, batch_of(novel), hp)
+    assert float(again.mean()) < 0.2 * float(first.mean())
+    assert float(fresh.mean()) > 0.8 * float(first.mean())
+    # Before any data, the bonus is 0.5 log(1 + ||phi||^2 / reg) with ||phi||^2 ~ 1.
+    assert float(first.mean()) == pytest.approx(0.5 * np.log(2.0), rel=0.1)
+
+
+def test_auto_lengthscale_is_sqrt_of_effective_dimension():
+    bonus, hp = make(lengthscale="auto")
+    warm = jax.random.normal(jax.random.PRNGKey(3), (64,) + OBS)
+    state = bonus.init(jax.random.PRNGKey(0), warm, hp)
+    assert float(state.lengthscale) == pytest.approx(math.sqrt(float(state.effective_dim)), rel=1e-5)
+    assert 1 <= float(state.effective_dim) <= 64
+
+
+def test_refresh_restores_exact_inverse_and_counts_divergence():
+    bonus, hp = make(inverse="woodbury", refresh_every=2)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(T, B) + OBS), jnp.float32)
+    state, _ = bonus.update(state, batch_of(x), jax.random.PRNGKey(1), hp)
+    assert not bool(bonus.needs_refresh(state))
+    state, _ = bonus.update(state, batch_of(x), jax.random.PRNGKey(2), hp)
+    assert bool(bonus.needs_refresh(state))             # scheduled refresh
+    state = bonus.refresh(state, hp)
+    assert int(state.recoveries) == 0                    # a scheduled refresh is not a recovery
+    broken = state._replace(precision=state.precision.at[0, 0].set(jnp.nan))
+    broken, metrics = bonus.update(broken, batch_of(x), jax.random.PRNGKey(3), hp)
+    assert not np.isfinite(float(metrics["inverse_residual"])) and float(metrics["divergence_count"]) == 1.0
+    assert bool(bonus.needs_refresh(broken))
+    fixed = bonus.refresh(broken, hp)
+    assert int(fixed.recoveries) == 1
+    np.testing.assert_allclose(np.asarray(fixed.precision), np.linalg.inv(np.asarray(fixed.sigma, np.float64)),
+                               rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("rho", 0.0, "bonus.rho"), ("rho", 1.5, "bonus.rho"), ("rho", 0.001, "bonus.rho"),
+    ("reg", -1.0, "bonus.reg"), ("reg", 0.0, "bonus.reg"), ("inverse", "lu", "exact, newton_schulz, woodbury"),
+    ("lengthscale", -2.0, "bonus.lengthscale"), ("lengthscale", "big", "bonus.lengthscale"),
+    ("num_features", 0, "bonus.num_features"), ("lengthscale_method", "guess", "participation_ratio"),
+])
+def test_impossible_values_fail_with_the_key(key, value, fragment):
+    with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
+        make(**{key: value})
