@@ -4,8 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RESULTS ?= results
-EXPERIMENT ?= default
-REPORT ?= reports/$(EXPERIMENT)
+EXPERIMENT ?=
+REPORT ?=
 
 .PHONY: install run test test-all bench figures smoke clean
 
@@ -35,7 +35,7 @@ bench: $(STAMP)
 
 # Report (figures + tables + index.md) from whatever results exist.
 figures: $(STAMP)
-	$(PY) -m analysis --results $(RESULTS) --experiment $(EXPERIMENT) --out $(REPORT)
+	$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) $(if $(REPORT),--out $(REPORT))
 
 # Two bonuses x two seeds on CartPole in about a minute, then the report.
 smoke: $(STAMP)

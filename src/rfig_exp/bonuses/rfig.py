@@ -131,7 +131,9 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
 
     def reward(state, batch, hp):
         phi = features(state, batch.next_obs)                       # [T*B, D]
-        quad = jnp.einsum("nd,de,ne->n", phi, state.precision, phi)  # phi^T Lambda phi
+        # phi^T Lambda phi as matmul + row sum: the 3-operand einsum, once vmapped over
+        # seeds, lowers to a batched contraction ~2.4x slower on CPU (measured at D = 1024).
+        quad = jnp.sum((phi @ state.precision) * phi, axis=-1)
         r = 0.5 * jnp.log1p(jnp.maximum(quad, 0.0))
         return r.reshape(batch.terminated.shape), {}
 
