@@ -25,6 +25,15 @@ def compose_config(*overrides: str):
 
 
 @pytest.fixture
+def x64():
+    """float64 inside the test only (references for float32 code)."""
+    import jax
+
+    with jax.enable_x64(True):
+        yield
+
+
+@pytest.fixture
 def tiny_config():
     def make(*overrides: str):
         chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("bonus=")]

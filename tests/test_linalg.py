@@ -1,13 +1,5 @@
 """Tests for rfig_exp.linalg against independent float64 numpy computations."""
 
-import os
-
-# Must precede the first jax import (jaxlib 0.10 CPU hang, see specs/tooling.md).
-if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-    ).strip()
-
 import functools
 import itertools
 import math
@@ -18,12 +10,6 @@ import numpy as np
 import pytest
 
 from rfig_exp import linalg as L
-
-
-@pytest.fixture
-def x64():
-    with jax.enable_x64(True):
-        yield
 
 
 # ---------------------------------------------------------------- numpy references

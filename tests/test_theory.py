@@ -1,13 +1,5 @@
 """Tests for rfig_exp.theory against independent float64 numpy computations."""
 
-import os
-
-# Must precede the first jax import (jaxlib 0.10 CPU hang, see specs/tooling.md).
-if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-    ).strip()
-
 import math
 
 import jax
@@ -16,12 +8,6 @@ import numpy as np
 import pytest
 
 from rfig_exp import theory as T
-
-
-@pytest.fixture
-def x64():
-    with jax.enable_x64(True):
-        yield
 
 
 # ---------------------------------------------------------------- numpy references

@@ -97,3 +97,12 @@ def test_reward_free_exploration_runs(tiny_config, tmp_path):
     (summary,) = run_experiment(tiny_config("env=mountaincar", "bonus=rfig", "agent.ext_coef=0",
                                             f"results_dir={tmp_path}"))
     assert summary["status"] == "complete"
+
+
+def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path):
+    (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline",
+                                            f"results_dir={tmp_path}"))
+    run = tmp_path / "default" / "cartpole" / "none" / "seed_0"
+    offline = list((run / "wandb").glob("offline-run-*"))
+    assert len(offline) == 1 and list(offline[0].glob("*.wandb")), "wandb wrote no offline run"
+    assert summary["status"] == "complete"
