@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
+from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.networks import ActorCritic
@@ -160,8 +161,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         carry, traj = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
         return carry, traj
 
-    def loss_fn(params, mb, hp):
-        pi, v_ext, v_int = network.apply(params, mb["obs_norm"])
+    def loss_fn(flat_params, mb, hp, unravel):
+        pi, v_ext, v_int = network.apply(unravel(flat_params), mb["obs_norm"])
         adv = hp["ext_coef"] * mb["adv_ext"] + hp["beta"] * mb["adv_int"]
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
@@ -172,9 +173,11 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         return total, dict(policy_loss=pg_loss, value_loss_ext=v_ext_loss, value_loss_int=v_int_loss,
                            entropy=entropy, approx_kl=approx_kl, clip_frac=clip_frac)
 
-    def sgd_step(carry, mb, hp, lr):
+    def sgd_step(carry, mb, hp, lr, unravel):
+        # Parameters, gradients and Adam moments are single flat vectors here: the same
+        # element-wise math, but a handful of XLA kernels per step instead of a few per leaf.
         params, opt_state = carry
-        grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp)
+        grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp, unravel)
         grad_norm = optax.tree.norm(grads)
         grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -217,10 +220,15 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             perm = jax.random.permutation(k, spec.batch_size)
             mbs = jax.tree.map(
                 lambda x: x[perm].reshape((spec.num_minibatches, -1) + x.shape[1:]), batch)
-            return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr), carry, mbs)
+            return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr, unravel), carry, mbs)
 
-        (params, opt_state), sgd_metrics = jax.lax.scan(
-            epoch, (state.params, state.opt_state), jax.random.split(k_sgd, spec.update_epochs))
+        flat_params, unravel = ravel_pytree(state.params)
+        adam = state.opt_state  # optax.ScaleByAdamState(count, mu, nu)
+        flat_adam = adam._replace(mu=ravel_pytree(adam.mu)[0], nu=ravel_pytree(adam.nu)[0])
+        (flat_params, flat_adam), sgd_metrics = jax.lax.scan(
+            epoch, (flat_params, flat_adam), jax.random.split(k_sgd, spec.update_epochs))
+        params = unravel(flat_params)
+        opt_state = flat_adam._replace(mu=unravel(flat_adam.mu), nu=unravel(flat_adam.nu))
 
         metrics = {k: v.mean() for k, v in sgd_metrics.items()}
         metrics.update(
@@ -237,7 +245,13 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
     def run_window(states: RunState, hparams):
         def body(states, _):
-            states, metrics = jax.vmap(update, in_axes=(0, None))(states, hparams)
+            if states.update.shape[0] == 1:
+                # One seed: run ``update`` unbatched (vmap over a size-1 axis costs ~10%:
+                # batched gathers and extra kernels), then restore the seed axis.
+                state, metrics = update(jax.tree.map(lambda x: x[0], states), hparams)
+                states, metrics = jax.tree.map(lambda x: x[None], (state, metrics))
+            else:
+                states, metrics = jax.vmap(update, in_axes=(0, None))(states, hparams)
             if bonus.refresh is not None:
                 need = jax.vmap(bonus.needs_refresh)(states.bonus_state)
 
