@@ -30,6 +30,7 @@ test-all: $(STAMP)
 
 # Throughput and linear-algebra numbers quoted in the README.
 bench: $(STAMP)
+	$(PY) benchmarks/bench_reference_ppo.py
 	$(PY) benchmarks/bench_throughput.py
 	$(PY) benchmarks/bench_linalg.py
 

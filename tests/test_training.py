@@ -99,7 +99,8 @@ def test_reward_free_exploration_runs(tiny_config, tmp_path):
     assert summary["status"] == "complete"
 
 
-def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path):
+def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
     (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline",
                                             f"results_dir={tmp_path}"))
     run = tmp_path / "default" / "cartpole" / "none" / "seed_0"
