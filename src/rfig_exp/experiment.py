@@ -107,6 +107,8 @@ def _train(cfg, spec: RunSpec, env, bonus, hparams, seeds, dirs, tag) -> list[di
         steps_per_window = spec.eval_frequency
         train_time = 0.0
         last_rows: dict[int, dict] = {}
+        # final_return: the return of the last window in which episodes finished
+        final_returns = {s: float("nan") for s in seeds}
         for w in range(1, spec.num_windows + 1):
             t0 = time.perf_counter()
             states, metrics = window(states, hparams)
@@ -118,6 +120,8 @@ def _train(cfg, spec: RunSpec, env, bonus, hparams, seeds, dirs, tag) -> list[di
                        **{k: float(v[i]) for k, v in metrics.items()},
                        "wall_time_s": time.perf_counter() - start}
                 writers[s].append(row)
+                if math.isfinite(row["episode_return"]):
+                    final_returns[s] = row["episode_return"]
                 wandb_runs.log(s, row, step=env_steps)
                 last_rows[s] = row
             rate = env_steps * len(seeds) / train_time
@@ -136,7 +140,7 @@ def _train(cfg, spec: RunSpec, env, bonus, hparams, seeds, dirs, tag) -> list[di
                 "status": "complete", "experiment": spec.experiment, "env": spec.env_name,
                 "bonus": spec.bonus_name, "seed": s, "num_seeds_in_process": len(seeds),
                 "env_steps": spec.total_env_steps, "num_windows": spec.num_windows,
-                "final_return": _final_return(dirs[s]),
+                "final_return": final_returns[s],
                 "wall_time_s": wall, "compile_time_s": compile_time, "train_time_s": train_time,
                 "env_steps_per_second": spec.total_env_steps * len(seeds) / train_time,
                 "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
@@ -154,13 +158,3 @@ def _train(cfg, spec: RunSpec, env, bonus, hparams, seeds, dirs, tag) -> list[di
         for w in writers.values():
             w.close()
         wandb_runs.finish_all(failed=failed)
-
-
-def _final_return(run_path: Path) -> float:
-    """Return of the last window in which episodes finished (NaN if none ever did)."""
-    import csv
-
-    with open(run_path / results.METRICS) as f:
-        returns = [float(r["episode_return"]) for r in csv.DictReader(f) if r["episode_return"] not in ("", None)]
-    finite = [r for r in returns if math.isfinite(r)]
-    return finite[-1] if finite else float("nan")
