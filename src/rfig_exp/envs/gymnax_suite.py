@@ -6,7 +6,6 @@ pre-reset observation as ``info["final_observation"]``; this adapter only rename
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import DiscreteSpace, Env, EnvStep
