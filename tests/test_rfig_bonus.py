@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from rfig_exp.bonuses import BonusBatch, make_bonus
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
+from rfig_exp.shuffle import subsample as draw_indices
 
 T, B, OBS = 8, 16, (3,)
 
@@ -50,7 +51,7 @@ def reference_run(state, batches, keys, reg, subsample):
         phi = numpy_features(state, flat)
         lam = np.linalg.inv(sigma)
         rewards.append(0.5 * np.log1p(np.einsum("nd,de,ne->n", phi, lam, phi)).reshape(T, B))
-        idx = np.asarray(jax.random.choice(key, T * B, (subsample,), replace=False))
+        idx = np.asarray(draw_indices(key, T * B, subsample))  # the draw itself: test_shuffle.py
         sigma = sigma + phi[idx].T @ phi[idx]
     return rewards, sigma
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from rfig_exp import linalg, theory
 from rfig_exp.bonuses.base import Bonus, as_scalar, flat_states, require
+from rfig_exp.shuffle import subsample
 
 INVERSE_METHODS = ("exact", "newton_schulz", "woodbury")
 LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
@@ -114,7 +115,7 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
         if static["auto_lengthscale"]:
             states = flat_states(warmup_obs, obs_ndim)
             n = min(static["lengthscale_samples"], states.shape[0])
-            states = states[jax.random.choice(k_sub, states.shape[0], (n,), replace=False)]
+            states = states[subsample(k_sub, states.shape[0], n)]
             lengthscale, d_eff = linalg.auto_lengthscale(states, static["lengthscale_method"], hp["lengthscale_gamma"])
             lengthscale = jnp.asarray(lengthscale, jnp.float32)
             d_eff = jnp.asarray(d_eff, jnp.float32)
@@ -139,7 +140,7 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
 
     def update(state, batch, key, hp):
         states = flat_states(batch.next_obs, obs_ndim)
-        idx = jax.random.choice(key, states.shape[0], (static["subsample"],), replace=False)
+        idx = subsample(key, states.shape[0], static["subsample"])
         phi = features(state, states[idx])                          # [k, D]
         sigma = state.sigma + phi.T @ phi
         if static["inverse"] == "exact":
