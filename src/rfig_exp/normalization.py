@@ -56,7 +56,7 @@ def discounted_return_filter(
         r_new = gamma * r_prev + r_t
         return r_new, r_new
 
-    return jax.lax.scan(step, carry, rewards)
+    return jax.lax.scan(step, carry, rewards, unroll=16)
 
 
 def scale_by_return_std(

@@ -37,7 +37,7 @@ def gae(
         adv = delta + gamma * lam * trace * adv_next
         return adv, adv
 
-    _, adv = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, trace_mask), reverse=True)
+    _, adv = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, trace_mask), reverse=True, unroll=16)
     return adv
 
 
@@ -55,9 +55,10 @@ def intrinsic_gae(rewards, values, last_value, gamma, lam):
 
 
 def clipped_value_loss(values, old_values, targets, clip_eps):
-    """PPO's clipped value loss (PureJaxRL/CleanRL default), ``[N]`` -> scalar."""
+    """PPO's clipped value loss (PureJaxRL/CleanRL default), ``[N, ...]`` -> ``[...]``: one loss
+    per value head when the heads are stacked on the last axis."""
     clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
-    return 0.5 * jnp.maximum((values - targets) ** 2, (clipped - targets) ** 2).mean()
+    return 0.5 * jnp.maximum((values - targets) ** 2, (clipped - targets) ** 2).mean(axis=0)
 
 
 def policy_loss(log_probs, old_log_probs, advantages, clip_eps):

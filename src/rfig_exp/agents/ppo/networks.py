@@ -1,7 +1,7 @@
 """Actor and two-headed critic; the policy head is chosen by the action space.
 
 Actor and critic are separate MLPs (PureJaxRL / CleanRL PPO). The critic has two linear
-heads on one torso: the extrinsic (episodic) and intrinsic (non-episodic) values, as in
+heads on one torso (one ``[hidden, 2]`` kernel): the extrinsic (episodic) and intrinsic (non-episodic) values, as in
 PPO+RND. Inputs are flattened, so MinAtar's ``[10, 10, C]`` grids go through the same MLP
 as classic control (the paper uses a (64, 64) tanh MLP everywhere).
 """
@@ -18,13 +18,19 @@ import numpy as np
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+EXT, INT = 0, 1  # columns of the critic's ``values [..., 2]``
 
 
 class Categorical(NamedTuple):
     logits: jax.Array  # [..., A]
 
     def sample(self, key):
-        return jax.random.categorical(key, self.logits)
+        return self.sample_with_noise(jax.random.gumbel(key, self.logits.shape))
+
+    def sample_with_noise(self, gumbel):
+        """Gumbel-max sampling (what ``jax.random.categorical`` does), with the noise drawn
+        by the caller so that a rollout can draw it for all steps at once."""
+        return jnp.argmax(self.logits + gumbel, axis=-1)
 
     def log_prob(self, action):
         logp = jax.nn.log_softmax(self.logits)
@@ -42,7 +48,10 @@ class DiagGaussian(NamedTuple):
     log_std: jax.Array  # [A]
 
     def sample(self, key):
-        return self.mean + jnp.exp(self.log_std) * jax.random.normal(key, self.mean.shape)
+        return self.sample_with_noise(jax.random.normal(key, self.mean.shape))
+
+    def sample_with_noise(self, normal):
+        return self.mean + jnp.exp(self.log_std) * normal
 
     def log_prob(self, action):
         z = (action - self.mean) * jnp.exp(-self.log_std)
@@ -53,6 +62,18 @@ class DiagGaussian(NamedTuple):
         return jnp.broadcast_to(jnp.sum(ent), self.mean.shape[:-1])
 
 
+def sampling_noise(action_space: DiscreteSpace | BoxSpace, key: jax.Array, batch_shape: tuple[int, ...]) -> jax.Array:
+    """The noise ``sample_with_noise`` turns into actions, ``[*batch_shape, A]``: Gumbel for a
+    categorical policy, standard normal for a Gaussian one.
+
+    Drawing it for a whole rollout before the step loop replaces a PRNG call per step (on
+    CPU each one is a small loop of kernels) with one vectorised call.
+    """
+    if isinstance(action_space, DiscreteSpace):
+        return jax.random.gumbel(key, batch_shape + (action_space.num_actions,))
+    return jax.random.normal(key, batch_shape + (action_space.dim,))
+
+
 def _mlp(x, hidden: Sequence[int], activation: str):
     act = ACTIVATIONS[activation]
     for width in hidden:
@@ -61,7 +82,10 @@ def _mlp(x, hidden: Sequence[int], activation: str):
 
 
 class ActorCritic(nn.Module):
-    """``obs [..., *obs_shape] -> (policy distribution, v_ext [...], v_int [...])``."""
+    """``obs [..., *obs_shape] -> (policy distribution, values [..., 2])``.
+
+    ``values[..., EXT]`` is the extrinsic value, ``values[..., INT]`` the intrinsic one.
+    """
 
     action_space: DiscreteSpace | BoxSpace
     obs_ndim: int
@@ -80,6 +104,6 @@ class ActorCritic(nn.Module):
             log_std = self.param("log_std", nn.initializers.zeros, (self.action_space.dim,))
             pi = DiagGaussian(mean, log_std)
         critic = _mlp(x, self.hidden, self.activation)
-        v_ext = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)[..., 0]
-        v_int = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)[..., 0]
-        return pi, v_ext, v_int
+        # Both value heads in one [hidden, 2] kernel: the same two linear heads, one matmul.
+        values = nn.Dense(2, kernel_init=nn.initializers.orthogonal(1.0), name="values")(critic)
+        return pi, values

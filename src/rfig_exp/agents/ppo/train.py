@@ -27,10 +27,11 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents.ppo import losses
-from rfig_exp.agents.ppo.networks import ActorCritic
+from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
 from rfig_exp.envs.base import DiscreteSpace, Env
 from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.shuffle import permutations
 
 # Agent hyperparameters passed at run time (see conf/agent/ppo.yaml for their meaning).
 AGENT_HPARAMS = ("lr", "clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "gamma", "gae_lambda",
@@ -58,12 +59,10 @@ class TrainSpec:
 
 
 class Transition(NamedTuple):
-    obs: jax.Array          # [T, B, *obs] raw
-    obs_norm: jax.Array     # [T, B, *obs] as the policy saw it
+    obs: jax.Array          # [T, B, *obs] raw (the update re-normalises it with the same statistics)
     action: jax.Array       # [T, B(, A)]
     log_prob: jax.Array     # [T, B]
-    v_ext: jax.Array        # [T, B]
-    v_int: jax.Array        # [T, B]
+    values: jax.Array       # [T, B, 2] extrinsic and intrinsic values (columns EXT, INT)
     reward: jax.Array       # [T, B]
     terminated: jax.Array   # [T, B]
     truncated: jax.Array    # [T, B]
@@ -138,40 +137,43 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         )
 
     def rollout(state: RunState, key, hp):
-        def step(carry, k):
+        def step(carry, noise_and_keys):
             env_state, obs, ep_ret, ep_len, finished = carry
-            obs_norm = normalize(state.obs_rms, obs, hp["obs_clip"])
-            pi, v_ext, v_int = network.apply(state.params, obs_norm)
-            k_act, k_env = jax.random.split(k)
-            action = pi.sample(k_act)
-            out = v_step(jax.random.split(k_env, num_envs), env_state, action)
+            action_noise, env_keys = noise_and_keys
+            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))
+            action = pi.sample_with_noise(action_noise)
+            out = v_step(env_keys, env_state, action)
             ep_ret = ep_ret + out.reward
             ep_len = ep_len + 1
             done = jnp.logical_or(out.terminated, out.truncated)
             finished = (finished[0] + jnp.where(done, ep_ret, 0.0).sum(),
                         finished[1] + jnp.where(done, ep_len, 0).sum().astype(jnp.float32),
                         finished[2] + done.sum().astype(jnp.float32))
-            transition = Transition(obs, obs_norm, action, pi.log_prob(action), v_ext, v_int, out.reward,
+            transition = Transition(obs, action, pi.log_prob(action), values, out.reward,
                                     out.terminated, out.truncated, out.final_obs)
             carry = (out.state, out.obs, jnp.where(done, 0.0, ep_ret), jnp.where(done, 0, ep_len), finished)
             return carry, transition
 
+        # All of the rollout's randomness is drawn here, vectorised, rather than by a PRNG
+        # call per step: on CPU each call is a small loop of kernels inside the step loop.
+        k_noise, k_env = jax.random.split(key)
+        noise = sampling_noise(env.action_space, k_noise, (num_steps, num_envs))
+        env_keys = jax.random.split(k_env, (num_steps, num_envs))
         zero = jnp.zeros((), jnp.float32)
         carry = (state.env_state, state.obs, state.episode_return, state.episode_length, (zero, zero, zero))
-        carry, traj = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
+        carry, traj = jax.lax.scan(step, carry, (noise, env_keys))
         return carry, traj
 
     def loss_fn(flat_params, mb, hp, unravel):
-        pi, v_ext, v_int = network.apply(unravel(flat_params), mb["obs_norm"])
-        adv = hp["ext_coef"] * mb["adv_ext"] + hp["beta"] * mb["adv_int"]
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pi, values = network.apply(unravel(flat_params), mb["obs_norm"])
+        adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
         pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
-        v_ext_loss = losses.clipped_value_loss(v_ext, mb["v_ext"], mb["target_ext"], hp["clip_eps"])
-        v_int_loss = losses.clipped_value_loss(v_int, mb["v_int"], mb["target_int"], hp["clip_eps"])
+        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp["clip_eps"])  # [2]
         entropy = pi.entropy().mean()
-        total = pg_loss + hp["vf_coef"] * (v_ext_loss + v_int_loss) - hp["ent_coef"] * entropy
-        return total, dict(policy_loss=pg_loss, value_loss_ext=v_ext_loss, value_loss_int=v_int_loss,
-                           entropy=entropy, approx_kl=approx_kl, clip_frac=clip_frac)
+        total = pg_loss + hp["vf_coef"] * value_losses.sum() - hp["ent_coef"] * entropy
+        # One stacked vector per minibatch: a single scan output instead of one per metric.
+        aux = jnp.stack([pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac])
+        return total, aux
 
     def sgd_step(carry, mb, hp, lr, unravel):
         # Parameters, gradients and Adam moments are single flat vectors here: the same
@@ -182,7 +184,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-        return (params, opt_state), {**aux, "grad_norm": grad_norm}
+        return (params, opt_state), jnp.concatenate([aux, grad_norm[None]])
 
     def update(state: RunState, hp):
         key, k_roll, k_bonus, k_sgd = jax.random.split(state.key, 4)
@@ -201,23 +203,27 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
                                                          r_int_raw, hp["gamma_int"])
 
-        _, v_ext_final, _ = network.apply(state.params, normalize(state.obs_rms, traj.final_obs, hp["obs_clip"]))
-        _, _, v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))
+        v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
+        v_ext_final = network.apply(state.params, normalize(state.obs_rms, traj.final_obs, hp["obs_clip"]))[1][..., EXT]
+        v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))[1][..., INT]
         term = traj.terminated.astype(jnp.float32)
-        adv_ext = losses.extrinsic_gae(traj.reward, traj.v_ext, v_ext_final, term,
+        adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
                                        traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
-        adv_int = losses.intrinsic_gae(r_int, traj.v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
+        adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
 
-        batch = dict(obs_norm=traj.obs_norm, action=traj.action, log_prob=traj.log_prob,
-                     v_ext=traj.v_ext, v_int=traj.v_int, adv_ext=adv_ext, adv_int=adv_int,
-                     target_ext=adv_ext + traj.v_ext, target_int=adv_int + traj.v_int)
+        batch = dict(
+            # The observations as the policy saw them: normalised with the statistics it acted with.
+            obs_norm=normalize(state.obs_rms, traj.obs, hp["obs_clip"]),
+            action=traj.action, log_prob=traj.log_prob,
+            # Combined before minibatching; each minibatch then normalises it (PPO+RND).
+            adv=hp["ext_coef"] * adv_ext + hp["beta"] * adv_int,
+            values=traj.values, targets=jnp.stack([adv_ext + v_ext, adv_int + v_int], axis=-1))
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
         frac = 1.0 - state.update.astype(jnp.float32) / spec.num_updates if spec.anneal_lr else 1.0
         lr = hp["lr"] * frac
 
-        def epoch(carry, k):
-            perm = jax.random.permutation(k, spec.batch_size)
+        def epoch(carry, perm):
             mbs = jax.tree.map(
                 lambda x: x[perm].reshape((spec.num_minibatches, -1) + x.shape[1:]), batch)
             return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr, unravel), carry, mbs)
@@ -226,11 +232,11 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         adam = state.opt_state  # optax.ScaleByAdamState(count, mu, nu)
         flat_adam = adam._replace(mu=ravel_pytree(adam.mu)[0], nu=ravel_pytree(adam.nu)[0])
         (flat_params, flat_adam), sgd_metrics = jax.lax.scan(
-            epoch, (flat_params, flat_adam), jax.random.split(k_sgd, spec.update_epochs))
+            epoch, (flat_params, flat_adam), permutations(k_sgd, spec.update_epochs, spec.batch_size))
         params = unravel(flat_params)
         opt_state = flat_adam._replace(mu=unravel(flat_adam.mu), nu=unravel(flat_adam.nu))
 
-        metrics = {k: v.mean() for k, v in sgd_metrics.items()}
+        metrics = dict(zip(SGD_METRICS, sgd_metrics.reshape(-1, len(SGD_METRICS)).mean(0)))
         metrics.update(
             episode_return_sum=finished[0], episode_length_sum=finished[1], episodes_finished=finished[2],
             extrinsic_reward=traj.reward.mean(), intrinsic_reward=r_int_raw.mean(),
@@ -269,6 +275,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     return Trainer(init=init, run_window=run_window, network=network)
 
 
+SGD_METRICS = ("policy_loss", "value_loss_ext", "value_loss_int", "entropy", "approx_kl", "clip_frac", "grad_norm")
 SUMMED = ("episode_return_sum", "episode_length_sum", "episodes_finished")
 
 
