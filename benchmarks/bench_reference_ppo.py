@@ -1,13 +1,19 @@
-"""Env steps per second of a minimal PureJaxRL-style PPO on gymnax MountainCar-v0.
+"""rfig-exp's plain PPO against a minimal PureJaxRL-style PPO, timed in pairs.
 
-A from-scratch reference for ``bench_throughput.py``: the same settings as our PPO
-(32 envs x 128 steps, 4 epochs x 32 minibatches, separate (64, 64) tanh actor and critic
-MLPs, Adam eps 1e-5 with global-norm clipping 0.5, linear lr annealing, clipped value
-loss) but one value head, no observation normalisation and no intrinsic stream. The
-whole training is one jitted ``lax.scan`` over updates; compile is excluded.
+The reference is written from scratch here with the same settings as our PPO (32 envs x
+128 steps, 4 epochs x 32 minibatches, separate (64, 64) tanh actor and critic MLPs, Adam
+eps 1e-5 with global-norm clipping 0.5, linear lr annealing, clipped value loss) but one
+value head, no observation normalisation and no intrinsic stream, and PureJaxRL's
+``jax.random.permutation`` shuffle. Two variants: every episode end cuts the trace
+(PureJaxRL's choice), and truncation-aware (bootstraps from V(final observation), the
+extra critic pass rfig-exp does).
 
-    python benchmarks/bench_reference_ppo.py                  # 24 updates (4 windows' worth), 3 reps
-    python benchmarks/bench_reference_ppo.py --updates 48 --reps 5
+Each round times one evaluation window (6 updates, 24,576 env steps) of each of the
+three, interleaved, so that the machine's drift hits all of them alike; compile is
+excluded. The ratio column is the median over rounds of (ours / reference) steps/s.
+
+    python benchmarks/bench_reference_ppo.py                     # mountaincar, 20 rounds
+    python benchmarks/bench_reference_ppo.py --env minatar_breakout --rounds 10
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
+import statistics  # noqa: E402
 import flax.linen as nn  # noqa: E402
 import gymnax  # noqa: E402
 import jax  # noqa: E402
@@ -31,9 +38,12 @@ import optax  # noqa: E402
 
 class Net(nn.Module):
     num_actions: int
+    obs_ndim: int
 
     @nn.compact
     def __call__(self, x):
+        x = x.reshape(x.shape[: x.ndim - self.obs_ndim] + (-1,))  # MinAtar grids, flattened
+
         def mlp(h):
             for _ in range(2):
                 h = nn.tanh(nn.Dense(64, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(h))
@@ -44,13 +54,13 @@ class Net(nn.Module):
         return logits, value
 
 
-def make_train(num_updates, num_envs=32, num_steps=128, epochs=4, minibatches=32, lr=3e-4, gamma=0.99,
+def make_train(gymnax_id, num_updates, num_envs=32, num_steps=128, epochs=4, minibatches=32, lr=3e-4, gamma=0.99,
                lam=0.95, clip_eps=0.2, vf_coef=0.5, ent_coef=0.01, max_grad_norm=0.5, truncation_aware=False):
     """``truncation_aware``: bootstrap from V(final observation) on a time-limit truncation (an
     extra critic pass over the batch, as rfig-exp does); otherwise every episode end is terminal."""
-    env, env_params = gymnax.make("MountainCar-v0")
+    env, env_params = gymnax.make(gymnax_id)
     n_act = env.action_space(env_params).n
-    net = Net(n_act)
+    net = Net(n_act, len(env.observation_space(env_params).shape))
     batch = num_envs * num_steps
     mb_size = batch // minibatches
     schedule = lambda count: lr * (1.0 - (count // (minibatches * epochs)) / num_updates)  # noqa: E731
@@ -135,23 +145,49 @@ def make_train(num_updates, num_envs=32, num_steps=128, epochs=4, minibatches=32
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--updates", type=int, default=24, help="PPO updates per timed run (4096 steps each)")
-    parser.add_argument("--reps", type=int, default=3, help="timed repetitions of the whole training")
+    parser.add_argument("--env", default="mountaincar", help="rfig-exp env name of a gymnax environment")
+    parser.add_argument("--rounds", type=int, default=20, help="interleaved timing rounds")
     args = parser.parse_args()
-    key = jax.random.PRNGKey(0)
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
-    steps = args.updates * 32 * 128
+
+    from bench_throughput import build  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
+    from rfig_exp.envs import REGISTRY
+
+    suite, gymnax_id = REGISTRY[args.env]
+    assert suite == "gymnax", f"the reference PPO runs gymnax environments, not {suite}"
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; {args.env}, 1 seed, "
+          f"one window (6 updates, 24,576 env steps) per round, {args.rounds} rounds")
+
+    run_window, states, hp, spec = build(args.env, "none", 1, [])
+    updates = spec.train.updates_per_window
+    holder = [states]
+
+    def ours():
+        holder[0], metrics = run_window(holder[0], hp)
+        jax.block_until_ready(metrics)
+
+    cases = {"rfig-exp PPO (bonus=none)": ours}
     for truncation_aware in (False, True):
-        t0 = time.perf_counter()
-        compiled = jax.jit(make_train(args.updates, truncation_aware=truncation_aware)).lower(key).compile()
-        name = "truncation-aware" if truncation_aware else "done = terminal"
-        print(f"reference PPO mountaincar ({name}): compile {time.perf_counter() - t0:.1f}s")
-        for rep in range(args.reps):
+        train = jax.jit(make_train(gymnax_id, updates, truncation_aware=truncation_aware))
+        compiled = train.lower(jax.random.PRNGKey(0)).compile()
+        name = "reference, truncation-aware" if truncation_aware else "reference, done = terminal"
+        cases[name] = lambda c=compiled: jax.block_until_ready(c(jax.random.PRNGKey(1)))
+
+    steps = updates * spec.train.batch_size
+    rates = {name: [] for name in cases}
+    for _ in range(2):  # warm caches and allocators
+        for run in cases.values():
+            run()
+    for _ in range(args.rounds):
+        for name, run in cases.items():
             t0 = time.perf_counter()
-            jax.block_until_ready(compiled(jax.random.PRNGKey(rep)))
-            seconds = time.perf_counter() - t0
-            print(f"  {args.updates} updates, {steps:,} steps in {seconds:.2f}s = {steps / seconds:,.0f} env steps/s",
-                  flush=True)
+            run()
+            rates[name].append(steps / (time.perf_counter() - t0))
+    ours_rates = np.asarray(rates["rfig-exp PPO (bonus=none)"])
+    print(f"{'':30s} {'median steps/s':>15} {'best':>10} {'ours / this (median of rounds)':>31}")
+    for name, r in rates.items():
+        ratio = statistics.median(ours_rates / np.asarray(r))
+        print(f"{name:30s} {statistics.median(r):>15,.0f} {max(r):>10,.0f} {ratio:>31.2f}")
 
 
 if __name__ == "__main__":

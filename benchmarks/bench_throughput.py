@@ -4,14 +4,15 @@
     python benchmarks/bench_throughput.py --envs cartpole --bonuses none --seeds 1 --windows 3
 
 Each case composes the real Hydra config (paper defaults: 32 envs x 128 steps, 4 epochs
-x 32 minibatches), compiles one window (6 updates = 24,576 steps per seed), runs
-``--windows`` windows and reports env steps/s summed over the vmapped seeds, and the
-seconds per PPO update per seed.
+x 32 minibatches), compiles one window (6 updates = 24,576 steps per seed), runs one
+warm-up window and then ``--windows`` timed ones, and reports, for the median window,
+env steps/s summed over the vmapped seeds and the seconds per PPO update per seed.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,8 @@ from rfig_exp.config import agent_hparams, build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 
 
-def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overrides: list[str]) -> dict:
+def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
+    """Compile one window of the real training loop: ``(run_window, states, hparams, spec)``."""
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"env={env_name}", f"bonus={bonus_name}", *overrides])
     spec = build_run_spec(cfg)
@@ -39,20 +41,29 @@ def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overri
                                  (spec.train.num_steps, spec.train.num_envs))
     hp = {**agent_hparams(cfg), "bonus": bonus_hp}
     trainer = make_trainer(spec.train, env, bonus)
-    t0 = time.perf_counter()
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
     states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp))
     run_window = jax.jit(trainer.run_window, donate_argnums=0).lower(states, hp).compile()
-    compile_s = time.perf_counter() - t0
+    return run_window, states, hp, spec
+
+
+def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overrides: list[str]) -> dict:
     t0 = time.perf_counter()
+    run_window, states, hp, spec = build(env_name, bonus_name, num_seeds, overrides)
+    compile_s = time.perf_counter() - t0
+    states, metrics = run_window(states, hp)  # warm-up: the first call after compiling is slower
+    jax.block_until_ready(metrics)
+    seconds = []
     for _ in range(windows):
+        t0 = time.perf_counter()
         states, metrics = run_window(states, hp)
         jax.block_until_ready(metrics)
-    seconds = time.perf_counter() - t0
-    updates = windows * spec.train.updates_per_window
+        seconds.append(time.perf_counter() - t0)
+    window_s = statistics.median(seconds)
+    updates = spec.train.updates_per_window
     steps = updates * spec.train.batch_size * num_seeds
     return dict(env=env_name, bonus=bonus_name, seeds=num_seeds, compile_s=compile_s,
-                steps_per_s=steps / seconds, s_per_update_per_seed=seconds / (updates * num_seeds))
+                steps_per_s=steps / window_s, s_per_update_per_seed=window_s / (updates * num_seeds))
 
 
 def main() -> None:
@@ -60,7 +71,8 @@ def main() -> None:
     parser.add_argument("--envs", default="mountaincar,minatar_breakout")
     parser.add_argument("--bonuses", default="none,rfig")
     parser.add_argument("--seeds", default="1,8", help="vmapped seeds per process, comma-separated")
-    parser.add_argument("--windows", type=int, default=2, help="timed windows (24,576 steps per seed each)")
+    parser.add_argument("--windows", type=int, default=5,
+                        help="timed windows after one warm-up window (24,576 steps per seed each); the median is reported")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. bonus.inverse=exact")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; overrides: {args.overrides or 'none'}")

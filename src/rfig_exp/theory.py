@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_factor, cho_solve
 
+from rfig_exp import fastmath
 from rfig_exp.linalg import rbf_gram, rbf_kernel, symmetrize
 
 __all__ = [
@@ -76,7 +77,7 @@ def rff_features(x: jax.Array, omega_unit: jax.Array, bias: jax.Array, lengthsca
     num_features = omega_unit.shape[-1]
     # (x / l) W_unit == x (W_unit / l); scaling x is the cheaper side when N*d < d*D.
     proj = (x / lengthscale) @ omega_unit + bias
-    return jnp.sqrt(jnp.asarray(2.0 / num_features, x.dtype)) * jnp.cos(proj)
+    return jnp.sqrt(jnp.asarray(2.0 / num_features, x.dtype)) * fastmath.cos(proj)
 
 
 @jax.jit
