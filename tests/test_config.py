@@ -39,3 +39,8 @@ def test_impossible_values_name_their_key(override, fragment):
     with pytest.raises(ConfigError) as err:
         build_run_spec(compose_config(override))
     assert fragment in str(err.value)
+
+
+def test_plain_ppo_without_extrinsic_reward_is_refused():
+    with pytest.raises(ConfigError, match="agent.ext_coef=0 with bonus=none"):
+        build_run_spec(compose_config("bonus=none", "agent.ext_coef=0"))

@@ -93,6 +93,19 @@ def test_divergence_is_recovered_inside_the_loop_for_that_seed_only(tiny_config)
     assert np.isfinite(np.asarray(metrics["policy_loss"])).all()
 
 
+def test_plain_ppo_has_no_intrinsic_stream(tiny_config, tmp_path):
+    # bonus=none is plain PPO: beta and the intrinsic value head must not touch the update
+    # (an all-zero intrinsic stream would still add beta * A_int noise from an untrained head).
+    runs = {beta: tmp_path / f"beta{beta}" for beta in ("0.0", "2.0")}
+    for beta, results in runs.items():
+        run_experiment(tiny_config("env=cartpole", "bonus=none", f"bonus.beta={beta}", f"results_dir={results}"))
+    a, b = (read_metrics(r / "default" / "cartpole" / "none" / "seed_0") for r in runs.values())
+    drop = {"wall_time_s"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in a] == \
+           [{k: v for k, v in r.items() if k not in drop} for r in b]
+    assert all(float(r["intrinsic_reward"]) == 0.0 for r in a)
+
+
 def test_reward_free_exploration_runs(tiny_config, tmp_path):
     (summary,) = run_experiment(tiny_config("env=mountaincar", "bonus=rfig", "agent.ext_coef=0",
                                             f"results_dir={tmp_path}"))

@@ -48,6 +48,11 @@ class Bonus:
     bonus ask for expensive repair work (e.g. an exact matrix inverse). The agent calls
     them outside the per-seed vmap, so the costly branch runs only when some seed asks
     for it instead of being turned into an always-executed ``select`` by vmap.
+
+    ``intrinsic=False`` declares the reward identically zero (the ``none`` bonus). The
+    agent then leaves the intrinsic stream out of the advantage and the value loss, so
+    the run is plain PPO: an all-zero stream would still add ``beta * A_int`` noise from
+    an untrained intrinsic value head to every advantage.
     """
 
     name: str
@@ -57,6 +62,7 @@ class Bonus:
     needs_refresh: Optional[Callable[[BonusState], jax.Array]] = None
     refresh: Optional[Callable[[BonusState, Hparams], BonusState]] = None
     describe: Optional[Callable[[BonusState], Metrics]] = None  # scalars for summary.json
+    intrinsic: bool = True
 
 
 def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:

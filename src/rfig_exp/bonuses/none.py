@@ -1,4 +1,8 @@
-"""No exploration bonus: plain PPO through the same code path (intrinsic reward 0)."""
+"""No exploration bonus: plain PPO.
+
+The bonus interface is called as for any other bonus (its reward is 0); ``intrinsic=False``
+tells the agent to leave the intrinsic stream out of the advantage and the value loss.
+"""
 
 from __future__ import annotations
 
@@ -19,4 +23,4 @@ def make_none_bonus(cfg, obs_shape, action_space, batch_shape):
     def update(state, batch, key, hparams):
         return state, {}
 
-    return Bonus("none", init, reward, update), {}
+    return Bonus("none", init, reward, update, intrinsic=False), {}

@@ -170,7 +170,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
         value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp["clip_eps"])  # [2]
         entropy = pi.entropy().mean()
-        total = pg_loss + hp["vf_coef"] * value_losses.sum() - hp["ent_coef"] * entropy
+        value_loss = value_losses.sum() if bonus.intrinsic else value_losses[EXT]
+        total = pg_loss + hp["vf_coef"] * value_loss - hp["ent_coef"] * entropy
         # One stacked vector per minibatch: a single scan output instead of one per metric.
         aux = jnp.stack([pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac])
         return total, aux
@@ -200,23 +201,29 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             terminated=traj.terminated, truncated=traj.truncated)
         r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
         bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp["bonus"])
-        int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
-                                                         r_int_raw, hp["gamma_int"])
 
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
         v_ext_final = network.apply(state.params, normalize(state.obs_rms, traj.final_obs, hp["obs_clip"]))[1][..., EXT]
-        v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))[1][..., INT]
         term = traj.terminated.astype(jnp.float32)
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
                                        traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
-        adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
+        if bonus.intrinsic:
+            int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
+                                                             r_int_raw, hp["gamma_int"])
+            v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))[1][..., INT]
+            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
+            adv = hp["ext_coef"] * adv_ext + hp["beta"] * adv_int
+        else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
+            int_filter, int_rms, r_int = state.int_return_filter, state.int_return_rms, r_int_raw
+            adv_int = jnp.zeros_like(adv_ext)
+            adv = hp["ext_coef"] * adv_ext
 
         batch = dict(
             # The observations as the policy saw them: normalised with the statistics it acted with.
             obs_norm=normalize(state.obs_rms, traj.obs, hp["obs_clip"]),
             action=traj.action, log_prob=traj.log_prob,
             # Combined before minibatching; each minibatch then normalises it (PPO+RND).
-            adv=hp["ext_coef"] * adv_ext + hp["beta"] * adv_int,
+            adv=adv,
             values=traj.values, targets=jnp.stack([adv_ext + v_ext, adv_int + v_int], axis=-1))
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
