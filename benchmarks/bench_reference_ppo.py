@@ -19,6 +19,7 @@ excluded. The ratio column is the median over rounds of (ours / reference) steps
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
-import statistics  # noqa: E402
 import flax.linen as nn  # noqa: E402
 import gymnax  # noqa: E402
 import jax  # noqa: E402
@@ -143,6 +143,9 @@ def make_train(gymnax_id, num_updates, num_envs=32, num_steps=128, epochs=4, min
     return train
 
 
+OURS = "rfig-exp PPO (bonus=none)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="mountaincar", help="rfig-exp env name of a gymnax environment")
@@ -166,7 +169,7 @@ def main() -> None:
         holder[0], metrics = run_window(holder[0], hp)
         jax.block_until_ready(metrics)
 
-    cases = {"rfig-exp PPO (bonus=none)": ours}
+    cases = {OURS: ours}
     for truncation_aware in (False, True):
         train = jax.jit(make_train(gymnax_id, updates, truncation_aware=truncation_aware))
         compiled = train.lower(jax.random.PRNGKey(0)).compile()
@@ -183,7 +186,7 @@ def main() -> None:
             t0 = time.perf_counter()
             run()
             rates[name].append(steps / (time.perf_counter() - t0))
-    ours_rates = np.asarray(rates["rfig-exp PPO (bonus=none)"])
+    ours_rates = np.asarray(rates[OURS])
     print(f"{'':30s} {'median steps/s':>15} {'best':>10} {'ours / this (median of rounds)':>31}")
     for name, r in rates.items():
         ratio = statistics.median(ours_rates / np.asarray(r))

@@ -202,15 +202,18 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
         bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp["bonus"])
 
+        def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
+            return network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))[1]
+
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
-        v_ext_final = network.apply(state.params, normalize(state.obs_rms, traj.final_obs, hp["obs_clip"]))[1][..., EXT]
+        v_ext_final = values_when_acting(traj.final_obs)[..., EXT]
         term = traj.terminated.astype(jnp.float32)
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
                                        traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
         if bonus.intrinsic:
             int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
                                                              r_int_raw, hp["gamma_int"])
-            v_int_last = network.apply(state.params, normalize(state.obs_rms, last_obs, hp["obs_clip"]))[1][..., INT]
+            v_int_last = values_when_acting(last_obs)[..., INT]
             adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
             adv = hp["ext_coef"] * adv_ext + hp["beta"] * adv_int
         else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
