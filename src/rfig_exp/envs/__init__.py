@@ -1,12 +1,17 @@
 """Environment factory keyed by the config name (``env.name``).
 
 Each entry names its suite and the suite's own id; suites import their heavy packages
-only when one of their environments is made.
+(gymnax, brax, ...) only when one of their environments is made. The rest of the ``env``
+config node (e.g. ``env.size``, ``env.backend``) is passed to the suite as options, which
+the suite validates (a bad value raises :class:`ConfigError` naming ``env.<key>``).
 """
 
 from __future__ import annotations
 
-from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env, EnvStep
+import importlib
+from typing import Any, Mapping
+
+from rfig_exp.envs.base import BoxSpace, CoverageGrid, DiscreteSpace, Env, EnvStep
 from rfig_exp.errors import ConfigError
 
 # config name -> (suite, suite-specific id)
@@ -20,26 +25,30 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "minatar_space_invaders": ("gymnax", "SpaceInvaders-MinAtar"),
 }
 
-
-def _make_gymnax(name: str, suite_id: str) -> Env:
-    from rfig_exp.envs.gymnax_suite import make_gymnax_env
-
-    return make_gymnax_env(name, suite_id)
-
-
-SUITES = {"gymnax": _make_gymnax}
+# suite -> (module, factory); a factory is ``make(name, suite_id, options) -> Env``
+SUITES: dict[str, tuple[str, str]] = {
+    "gymnax": ("rfig_exp.envs.gymnax_suite", "make_gymnax_env"),
+}
 
 
 def env_names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def make_env(name: str) -> Env:
-    """Build the environment registered as ``name``; unknown names list the valid ones."""
+def make_env(cfg: str | Mapping[str, Any]) -> Env:
+    """Build the environment named by ``cfg`` (a name, or the ``env`` config node: ``name``
+    plus suite options). Unknown names list the valid ones."""
+    if isinstance(cfg, str):
+        name, options = cfg, {}
+    else:
+        options = {str(k): v for k, v in dict(cfg).items()}
+        name = options.pop("name", None)
     if name not in REGISTRY:
         raise ConfigError(f"env.name={name!r} is not a known environment; valid names: {', '.join(env_names())}")
     suite, suite_id = REGISTRY[name]
-    return SUITES[suite](name, suite_id)
+    module, factory = SUITES[suite]
+    return getattr(importlib.import_module(module), factory)(name, suite_id, options)
 
 
-__all__ = ["BoxSpace", "DiscreteSpace", "Env", "EnvStep", "REGISTRY", "env_names", "make_env"]
+__all__ = ["BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvStep", "REGISTRY", "SUITES", "env_names",
+           "make_env"]

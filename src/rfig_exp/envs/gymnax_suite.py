@@ -11,7 +11,8 @@ import jax.numpy as jnp
 from rfig_exp.envs.base import DiscreteSpace, Env, EnvStep
 
 
-def make_gymnax_env(name: str, gymnax_id: str) -> Env:
+def make_gymnax_env(name: str, gymnax_id: str, options: dict | None = None) -> Env:
+    del options  # gymnax envs take no options yet
     import gymnax  # lazy: keeps `import rfig_exp` light
 
     env, params = gymnax.make(gymnax_id)

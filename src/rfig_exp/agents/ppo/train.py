@@ -29,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
-from rfig_exp.envs.base import DiscreteSpace, Env
+from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env
 from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.shuffle import permutations
 
@@ -67,6 +67,7 @@ class Transition(NamedTuple):
     terminated: jax.Array   # [T, B]
     truncated: jax.Array    # [T, B]
     final_obs: jax.Array    # [T, B, *obs] raw true next observation s'
+    cell: Any               # [T, B] int32 coverage cell of s' (envs with a grid), else None
 
 
 class RunState(NamedTuple):
@@ -82,6 +83,7 @@ class RunState(NamedTuple):
     episode_length: jax.Array      # [B]
     update: jax.Array              # [] int32, updates done so far
     key: jax.Array
+    visits: jax.Array              # [num_cells] int32 visit counts of the env's coverage grid ([0] without one)
 
 
 class Trainer(NamedTuple):
@@ -96,6 +98,14 @@ def _random_actions(key, action_space, n):
     return jax.random.uniform(key, (n, action_space.dim), minval=action_space.low, maxval=action_space.high)
 
 
+def _env_action(action, action_space):
+    """The action sent to the env: a Gaussian sample clipped to the box. The policy's
+    log-probability keeps the unclipped sample (PPO's reference implementations)."""
+    if isinstance(action_space, BoxSpace):
+        return jnp.clip(action, action_space.low, action_space.high)
+    return action
+
+
 def _where_seed(mask, a, b):
     """Per-seed select between two stacked pytrees, ``mask`` is ``[S]``."""
     return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
@@ -108,6 +118,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     obs_shape = env.obs_shape
     v_reset = jax.vmap(env.reset)
     v_step = jax.vmap(env.step)
+    num_cells = env.coverage.num_cells if env.coverage is not None else 0
 
     def init(key, hparams):
         k_params, k_warm, k_bonus, k_reset, k_run = jax.random.split(key, 5)
@@ -133,7 +144,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             int_return_filter=jnp.zeros((num_envs,), jnp.float32), int_return_rms=rms_init(()),
             bonus_state=bonus_state, env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs,), jnp.float32), episode_length=jnp.zeros((num_envs,), jnp.int32),
-            update=jnp.zeros((), jnp.int32), key=k_run,
+            update=jnp.zeros((), jnp.int32), key=k_run, visits=jnp.zeros((num_cells,), jnp.int32),
         )
 
     def rollout(state: RunState, key, hp):
@@ -142,15 +153,17 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             action_noise, env_keys = noise_and_keys
             pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))
             action = pi.sample_with_noise(action_noise)
-            out = v_step(env_keys, env_state, action)
+            out = v_step(env_keys, env_state, _env_action(action, env.action_space))
             ep_ret = ep_ret + out.reward
             ep_len = ep_len + 1
             done = jnp.logical_or(out.terminated, out.truncated)
-            finished = (finished[0] + jnp.where(done, ep_ret, 0.0).sum(),
-                        finished[1] + jnp.where(done, ep_len, 0).sum().astype(jnp.float32),
-                        finished[2] + done.sum().astype(jnp.float32))
+            # Sums over the episodes that end here; the window divides by episodes_finished.
+            ended = {"episode_return_sum": ep_ret, "episode_length_sum": ep_len.astype(jnp.float32),
+                     "episodes_finished": jnp.ones_like(ep_ret),
+                     **{f"env/{k}_sum": out.episode_info[k] for k in env.episode_info}}
+            finished = {k: finished[k] + jnp.where(done, v, 0.0).sum() for k, v in ended.items()}
             transition = Transition(obs, action, pi.log_prob(action), values, out.reward,
-                                    out.terminated, out.truncated, out.final_obs)
+                                    out.terminated, out.truncated, out.final_obs, out.cell)
             carry = (out.state, out.obs, jnp.where(done, 0.0, ep_ret), jnp.where(done, 0, ep_len), finished)
             return carry, transition
 
@@ -160,7 +173,9 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         noise = sampling_noise(env.action_space, k_noise, (num_steps, num_envs))
         env_keys = jax.random.split(k_env, (num_steps, num_envs))
         zero = jnp.zeros((), jnp.float32)
-        carry = (state.env_state, state.obs, state.episode_return, state.episode_length, (zero, zero, zero))
+        finished = {k: zero for k in ("episode_return_sum", "episode_length_sum", "episodes_finished",
+                                      *(f"env/{k}_sum" for k in env.episode_info))}
+        carry = (state.env_state, state.obs, state.episode_return, state.episode_length, finished)
         carry, traj = jax.lax.scan(step, carry, (noise, env_keys))
         return carry, traj
 
@@ -196,7 +211,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         # statistics they acted with, so old log-probs and values stay consistent.
         obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
         bonus_batch = BonusBatch(
-            obs=normalize(obs_rms, traj.obs, hp["obs_clip"]), actions=traj.action,
+            obs=normalize(obs_rms, traj.obs, hp["obs_clip"]), actions=_env_action(traj.action, env.action_space),
             next_obs=normalize(obs_rms, traj.final_obs, hp["obs_clip"]),
             terminated=traj.terminated, truncated=traj.truncated)
         r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
@@ -246,9 +261,16 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         params = unravel(flat_params)
         opt_state = flat_adam._replace(mu=unravel(flat_adam.mu), nu=unravel(flat_adam.nu))
 
+        if num_cells:
+            visits = state.visits.at[traj.cell.reshape(-1)].add(1)
+        else:
+            visits = state.visits
+
         metrics = dict(zip(SGD_METRICS, sgd_metrics.reshape(-1, len(SGD_METRICS)).mean(0)))
+        metrics.update(finished)
+        if num_cells:
+            metrics["coverage"] = (visits > 0).mean()
         metrics.update(
-            episode_return_sum=finished[0], episode_length_sum=finished[1], episodes_finished=finished[2],
             extrinsic_reward=traj.reward.mean(), intrinsic_reward=r_int_raw.mean(),
             intrinsic_reward_normalized=r_int.mean(), learning_rate=lr,
         )
@@ -256,7 +278,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         new_state = RunState(
             params=params, opt_state=opt_state, obs_rms=obs_rms, int_return_filter=int_filter,
             int_return_rms=int_rms, bonus_state=bonus_state, env_state=env_state, obs=last_obs,
-            episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key)
+            episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key, visits=visits)
         return new_state, metrics
 
     def run_window(states: RunState, hparams):
@@ -286,14 +308,23 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
 
 SGD_METRICS = ("policy_loss", "value_loss_ext", "value_loss_int", "entropy", "approx_kl", "clip_frac", "grad_norm")
-SUMMED = ("episode_return_sum", "episode_length_sum", "episodes_finished")
+LAST = ("coverage",)  # states at the end of the window, not averages over it
 
 
 def reduce_window(metrics: dict) -> dict:
-    """``[U, S]`` per-update metrics -> ``[S]`` per window (sums for counts, else means)."""
-    out = {k: (v.sum(0) if k in SUMMED or k.endswith("_count") else v.mean(0)) for k, v in metrics.items()}
-    n = out.pop("episodes_finished")
-    out["episode_return"] = jnp.where(n > 0, out.pop("episode_return_sum") / jnp.maximum(n, 1), jnp.nan)
-    out["episode_length"] = jnp.where(n > 0, out.pop("episode_length_sum") / jnp.maximum(n, 1), jnp.nan)
-    out["episodes_finished"] = n
+    """``[U, S]`` per-update metrics -> ``[S]`` per window.
+
+    Sums for counts, the last value for states (``coverage``), else means. Every
+    ``<name>_sum`` over finished episodes becomes ``<name>``, its mean per finished episode
+    (NaN when no episode finished in the window).
+    """
+    def reduce(k, v):
+        if k in LAST:
+            return v[-1]
+        return v.sum(0) if k.endswith("_sum") or k.endswith("_count") or k == "episodes_finished" else v.mean(0)
+
+    out = {k: reduce(k, v) for k, v in metrics.items()}
+    n = out["episodes_finished"]
+    for k in [k for k in out if k.endswith("_sum")]:
+        out[k[: -len("_sum")]] = jnp.where(n > 0, out.pop(k) / jnp.maximum(n, 1), jnp.nan)
     return out
