@@ -19,6 +19,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "mountaincar": ("gymnax", "MountainCar-v0"),
     "acrobot": ("gymnax", "Acrobot-v1"),
     "cartpole": ("gymnax", "CartPole-v1"),
+    "pendulum": ("gymnax", "Pendulum-v1"),
+    "mountaincar_continuous": ("gymnax", "MountainCarContinuous-v0"),
     "minatar_breakout": ("gymnax", "Breakout-MinAtar"),
     "minatar_asterix": ("gymnax", "Asterix-MinAtar"),
     "minatar_freeway": ("gymnax", "Freeway-MinAtar"),
