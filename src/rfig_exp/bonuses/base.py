@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 from rfig_exp.errors import ConfigError
 
 BonusState = Any
@@ -72,6 +73,24 @@ def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:
     for s in lead:
         n *= s
     return x.reshape(n, -1)
+
+
+def action_features(actions: jax.Array, action_space) -> jax.Array:
+    """Actions as float32 model inputs: ``[...] int -> [..., A]`` one-hot for a
+    ``DiscreteSpace`` (A = num_actions), ``[..., A] -> [..., A]`` unchanged for a ``BoxSpace``.
+
+    For bonuses whose model takes the action (e.g. a dynamics model ``p(s' | s, a)``), so
+    they work for both kinds of action space.
+    """
+    if isinstance(action_space, DiscreteSpace):
+        return jax.nn.one_hot(actions, action_space.num_actions, dtype=jnp.float32)
+    if isinstance(action_space, BoxSpace):
+        actions = jnp.asarray(actions, jnp.float32)
+        if actions.shape[-1:] != (action_space.dim,):
+            raise ValueError(f"BoxSpace(dim={action_space.dim}) actions need a trailing axis of {action_space.dim}, "
+                             f"got shape {actions.shape}")
+        return actions
+    raise TypeError(f"unknown action space {action_space!r}")
 
 
 def as_scalar(value, key: str) -> jax.Array:
