@@ -146,7 +146,7 @@ def test_bonus_of_a_trained_batch_falls_well_below_novel_states():
 def test_jit_and_vmap_over_seeds_match_each_seed_alone():
     bonus, hp = make(**TINY_NET)
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    states = jax.vmap(bonus.init, in_axes=(0, None, None))(keys, jnp.zeros((4,) + OBS), hp)
+    states = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None)))(keys, jnp.zeros((4,) + OBS), hp)
     xs = jnp.stack([random_states(s) for s in range(3)])
     stacked = jax.vmap(batch_of)(xs)
     r, _ = jax.jit(jax.vmap(bonus.reward, in_axes=(0, 0, None)))(states, stacked, hp)
@@ -184,7 +184,8 @@ def test_bad_config_names_the_key(key, value, match):
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     cfg = tiny_config("env=mountaincar", "bonus=rnd", f"results_dir={tmp_path}")
     (summary,) = run_experiment(cfg)
-    run = tmp_path / "default" / "mountaincar" / "rnd" / "seed_0"
+    # The run directory may hold a variant level (hyperparameters that differ from the defaults).
+    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "rnd").glob("**/seed_0/summary.json")]
     on_disk = json.loads((run / "summary.json").read_text())
     assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
     with open(run / "metrics.csv") as f:

@@ -12,6 +12,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "none": ("rfig_exp.bonuses.none", "make_none_bonus"),
     "rfig": ("rfig_exp.bonuses.rfig", "make_rfig_bonus"),
     "rnd": ("rfig_exp.bonuses.rnd", "make_rnd_bonus"),
+    "hashexplo": ("rfig_exp.bonuses.hashexplo", "make_hashexplo_bonus"),
 }
 
 

@@ -95,6 +95,16 @@ def config_positive_int(value, key: str) -> int:
     return value
 
 
+def config_float(value, key: str) -> float:
+    """``value`` as a Python float (the config's own value, for messages), or ConfigError."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}={value!r} must be a number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}={value!r} must be a number") from None
+
+
 def config_widths(value, key: str) -> tuple[int, ...]:
     """A non-empty list of positive integer layer widths (e.g. ``bonus.hidden``)."""
     try:
@@ -106,5 +116,6 @@ def config_widths(value, key: str) -> tuple[int, ...]:
     return widths
 
 
-__all__ = ["ACTIVATIONS", "MLPParams", "adam_init", "adam_step", "config_positive_int", "config_widths",
+__all__ = ["ACTIVATIONS", "MLPParams", "adam_init", "adam_step", "config_float", "config_positive_int",
+           "config_widths",
            "mlp_apply", "mlp_init", "mlp_sizes"]

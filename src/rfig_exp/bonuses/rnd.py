@@ -42,11 +42,11 @@ def validate(cfg, batch_size: int) -> dict:
     activation = cfg.get("activation")
     require(activation in nets.ACTIVATIONS,
             f"bonus.activation={activation!r} is not known; valid: {', '.join(nets.ACTIVATIONS)}")
-    lr = float(as_scalar(cfg.get("lr"), "bonus.lr"))
+    lr = nets.config_float(cfg.get("lr"), "bonus.lr")
     require(math.isfinite(lr) and lr > 0.0, f"bonus.lr={lr} must be > 0")
-    eps = float(as_scalar(cfg.get("adam_eps"), "bonus.adam_eps"))
+    eps = nets.config_float(cfg.get("adam_eps"), "bonus.adam_eps")
     require(math.isfinite(eps) and eps > 0.0, f"bonus.adam_eps={eps} must be > 0")
-    proportion = float(as_scalar(cfg.get("update_proportion"), "bonus.update_proportion"))
+    proportion = nets.config_float(cfg.get("update_proportion"), "bonus.update_proportion")
     require(0.0 < proportion <= 1.0, f"bonus.update_proportion={proportion} must be in (0, 1]")
     num_train = math.floor(batch_size * proportion)
     require(num_train >= 1, f"bonus.update_proportion={proportion} keeps floor({batch_size} * "

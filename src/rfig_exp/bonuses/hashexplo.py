@@ -1,0 +1,203 @@
+"""#Exploration with a learned hash (AE-SimHash; Tang et al. 2017), at the RFIG paper's settings.
+
+An autoencoder ``in -> 256 -> 256 -> D`` (code logits) ``-> 256 -> 256 -> in`` with ReLU and a
+sigmoid code layer ``b(s) in [0, 1]^D``. A state's hash is SimHash of its rounded code,
+``phi(s) = sgn(A round(b(s))) in {0, 1}^k`` with a fixed ``A [k, D] ~ N(0, 1)`` (``sgn(0)`` ->
+bit 0), and its visit count is held in a count-min sketch: ``len(table_sizes)`` tables of
+prime sizes ``P_t``, row key ``sum_i phi_i (2^i mod P_t) mod P_t``, estimate = min over tables
+(never below the true count).
+
+Per batch of ``N = T * B`` normalised next states ``s'``, with the autoencoder *before* this
+batch's update:
+
+1. ``reward``: ``1 / sqrt(max(1, n(phi(s'))))`` with ``n`` the count-min estimate *after*
+   counting this batch's own states (the authors' order: increment the table, then read the
+   bonus). ``reward`` does not change the state, so it computes these counts "as if
+   updated": stored count + occurrences of the same row key within the batch;
+2. ``update``: commits exactly those increments, then takes one Adam step (lr 1e-4) on
+   reconstruction MSE + ``lambda * mean(min(b^2, (1 - b)^2))``, with uniform noise
+   ``U(-a, a)`` injected into the code during training only.
+
+Everything (parameters, Adam moments, the projection ``A`` and the count tables) is one
+pytree of arrays, so a run jits, vmaps over seeds and checkpoints as it is. Details,
+sources and deviations: ``docs/bonuses/hashexplo.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from rfig_exp.bonuses import nets
+from rfig_exp.bonuses.base import Bonus, as_scalar, flat_states, require
+from rfig_exp.errors import ConfigError
+
+NOISE_AT = ("code", "logits")
+INT32_MAX = 2**31 - 1
+
+
+class HashState(NamedTuple):
+    encoder: nets.MLPParams        # in -> hidden -> D code logits
+    decoder: nets.MLPParams        # D -> reversed(hidden) -> in
+    opt_state: optax.ScaleByAdamState  # Adam moments of (encoder, decoder)
+    projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed
+    tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
+
+
+def is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    f = 3
+    while f * f <= n:
+        if n % f == 0:
+            return False
+        f += 2
+    return True
+
+
+def validate(cfg) -> dict:
+    """Check ``cfg`` (the ``bonus`` node) before anything compiles; return the static settings."""
+    hidden = nets.config_widths(cfg.get("hidden"), "bonus.hidden")
+    code_dim = nets.config_positive_int(cfg.get("code_dim"), "bonus.code_dim")
+    hash_bits = nets.config_positive_int(cfg.get("hash_bits"), "bonus.hash_bits")
+    sizes = cfg.get("table_sizes")
+    try:
+        sizes = tuple(sizes)
+    except TypeError:
+        raise ConfigError(f"bonus.table_sizes={sizes!r} must be a non-empty list of odd primes") from None
+    # An even modulus would drop high bits (2^i mod 2^m = 0 for i >= m); a prime keeps every bit.
+    require(len(sizes) >= 1 and all(isinstance(p, int) and not isinstance(p, bool) and p > 2 and is_prime(p)
+                                    for p in sizes),
+            f"bonus.table_sizes={list(sizes)!r} must be a non-empty list of odd primes")
+    # Row keys are summed in int32 before the modulus, and flat indices span all tables.
+    require(hash_bits * max(sizes) <= INT32_MAX,
+            f"bonus.hash_bits={hash_bits} times max(bonus.table_sizes)={max(sizes)} overflows int32 keys")
+    require(len(sizes) * max(sizes) <= INT32_MAX,
+            f"bonus.table_sizes={list(sizes)!r}: len * max must fit int32 indices")
+    activation = cfg.get("activation")
+    require(activation in nets.ACTIVATIONS,
+            f"bonus.activation={activation!r} is not known; valid: {', '.join(nets.ACTIVATIONS)}")
+    noise_at = cfg.get("noise_at")
+    require(noise_at in NOISE_AT, f"bonus.noise_at={noise_at!r} is not known; valid: {', '.join(NOISE_AT)}")
+    for key, low, open_ in (("lr", 0.0, True), ("adam_eps", 0.0, True), ("noise_scale", 0.0, False),
+                            ("bin_penalty", 0.0, False)):
+        value = nets.config_float(cfg.get(key), f"bonus.{key}")
+        ok = math.isfinite(value) and (value > low if open_ else value >= low)
+        require(ok, f"bonus.{key}={value} must be {'>' if open_ else '>='} {low:g}")
+    return dict(hidden=hidden, code_dim=code_dim, hash_bits=hash_bits, table_sizes=sizes,
+                activation=activation, noise_at=noise_at)
+
+
+def simhash_bits(encoder: nets.MLPParams, projection: jax.Array, x: jax.Array, activation: str = "relu"):
+    """``x [N, d] -> [N, k]`` int32 bits of ``sgn(A round(b(x)))``, ``sgn(0)`` -> 0.
+
+    ``round(sigmoid(z))`` is computed as ``[z > 0]`` without evaluating the sigmoid (they
+    differ only for ``|z|`` below ~1e-7, where float32 ``sigmoid(z)`` rounds to exactly 0.5).
+    """
+    rounded = (nets.mlp_apply(encoder, x, activation) > 0).astype(jnp.float32)   # [N, D]
+    return (rounded @ projection.T > 0).astype(jnp.int32)                        # [N, k]
+
+
+def row_keys(bits: jax.Array, pow_mod: jax.Array, moduli: jax.Array) -> jax.Array:
+    """``bits [N, k] -> [N, num_tables]`` keys ``sum_i bit_i (2^i mod P_t) mod P_t``
+    (``pow_mod [num_tables, k]`` int32, ``moduli [num_tables]``), i.e. the code read as a
+    binary number, modulo each table's prime."""
+    return jnp.sum(bits[:, None, :] * pow_mod[None], axis=-1) % moduli
+
+
+def make_hashexplo_bonus(cfg, obs_shape, action_space, batch_shape):
+    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
+    del action_space, batch_shape
+    static = validate(cfg)
+    hparams = {k: as_scalar(cfg.get(k), f"bonus.{k}") for k in ("lr", "adam_eps", "noise_scale", "bin_penalty")}
+    obs_ndim = len(obs_shape)
+    in_dim = math.prod(obs_shape)
+    hidden, code_dim, hash_bits = static["hidden"], static["code_dim"], static["hash_bits"]
+    activation, noise_at = static["activation"], static["noise_at"]
+    primes = static["table_sizes"]
+    num_tables, width = len(primes), max(primes)
+    # Row key weights 2^i mod P_t (exact Python integers), and each table's offset in the
+    # flattened [num_tables * width] count array.
+    pow_mod = jnp.asarray(np.array([[pow(2, i, p) for i in range(hash_bits)] for p in primes], np.int32))
+    moduli = jnp.asarray(np.array(primes, np.int32))
+    offsets = jnp.asarray(np.arange(num_tables, dtype=np.int32) * width)
+
+    def code_logits(encoder, x):
+        return nets.mlp_apply(encoder, x, activation)                   # [N, D]
+
+    def flat_index(state, x):
+        """``[N, num_tables]`` positions of each state's counter in ``tables.reshape(-1)``."""
+        bits = simhash_bits(state.encoder, state.projection, x, activation)
+        return row_keys(bits, pow_mod, moduli) + offsets
+
+    def counts_after(state, idx):
+        """Count-min estimate ``[N]`` after adding this batch's own states (not committed)."""
+        stored = state.tables.reshape(-1)[idx]                            # [N, num_tables]
+        # Occurrences of each key in the batch: tables occupy disjoint index ranges, so one
+        # sort of all N * num_tables indices counts every table at once.
+        flat = idx.reshape(-1)
+        ordered = jnp.sort(flat)
+        in_batch = (jnp.searchsorted(ordered, flat, side="right")
+                    - jnp.searchsorted(ordered, flat, side="left")).reshape(idx.shape)
+        return jnp.min(stored + in_batch.astype(stored.dtype), axis=-1)
+
+    def init(key, warmup_obs, hp):
+        del warmup_obs, hp
+        k_enc, k_dec, k_proj = jax.random.split(key, 3)
+        # ReLU layers with gain sqrt(2); the linear code and reconstruction layers with gain 1.
+        encoder = nets.mlp_init(k_enc, (in_dim,) + hidden + (code_dim,), out_gain=1.0)
+        decoder = nets.mlp_init(k_dec, (code_dim,) + hidden[::-1] + (in_dim,), out_gain=1.0)
+        return HashState(
+            encoder=encoder, decoder=decoder, opt_state=nets.adam_init((encoder, decoder)),
+            projection=jax.random.normal(k_proj, (hash_bits, code_dim), jnp.float32),
+            tables=jnp.zeros((num_tables, width), jnp.int32),
+        )
+
+    def reward(state, batch, hp):
+        x = flat_states(batch.next_obs, obs_ndim)                          # [N, d]
+        n = counts_after(state, flat_index(state, x))
+        r = jax.lax.rsqrt(jnp.maximum(n, 1).astype(jnp.float32))
+        return r.reshape(batch.terminated.shape), {}
+
+    def ae_loss(params, x, noise, hp):
+        encoder, decoder = params
+        logits = code_logits(encoder, x)
+        b = jax.nn.sigmoid(logits)
+        if noise_at == "code":
+            code = b + noise                # Tang et al.: noise on the sigmoid activations
+        else:
+            code = jax.nn.sigmoid(logits + noise)
+        recon = nets.mlp_apply(decoder, code, activation)
+        reconstruction = jnp.mean(jnp.square(recon - x))
+        # The penalty acts on the noise-free code, the one that is rounded and hashed.
+        binarisation = jnp.mean(jnp.minimum(jnp.square(b), jnp.square(1.0 - b)))
+        return reconstruction + hp["bin_penalty"] * binarisation, (reconstruction, binarisation)
+
+    def update(state, batch, key, hp):
+        x = flat_states(batch.next_obs, obs_ndim)
+        # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
+        idx = flat_index(state, x)
+        tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
+        noise = jax.random.uniform(key, (x.shape[0], code_dim), jnp.float32, -1.0, 1.0) * hp["noise_scale"]
+        params = (state.encoder, state.decoder)
+        (loss, (reconstruction, binarisation)), grads = jax.value_and_grad(ae_loss, has_aux=True)(
+            params, x, noise, hp)
+        (encoder, decoder), opt_state = nets.adam_step(params, grads, state.opt_state, hp["lr"], hp["adam_eps"])
+        new_state = state._replace(encoder=encoder, decoder=decoder, opt_state=opt_state, tables=tables)
+        return new_state, {"ae_loss": loss, "reconstruction_loss": reconstruction,
+                           "binarisation_loss": binarisation}
+
+    def describe(state):
+        first = state.tables[0, :primes[0]]
+        # Occupied rows of the first table: a lower bound on the distinct hash codes seen.
+        return {"occupied_buckets": jnp.count_nonzero(first).astype(jnp.float32),
+                "counted_states": jnp.sum(first).astype(jnp.float32)}
+
+    return Bonus("hashexplo", init, reward, update, describe=describe), hparams

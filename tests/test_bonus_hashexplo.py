@@ -1,0 +1,273 @@
+"""The #Exploration (AE-SimHash) bonus: hashing and counting against a Python dict of hash
+codes, count-min bounds, and the autoencoder step against a float64 numpy backprop."""
+
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
+from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses.hashexplo import simhash_bits
+from rfig_exp.envs import DiscreteSpace
+from rfig_exp.errors import ConfigError
+from rfig_exp.experiment import run_experiment
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "bonus" / "hashexplo.yaml"
+T, B, OBS = 8, 16, (3,)
+N = T * B
+SMALL = dict(hidden=[16, 16], code_dim=12, hash_bits=10)
+
+
+def hash_cfg(**overrides):
+    base = OmegaConf.to_container(OmegaConf.load(CONF))
+    base.update(overrides)
+    return OmegaConf.create(base)
+
+
+def make(**overrides):
+    return make_bonus(hash_cfg(**overrides), OBS, DiscreteSpace(2), (T, B))
+
+
+def batch_of(next_obs):
+    zeros = jnp.zeros(next_obs.shape[:2], bool)
+    return BonusBatch(obs=next_obs, actions=jnp.zeros(next_obs.shape[:2], jnp.int32), next_obs=next_obs,
+                      terminated=zeros, truncated=zeros)
+
+
+def as_batch(states):
+    return batch_of(jnp.asarray(np.asarray(states, np.float32).reshape((T, B) + OBS)))
+
+
+def numpy_codes(state, x):
+    """Each state's SimHash code as a Python int ``sum_i bit_i 2^i``, in float64."""
+    logits = mlp_forward(to_numpy(state.encoder), np.asarray(x, np.float64).reshape(len(x), -1))[0]
+    bits = (logits > 0).astype(np.float64) @ np.asarray(state.projection, np.float64).T > 0
+    return [sum(1 << i for i in np.flatnonzero(row)) for row in bits]
+
+
+def hand_made_states(rng, num_distinct, shift=0.0):
+    """N states drawn from ``num_distinct`` distinct ones with uneven multiplicities."""
+    distinct = rng.normal(size=(num_distinct,) + OBS) * 2.0 + shift
+    weights = np.arange(1, num_distinct + 1, dtype=float)
+    return distinct[rng.choice(num_distinct, size=N, p=weights / weights.sum())]
+
+
+def test_shapes_and_finiteness():
+    bonus, hp = make()  # the default config: (256, 256), D = 64, k = 32, three ~1e6 tables
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    assert state.tables.shape == (3, 1000033) and state.tables.dtype == jnp.int32
+    assert state.projection.shape == (32, 64)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(T, B) + OBS), jnp.float32)
+    r, _ = jax.jit(bonus.reward)(state, batch_of(x), hp)
+    assert r.shape == (T, B) and bool(jnp.all(jnp.isfinite(r)))
+    assert bool(jnp.all((r > 0) & (r <= 1)))
+    new_state, metrics = jax.jit(bonus.update)(state, batch_of(x), jax.random.PRNGKey(1), hp)
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert int(new_state.tables.sum()) == 3 * N  # every state counted once per table
+
+
+def test_exact_counts_on_a_hand_made_batch_match_a_dict_of_hash_codes():
+    bonus, hp = make(hidden=[32, 32])
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    primes = tuple(hash_cfg().table_sizes)
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    rng = np.random.default_rng(0)
+    counts = Counter()
+    for step, shift in enumerate((0.0, 0.0, 5.0)):  # the third batch brings unseen states
+        states = hand_made_states(rng, 9, shift)
+        codes = numpy_codes(state, states)          # with the encoder before this update
+        assert len(set(codes)) > 3
+        counts.update(codes)                         # the authors' order: count, then reward
+        r, _ = reward(state, as_batch(states), hp)
+        want = np.array([1.0 / np.sqrt(counts[c]) for c in codes]).reshape(T, B)
+        np.testing.assert_allclose(np.asarray(r), want, rtol=1e-6)
+        state, _ = update(state, as_batch(states), jax.random.PRNGKey(step), hp)
+        tables = np.asarray(state.tables)
+        for t, p in enumerate(primes):
+            by_row = Counter()
+            for code, n in counts.items():
+                by_row[code % p] += n
+            assert {i: int(tables[t, i]) for i in np.flatnonzero(tables[t])} == dict(by_row)
+
+
+def test_a_state_hashes_the_same_way_twice():
+    bonus, hp = make(hidden=[32, 32])
+    state = bonus.init(jax.random.PRNGKey(1), jnp.zeros((4,) + OBS), hp)
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=(1,) + OBS)
+    others = rng.normal(size=(20,) + OBS)
+    x = jnp.asarray(np.concatenate([s, others[:10], s, others[10:], s]), jnp.float32)
+    bits = simhash_bits(state.encoder, state.projection, x)
+    assert bits.shape == (23, 32) and set(np.unique(np.asarray(bits))) <= {0, 1}
+    np.testing.assert_array_equal(bits[0], bits[11])
+    np.testing.assert_array_equal(bits[0], bits[22])
+    np.testing.assert_array_equal(np.asarray(jax.jit(simhash_bits)(state.encoder, state.projection, x)), bits)
+    assert [sum(int(b) << i for i, b in enumerate(row)) for row in np.asarray(bits)] == numpy_codes(state, x)
+    # Same state three times in one batch: three counts under one code.
+    states = np.concatenate([np.repeat(s, 3, axis=0), rng.normal(size=(N - 3,) + OBS) * 3])
+    r, _ = bonus.reward(state, as_batch(states), hp)
+    assert np.asarray(r).reshape(-1)[:3] == pytest.approx([3**-0.5] * 3)
+
+
+def test_count_min_never_under_counts_with_tiny_colliding_tables():
+    primes = (7, 11, 13)
+    bonus, hp = make(**SMALL, table_sizes=list(primes))
+    state = bonus.init(jax.random.PRNGKey(2), jnp.zeros((4,) + OBS), hp)
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    rng = np.random.default_rng(2)
+    counts = Counter()
+    over = 0
+    for step in range(3):
+        states = rng.normal(size=(N,) + OBS) * 3.0
+        codes = numpy_codes(state, states)
+        counts.update(codes)
+        # Count-min in Python: each table's row sums the counts of every code mapped to it.
+        rows = [Counter() for _ in primes]
+        for code, n in counts.items():
+            for t, p in enumerate(primes):
+                rows[t][code % p] += n
+        estimate = np.array([min(rows[t][c % p] for t, p in enumerate(primes)) for c in codes])
+        exact = np.array([counts[c] for c in codes])
+        r, _ = reward(state, as_batch(states), hp)
+        np.testing.assert_allclose(np.asarray(r).reshape(-1), 1.0 / np.sqrt(estimate), rtol=1e-6)
+        assert np.all(estimate >= exact)
+        over += int(np.sum(estimate > exact))
+        state, _ = update(state, as_batch(states), jax.random.PRNGKey(step), hp)
+    assert over > 0  # the tables are small enough that collisions really happened
+    assert len(counts) > max(primes)  # more distinct codes than any table has rows
+
+
+@pytest.mark.parametrize("noise_at", ["code", "logits"])
+def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at):
+    lam, a = 10.0, 0.3
+    bonus, hp = make(**SMALL, noise_at=noise_at, table_sizes=[101])
+    hp = {**hp, "lr": jnp.float32(0.05), "adam_eps": jnp.float32(1.0)}  # scale-sensitive steps
+    state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
+    enc, dec = to_numpy(state.encoder), to_numpy(state.decoder)
+    adam = Adam(flatten(enc) + flatten(dec), lr=0.05, eps=1.0)
+    rng = np.random.default_rng(3)
+    update = jax.jit(bonus.update)
+    for step in range(2):
+        x = rng.normal(size=(N,) + OBS)
+        key = jax.random.PRNGKey(10 + step)
+        state, metrics = update(state, as_batch(x), key, hp)
+        u = np.asarray(jax.random.uniform(key, (N, 12), jnp.float32, -1.0, 1.0), np.float64) * a  # the draw
+        x = x.reshape(N, -1)
+        logits, enc_cache = mlp_forward(enc, x)
+        b = 1.0 / (1.0 + np.exp(-logits))
+        code = b + u if noise_at == "code" else 1.0 / (1.0 + np.exp(-(logits + u)))
+        recon, dec_cache = mlp_forward(dec, code)
+        reconstruction = np.mean((recon - x) ** 2)
+        binarisation = np.mean(np.minimum(b**2, (1 - b) ** 2))
+        np.testing.assert_allclose(float(metrics["reconstruction_loss"]), reconstruction, rtol=1e-4)
+        np.testing.assert_allclose(float(metrics["binarisation_loss"]), binarisation, rtol=1e-4)
+        np.testing.assert_allclose(float(metrics["ae_loss"]), reconstruction + lam * binarisation, rtol=1e-4)
+        dec_grads, d_code = mlp_backward(dec, dec_cache, 2.0 * (recon - x) / recon.size)
+        d_penalty = lam * np.where(b < 0.5, 2.0 * b, -2.0 * (1.0 - b)) / b.size
+        if noise_at == "code":
+            d_logits = (d_code + d_penalty) * b * (1 - b)
+        else:
+            d_logits = d_code * code * (1 - code) + d_penalty * b * (1 - b)
+        enc_grads, _ = mlp_backward(enc, enc_cache, d_logits)
+        flat = adam.step(flatten(enc) + flatten(dec), flatten(enc_grads) + flatten(dec_grads))
+        enc, dec = unflatten(flat[:2 * len(enc)]), unflatten(flat[2 * len(enc):])
+    for got, want in zip(flatten(to_numpy(state.encoder)) + flatten(to_numpy(state.decoder)),
+                         flatten(enc) + flatten(dec)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_reward_uses_the_pre_update_model_and_agent_order():
+    bonus, hp = make(**SMALL)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    batch = as_batch(np.random.default_rng(4).normal(size=(N,) + OBS))
+    alone, _ = jax.jit(bonus.reward)(state, batch, hp)
+
+    @jax.jit
+    def agent_order(state, key):  # what train.py does: reward, then update, on the same state
+        r, _ = bonus.reward(state, batch, hp)
+        new_state, _ = bonus.update(state, batch, key, hp)
+        return r, new_state
+
+    r, new_state = agent_order(state, jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(alone))
+    after, _ = jax.jit(bonus.reward)(new_state, batch, hp)
+    assert float(after.mean()) < float(alone.mean())   # the batch is now counted twice
+
+
+def test_bonus_of_a_repeated_batch_falls_well_below_novel_states():
+    bonus, hp = make(hidden=[32, 32])
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    rng = np.random.default_rng(5)
+    # Two clusters in opposite directions: a ReLU encoder with zero biases is positively
+    # homogeneous, so its rounded code depends on a state's direction, not its norm.
+    seen = as_batch(rng.normal(size=(N,) + OBS) * 0.5 + 2.0)
+    novel = as_batch(rng.normal(size=(N,) + OBS) * 0.5 - 2.0)
+    update = jax.jit(bonus.update)
+    for i in range(30):
+        state, _ = update(state, seen, jax.random.PRNGKey(i), hp)
+    r_seen = float(bonus.reward(state, seen, hp)[0].mean())
+    r_novel = float(bonus.reward(state, novel, hp)[0].mean())
+    assert r_seen < 0.3 * r_novel, (r_seen, r_novel)
+
+
+def test_jit_and_vmap_over_seeds_match_each_seed_alone():
+    bonus, hp = make(**SMALL, table_sizes=[10007, 10009])
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    states = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None)))(keys, jnp.zeros((4,) + OBS), hp)
+    xs = jnp.asarray(np.random.default_rng(6).normal(size=(3, T, B) + OBS), jnp.float32)
+    update_keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    new, metrics = jax.jit(jax.vmap(bonus.update, in_axes=(0, 0, 0, None)))(
+        states, jax.vmap(batch_of)(xs), update_keys, hp)
+    r, _ = jax.jit(jax.vmap(bonus.reward, in_axes=(0, 0, None)))(new, jax.vmap(batch_of)(xs), hp)
+    assert r.shape == (3, T, B) and metrics["ae_loss"].shape == (3,)
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    for s in range(3):
+        one, _ = update(jax.tree.map(lambda a: a[s], states), batch_of(xs[s]), update_keys[s], hp)
+        for a, b in zip(jax.tree.leaves(jax.tree.map(lambda a: a[s], new)), jax.tree.leaves(one)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(np.asarray(r[s]), np.asarray(reward(one, batch_of(xs[s]), hp)[0]))
+    assert not np.array_equal(np.asarray(new.projection[0]), np.asarray(new.projection[1]))
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("lr", -1.0, "bonus.lr=-1.0 must be > 0"),
+    ("adam_eps", 0.0, "bonus.adam_eps=0.0 must be > 0"),
+    ("noise_scale", -0.1, "bonus.noise_scale=-0.1 must be >= 0"),
+    ("bin_penalty", -1.0, "bonus.bin_penalty=-1.0 must be >= 0"),
+    ("bin_penalty", "high", "bonus.bin_penalty='high' must be a number"),
+    ("code_dim", 0, "bonus.code_dim=0 must be a positive integer"),
+    ("hash_bits", 2.5, "bonus.hash_bits=2.5 must be a positive integer"),
+    ("hash_bits", 4000, "bonus.hash_bits=4000 times max"),
+    ("hidden", [], r"bonus.hidden=\[\] must be"),
+    ("table_sizes", [1000], r"bonus.table_sizes=\[1000\] must be a non-empty list of odd primes"),
+    ("table_sizes", [2], r"bonus.table_sizes=\[2\] must be"),
+    ("table_sizes", [], r"bonus.table_sizes=\[\] must be"),
+    ("noise_at", "input", "bonus.noise_at='input' is not known"),
+    ("activation", "gelu", "bonus.activation='gelu' is not known"),
+])
+def test_bad_config_names_the_key(key, value, match):
+    with pytest.raises(ConfigError, match=match):
+        make(**{key: value})
+
+
+def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
+    cfg = tiny_config("env=mountaincar", "bonus=hashexplo", f"results_dir={tmp_path}")
+    (summary,) = run_experiment(cfg)
+    # The run directory may hold a variant level (hyperparameters that differ from the defaults).
+    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "hashexplo").glob("**/seed_0/summary.json")]
+    on_disk = json.loads((run / "summary.json").read_text())
+    assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
+    assert on_disk["bonus_counted_states"] == 256  # every s' of both batches counted once
+    assert 1 <= on_disk["bonus_occupied_buckets"] <= 256
+    with open(run / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for row in rows:
+        assert 0 < float(row["intrinsic_reward"]) <= 1 and np.isfinite(float(row["bonus/ae_loss"]))
