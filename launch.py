@@ -1,8 +1,11 @@
-"""Hydra entry point: one experiment, or a sweep with ``-m``.
+"""Hydra entry point: one experiment, or a sweep with ``-m`` (``python launch.py --help``).
 
     python launch.py                                   # mountaincar + rfig, 1 seed, 1M steps
     python launch.py env=minatar_breakout bonus=none num_seeds=4
     python launch.py -m env=minatar_breakout bonus=rfig,none 'seed=range(4)'
+
+Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command line
+(exit 2, one line per error, nothing created); then Hydra composes and runs each job.
 """
 
 from __future__ import annotations
@@ -13,27 +16,62 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))  # runs from a plain checkout too
 
-import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flag before jax is imported)
+import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is imported)
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from rfig_exp.errors import ConfigError  # noqa: E402
-
 log = logging.getLogger("rfig_exp")
+
+
+def _fail(message: str, code: int, multirun: bool):
+    """One line on stderr; a sweep's failing job raises instead, so the other jobs go on."""
+    if multirun:
+        raise RuntimeError(message)
+    print(f"error: {message}" if code == 2 else message, file=sys.stderr)
+    sys.exit(code)
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from rfig_exp.experiment import run_experiment
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from rfig_exp.errors import ConfigError
+    from rfig_exp.experiment import Interrupted, run_experiment
+
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    try:
+        summaries = run_experiment(cfg, command_line=list(hc.overrides.task))
+        # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
+        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
+    except ConfigError as err:
+        _fail(str(err), 2, multirun)
+    except Interrupted as stop:
+        print(str(stop), file=sys.stderr)
+        sys.exit(stop.exit_code)
+
+
+def cli(argv: list[str]) -> None:
+    if {"--help", "-h"} & set(argv):
+        from rfig_exp.preflight import help_text
+
+        print(help_text())
+        return
+    from rfig_exp.preflight import PreflightError, preflight
 
     try:
-        run_experiment(cfg)
-    except ConfigError as err:
-        log.error("config error: %s", err)
-        print(f"error: {err}", file=sys.stderr)
+        preflight(argv)
+    except PreflightError as err:
+        for line in err.lines:
+            print(f"error: {line}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted before any job started", file=sys.stderr)
+        sys.exit(130)
+    main()
 
 
 if __name__ == "__main__":
-    main()
+    cli(sys.argv[1:])

@@ -41,3 +41,11 @@ def tiny_config():
         return compose_config(*TINY, *extra, *overrides)
 
     return make
+
+
+def find_run(results_dir, env: str, bonus: str, seed: int = 0, experiment: str = "default", variant: str = "*"):
+    """The one run directory ``<results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<seed>``
+    (tiny test configs are variants of the defaults, so their variant name is long)."""
+    found = sorted(Path(results_dir).glob(f"{experiment}/{env}/{bonus}/{variant}/seed_{seed}"))
+    assert len(found) == 1, f"expected one run of {env}/{bonus}/{variant}/seed_{seed}, found {found}"
+    return found[0]

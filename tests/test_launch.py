@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
+
+from conftest import find_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2", "agent.update_epochs=1",
@@ -23,28 +28,78 @@ def launch(*args, timeout=300):
                           text=True, timeout=timeout)
 
 
+def rows(run: Path) -> list[dict]:
+    with open(run / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
 def test_single_run_writes_the_results_contract_and_skips_when_complete(tmp_path):
     args = ["env=cartpole", "bonus=rfig", "bonus.num_features=64", *TINY, f"results_dir={tmp_path}"]
     out = launch(*args)
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
     assert "window 1/2" in log and "steps/s" in log and "lengthscale" in log
-    run = tmp_path / "default" / "cartpole" / "rfig" / "seed_0"
+    run = find_run(tmp_path, "cartpole", "rfig")
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["env_steps"] == 256
+    assert summary["variant"] == run.parent.name and summary["variant_overrides"]["bonus.num_features"] == 64
+    assert "bonus.num_features=64" in summary["overrides"] and summary["host"] and "git_dirty" in summary
+    assert yaml.safe_load((run.parent / "variant.yaml").read_text()) == summary["variant_overrides"]
     assert "bonus:\n  name: rfig" in (run / "config.yaml").read_text()
     assert len((run / "metrics.csv").read_text().strip().splitlines()) == 3  # header + 2 windows
+    # files are as readable as the umask allows (mkstemp alone would make them 0600)
+    for name in ("config.yaml", "summary.json", "metrics.csv"):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o666 & ~_umask(), name
+    assert not (run / "checkpoint").exists(), "a complete run keeps no checkpoint"
     again = launch(*args)
     assert again.returncode == 0 and "already complete" in again.stdout + again.stderr
 
 
-def test_multirun_sweep_over_seeds_with_range_syntax(tmp_path):
-    out = launch("-m", "env=cartpole", "bonus=none", "seed=range(2)", *TINY, f"results_dir={tmp_path}",
-                 "experiment=sweep")
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
+    """The defect of issue 7: a sweep over agent.lr used to run one job and skip the other."""
+    out = launch("-m", "env=cartpole", "bonus=none", "agent.lr=1e-4,1e-3", *TINY, f"results_dir={tmp_path}",
+                 "experiment=lr")
     assert out.returncode == 0, out.stderr[-3000:]
-    for seed in (0, 1):
-        summary = json.loads((tmp_path / "sweep" / "cartpole" / "none" / f"seed_{seed}" / "summary.json").read_text())
-        assert summary["seed"] == seed
+    log = out.stdout + out.stderr
+    assert "2 completed" in log and "0 skipped" in log
+    runs = {}
+    for lr in ("0.0001", "0.001"):
+        run = find_run(tmp_path, "cartpole", "none", experiment="lr", variant=f"agent.lr={lr},*")
+        assert yaml.safe_load((run / "config.yaml").read_text())["agent"]["lr"] == float(lr)
+        runs[lr] = rows(run)
+    assert runs["0.0001"] != runs["0.001"]
+    manifest = [json.loads(line) for line in (tmp_path / "lr" / "manifest.jsonl").read_text().splitlines()]
+    assert sorted(m["variant"].split(",")[0] for m in manifest) == ["agent.lr=0.0001", "agent.lr=0.001"]
+    report = tmp_path / "report"
+    out = subprocess.run([sys.executable, "-m", "analysis", "--results", str(tmp_path), "--experiment", "lr",
+                          "--out", str(report), "--reps", "200"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode in (0, 4), out.stderr[-3000:]   # 4: the report lists problems (2 seeds, no episodes)
+    index = (report / "index.md").read_text()
+    assert "agent.lr=0.0001" in index and "agent.lr=0.001" in index
+
+
+def test_a_changed_default_is_refused_not_overwritten(tmp_path):
+    args = ["env=cartpole", "bonus=none", *TINY, f"results_dir={tmp_path}"]
+    assert launch(*args).returncode == 0
+    run = find_run(tmp_path, "cartpole", "none")
+    saved = run / "config.yaml"
+    config = yaml.safe_load(saved.read_text())
+    config["agent"]["gamma"] = 0.9  # as if conf/agent/ppo.yaml had another default when it ran
+    saved.write_text(yaml.safe_dump(config))
+    before = (run / "summary.json").read_text()
+    out = launch(*args)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "agent.gamma: 0.9 -> 0.99" in out.stderr and "overwrite=true" in out.stderr
+    assert (run / "summary.json").read_text() == before
+    assert launch(*args, "overwrite=true").returncode == 0
+    assert yaml.safe_load(saved.read_text())["agent"]["gamma"] == 0.99
 
 
 @pytest.mark.parametrize("override,fragment", [
@@ -54,37 +109,127 @@ def test_multirun_sweep_over_seeds_with_range_syntax(tmp_path):
     ("agent.lr=-0.1", "agent.lr=-0.1 must be > 0"),
     ("bonus.inverse=svd", "valid: exact, newton_schulz, woodbury"),
     ("eval_frequency=100", "eval_frequency=100 must be a multiple of the batch"),
+    ("wandb.mode=ofline", "wandb.mode='ofline' is not known; valid: online, offline, disabled"),
+    ("+agent.learning_rate=1e-4", "unknown config key: agent.learning_rate"),
+    ("+agent.gama=0.9", "agent.gama (did you mean agent.gamma?)"),
+    ("env=pong", "env=pong is not a known environment; valid: acrobot"),
+    ("bonus=icm", "bonus=icm is not a known bonus; valid:"),
+    ("sweep=smoke", "sweep=smoke is a sweep preset: add -m"),
+    ("bonus=rfig,none", "sweeps over several values: add -m"),
 ])
-def test_impossible_values_fail_before_compiling(tmp_path, override, fragment):
-    out = launch("env=cartpole", *TINY, override, f"results_dir={tmp_path}", timeout=120)
-    assert out.returncode == 2
+def test_bad_input_is_one_line_with_exit_2_and_creates_nothing(tmp_path, override, fragment):
+    out = launch("env=cartpole", *TINY, override, f"results_dir={tmp_path / 'r'}", timeout=120)
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
     assert fragment in out.stderr
-    assert not list(tmp_path.rglob("seed_*")), "nothing may be written for a rejected config"
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not (tmp_path / "r").exists(), "nothing may be created for a rejected launch"
 
 
-@pytest.mark.parametrize("group,bad,valid", [("env", "pong", "minatar_breakout"), ("bonus", "icm", "rfig")])
-def test_unknown_names_list_the_valid_choices(tmp_path, group, bad, valid):
-    out = launch(f"{group}={bad}", f"results_dir={tmp_path}", timeout=120)
-    assert out.returncode != 0
-    assert valid in out.stderr and bad in out.stderr
+def test_results_dir_that_is_a_file_and_a_float_budget(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    out = launch("env=cartpole", *TINY, f"results_dir={a_file}", timeout=120)
+    assert out.returncode == 2 and "is not a directory" in out.stderr and "Traceback" not in out.stderr
+    ok = launch("env=cartpole", "bonus=none", *TINY, "agent.total_timesteps=3e2", f"results_dir={tmp_path / 'r'}")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "agent.total_timesteps=300 rounded up to 3 windows of 128 steps = 384 env steps" in ok.stdout + ok.stderr
 
 
-def test_a_killed_run_never_looks_complete(tmp_path):
-    args = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
-            "agent.total_timesteps=50000000", "eval_frequency=64", "wandb.mode=disabled", f"results_dir={tmp_path}"]
-    proc = subprocess.Popen([sys.executable, "launch.py", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ, WANDB_MODE="disabled"))
-    metrics = tmp_path / "default" / "cartpole" / "none" / "seed_0" / "metrics.csv"
+def test_every_bad_job_of_a_sweep_is_reported_before_any_starts(tmp_path):
+    out = launch("-m", "env=cartpole", "bonus=none,rfig", "agent.lr=-1,0.1", "bonus.beta=0.5", *TINY,
+                 f"results_dir={tmp_path}", timeout=180)
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert sum("agent.lr=-1.0 must be > 0" in e for e in errors) == 2
+    assert "2 of 4 jobs are invalid; nothing was started" in errors[-1]
+    assert not list(tmp_path.rglob("seed_*"))
+
+
+def test_help_lists_envs_bonuses_sweeps_and_examples():
+    out = launch("--help", timeout=60)
+    assert out.returncode == 0
+    for fragment in ("minatar_breakout", "rfig", "smoke", "agent.total_timesteps", "python launch.py -m"):
+        assert fragment in out.stdout
+
+
+def _start(args):
+    return subprocess.Popen([sys.executable, "launch.py", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, WANDB_MODE="disabled"))
+
+
+def _wait_for_rows(metrics: Path, n: int, proc) -> None:
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= n + 1:
+            return
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        time.sleep(0.2)
+    pytest.fail(f"the run wrote fewer than {n} windows within 240 s")
+
+
+LONG = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
+        "agent.update_epochs=1", "agent.obs_norm_init_steps=8", "eval_frequency=64", "wandb.mode=disabled"]
+
+
+def test_a_killed_run_never_looks_complete_and_resumes_to_identical_metrics(tmp_path):
+    budget = "agent.total_timesteps=2560"  # 40 windows
+    reference = launch(*LONG, budget, f"results_dir={tmp_path / 'ref'}")
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    args = [*LONG, budget, f"results_dir={tmp_path / 'run'}"]
+    proc = _start(args)
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail("the run wrote no metrics within 240 s")
+        run = tmp_path / "run" / "default" / "cartpole" / "none"
+        while not list(run.glob("*/seed_0/metrics.csv")):
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            time.sleep(0.2)
+        metrics = next(run.glob("*/seed_0/metrics.csv"))
+        _wait_for_rows(metrics, 8, proc)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    assert not (metrics.parent / "summary.json").exists()
-    assert (metrics.parent / "config.yaml").exists()
+    if not (metrics.parent / "summary.json").exists():  # killed in time: a partial run
+        assert (metrics.parent / "config.yaml").exists()
+        assert list((metrics.parent / "checkpoint").glob("window_*.json"))
+    resumed = launch(*args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from the checkpoint after window" in resumed.stdout + resumed.stderr
+    summary = json.loads((metrics.parent / "summary.json").read_text())
+    assert summary["resumed_from_windows"] and summary["status"] == "complete"
+    drop = ("wall_time_s",)
+    got = [{k: v for k, v in r.items() if k not in drop} for r in rows(metrics.parent)]
+    want = [{k: v for k, v in r.items() if k not in drop}
+            for r in rows(find_run(tmp_path / "ref", "cartpole", "none"))]
+    assert [int(r["env_steps"]) for r in got] == list(range(64, 2561, 64)), "each window exactly once"
+    assert got == want, "a resumed run must match an uninterrupted one"
+
+
+def test_sigterm_checkpoints_and_exits_143_then_resumes(tmp_path):
+    args = [*LONG, "agent.total_timesteps=50000000", "checkpoint.every_windows=1000", f"results_dir={tmp_path}"]
+    proc = _start(args)
+    run = tmp_path / "default" / "cartpole" / "none"
+    while not list(run.glob("*/seed_0/metrics.csv")):
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        time.sleep(0.2)
+    metrics = next(run.glob("*/seed_0/metrics.csv"))
+    _wait_for_rows(metrics, 3, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-3000:]
+    assert "terminated (signal 15) after window" in err and "Traceback" not in err
+    saved = sorted(int(p.stem.split("_")[1]) for p in (metrics.parent / "checkpoint").glob("window_*.json"))
+    assert saved and saved[-1] == len(rows(metrics.parent)), "the checkpoint is no older than the last window"
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+    proc = _start([*LONG, "agent.total_timesteps=50000000", f"results_dir={tmp_path}"])
+    run = tmp_path / "default" / "cartpole" / "none"
+    while not list(run.glob("*/seed_0/metrics.csv")):
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        time.sleep(0.2)
+    _wait_for_rows(next(run.glob("*/seed_0/metrics.csv")), 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("interrupted at window ")
+    assert "relaunch the same command to resume" in err

@@ -14,6 +14,8 @@ from rfig_exp.config import agent_hparams, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.experiment import run_experiment
 
+from conftest import find_run
+
 
 def read_metrics(path):
     with open(path / "metrics.csv") as f:
@@ -29,15 +31,16 @@ def test_ppo_learns_cartpole(tiny_config, tmp_path):
     for s in summaries:
         # A random policy scores ~22 on CartPole; PPO passes 150 within 50k steps.
         assert s["final_return"] > 150, s["final_return"]
-        rows = read_metrics(tmp_path / "default" / "cartpole" / "none" / f"seed_{s['seed']}")
+        rows = read_metrics(find_run(tmp_path, "cartpole", "none", s["seed"]))
         assert float(rows[0]["episode_return"]) < 60
 
 
 def test_results_contract_and_skip(tiny_config, tmp_path):
     cfg = tiny_config("env=mountaincar", "bonus=rfig", f"results_dir={tmp_path}", "experiment=contract")
     (summary,) = run_experiment(cfg)
-    run = tmp_path / "contract" / "mountaincar" / "rfig" / "seed_0"
-    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "metrics.csv", "summary.json"]
+    run = find_run(tmp_path, "mountaincar", "rfig", experiment="contract")
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "metrics.csv", "summary.json", "visits.npy"]
+    assert (run.parent / "variant.yaml").exists()
     rows = read_metrics(run)
     assert [int(r["env_steps"]) for r in rows] == [128, 256]
     for column in ("episode_return", "episodes_finished", "intrinsic_reward", "policy_loss", "value_loss_ext",
@@ -61,8 +64,7 @@ def test_same_seed_twice_is_identical_and_vmapped_seed_equals_alone(tiny_config,
     run_experiment(tiny_config(*common, f"results_dir={tmp_path / 'a'}", "seed=1"))
     run_experiment(tiny_config(*common, f"results_dir={tmp_path / 'b'}", "seed=1"))
     run_experiment(tiny_config(*common, f"results_dir={tmp_path / 'c'}", "seed=0", "num_seeds=3"))
-    path = "default/acrobot/rfig/seed_1"
-    a, b, c = (read_metrics(tmp_path / d / path) for d in "abc")
+    a, b, c = (read_metrics(find_run(tmp_path / d, "acrobot", "rfig", seed=1)) for d in "abc")
     drop = {"wall_time_s"}
     strip = lambda rows: [{k: v for k, v in r.items() if k not in drop} for r in rows]  # noqa: E731
     assert strip(a) == strip(b)
@@ -70,14 +72,14 @@ def test_same_seed_twice_is_identical_and_vmapped_seed_equals_alone(tiny_config,
         for k in ra:
             va, vc = float(ra[k] or "nan"), float(rc[k] or "nan")
             assert (np.isnan(va) and np.isnan(vc)) or va == pytest.approx(vc, rel=1e-4, abs=1e-6), k
-    other = strip(read_metrics(tmp_path / "c/default/acrobot/rfig/seed_0"))
+    other = strip(read_metrics(find_run(tmp_path / "c", "acrobot", "rfig", seed=0)))
     assert other != strip(a)                               # different seeds really differ
 
 
 def test_divergence_is_recovered_inside_the_loop_for_that_seed_only(tiny_config):
     cfg = tiny_config("env=mountaincar", "bonus=rfig", "bonus.inverse=woodbury", "bonus.refresh_every=100")
     spec = build_run_spec(cfg)
-    env = make_env(spec.env_name)
+    env = make_env(cfg.env)
     bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space, (spec.train.num_steps, spec.train.num_envs))
     hp = {**agent_hparams(cfg), "bonus": bonus_hp}
     trainer = make_trainer(spec.train, env, bonus)
@@ -99,7 +101,7 @@ def test_plain_ppo_has_no_intrinsic_stream(tiny_config, tmp_path):
     runs = {beta: tmp_path / f"beta{beta}" for beta in ("0.0", "2.0")}
     for beta, results in runs.items():
         run_experiment(tiny_config("env=cartpole", "bonus=none", f"bonus.beta={beta}", f"results_dir={results}"))
-    a, b = (read_metrics(r / "default" / "cartpole" / "none" / "seed_0") for r in runs.values())
+    a, b = (read_metrics(find_run(r, "cartpole", "none")) for r in runs.values())
     drop = {"wall_time_s"}
     assert [{k: v for k, v in r.items() if k not in drop} for r in a] == \
            [{k: v for k, v in r.items() if k not in drop} for r in b]
@@ -116,7 +118,7 @@ def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path
     monkeypatch.delenv("WANDB_MODE", raising=False)
     (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline",
                                             f"results_dir={tmp_path}"))
-    run = tmp_path / "default" / "cartpole" / "none" / "seed_0"
+    run = find_run(tmp_path, "cartpole", "none")
     offline = list((run / "wandb").glob("offline-run-*"))
     assert len(offline) == 1 and list(offline[0].glob("*.wandb")), "wandb wrote no offline run"
     assert summary["status"] == "complete"

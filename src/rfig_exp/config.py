@@ -7,15 +7,20 @@ hyperparameter arrays) lives in :class:`RunSpec`. Each error names the config ke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
 
 from rfig_exp.agents.ppo.train import AGENT_HPARAMS, TrainSpec
+from rfig_exp import variants
 from rfig_exp.errors import ConfigError
 
 ACTIVATIONS = ("tanh", "relu")
+WANDB_MODES = ("online", "offline", "disabled")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,9 @@ class RunSpec:
     eval_frequency: int
     overwrite: bool
     train: TrainSpec
+    variant: str = variants.BASE
+    variant_overrides: dict = field(default_factory=dict)
+    requested_timesteps: int = 0
 
     @property
     def num_windows(self) -> int:
@@ -40,6 +48,8 @@ class RunSpec:
 
 def _int(cfg, key: str, minimum: int) -> int:
     value = _select(cfg, key)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        value = int(value)  # 1e6 on the command line is a float to Hydra, and an integer to us
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{key}={value!r} must be an integer")
     if value < minimum:
@@ -74,8 +84,52 @@ def _select(cfg, key: str) -> Any:
     return node
 
 
+def choices(cfg) -> dict[str, str]:
+    """The config-group choices a run was composed from (each YAML's ``name`` is its file name)."""
+    return {g: str(_select(cfg, f"{g}.name")) for g in variants.GROUPS}
+
+
+def check_names(cfg) -> None:
+    """Group choices that exist, and no key that nothing reads."""
+    for group, label in (("env", "environment"), ("bonus", "bonus"), ("agent", "agent")):
+        name = str(_select(cfg, f"{group}.name"))
+        options = variants.group_options(group)
+        if name not in options:
+            raise ConfigError(f"{group}={name} is not a known {label}; valid: {', '.join(options)}")
+    unknown = variants.unknown_keys(cfg, choices(cfg))
+    if unknown:
+        raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''}: {'; '.join(unknown)} "
+                          "(nothing reads it; every key is documented in conf/)")
+
+
+def check_storage(cfg) -> None:
+    """Where results go and how they are mirrored, checked before anything is created."""
+    experiment = _select(cfg, "experiment")
+    if not isinstance(experiment, str) or not _SAFE_NAME.match(experiment):
+        raise ConfigError(f"experiment={experiment!r} must be a plain folder name (letters, digits, . _ + -)")
+    results_dir = Path(str(_select(cfg, "results_dir")))
+    for parent in (results_dir, *results_dir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"results_dir={results_dir} is not a directory ({parent} is a file)")
+            break
+    mode = _select(cfg, "wandb.mode")
+    if mode not in WANDB_MODES:
+        raise ConfigError(f"wandb.mode={mode!r} is not known; valid: {', '.join(WANDB_MODES)}")
+    if not isinstance(_select(cfg, "overwrite"), bool):
+        raise ConfigError(f"overwrite={_select(cfg, 'overwrite')!r} must be true or false")
+    _float(cfg, "wandb.init_timeout", 0.0, low_open=True)
+    tags = _select(cfg, "wandb.tags")
+    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        raise ConfigError(f"wandb.tags={tags!r} must be a list of strings, e.g. wandb.tags=[ablation,v2]")
+    _int(cfg, "checkpoint.every_windows", 1)
+    _int(cfg, "checkpoint.keep", 1)
+
+
 def build_run_spec(cfg) -> RunSpec:
     """Check the composed config and derive the run's static structure."""
+    check_names(cfg)
+    check_storage(cfg)
     num_envs = _int(cfg, "agent.num_envs", 1)
     num_steps = _int(cfg, "agent.num_steps", 1)
     batch = num_envs * num_steps
@@ -120,11 +174,13 @@ def build_run_spec(cfg) -> RunSpec:
         hidden=hidden, activation=activation, anneal_lr=bool(_select(cfg, "agent.anneal_lr")),
         obs_norm_init_steps=_int(cfg, "agent.obs_norm_init_steps", 1),
     )
+    overrides = variants.variant_overrides(cfg, choices(cfg))
     return RunSpec(
         env_name=str(_select(cfg, "env.name")), bonus_name=str(_select(cfg, "bonus.name")),
         experiment=str(_select(cfg, "experiment")), results_dir=str(_select(cfg, "results_dir")),
         seeds=tuple(range(seed, seed + num_seeds)), eval_frequency=eval_frequency,
         overwrite=bool(_select(cfg, "overwrite")), train=train,
+        variant=variants.variant_name(overrides), variant_overrides=overrides, requested_timesteps=total,
     )
 
 

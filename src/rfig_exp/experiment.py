@@ -1,32 +1,59 @@
-"""Run one experiment (env, bonus, a group of vmapped seeds) and write the results contract.
+"""Run one experiment (env, bonus, variant, a group of vmapped seeds) and write the results contract.
 
-A thin Python loop around one compiled window function: after each window it appends
-the window's metrics, prints a progress line and mirrors to wandb. Nothing inside a
-window touches the host.
+A thin Python loop around one compiled window function: after each window it appends the
+window's metrics, checkpoints every seed's state, prints a progress line and mirrors to
+wandb. Nothing inside a window touches the host.
+
+Each seed's run directory is decided before anything is compiled (:func:`plan_seeds`):
+complete with the same config -> skipped; partial with the same config -> resumed from its
+last checkpoint; saved with another config -> refused (``overwrite=true`` replaces it).
 """
 
 from __future__ import annotations
 
 import math
 import platform
+import signal
+import socket
 import subprocess
+import threading
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from omegaconf import OmegaConf
 
-from rfig_exp import results
+from rfig_exp import checkpoint, results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec
 from rfig_exp.envs import make_env
+from rfig_exp.errors import ConfigError
 from rfig_exp.tracking import WandbRuns, log, progress_line
 
 PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "hydra-core", "numpy", "wandb")
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Interrupted(Exception):
+    """Training stopped by Ctrl-C (exit 130) or SIGTERM (exit 143); the message says where."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=REPO)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def package_versions() -> dict:
@@ -36,13 +63,14 @@ def package_versions() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).parent)
-        versions["git_commit"] = out.stdout.strip() if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        versions["git_commit"] = None
+    versions["git_commit"] = _git("rev-parse", "HEAD")
     return versions
+
+
+def git_dirty() -> bool | None:
+    """Whether the checkout had uncommitted changes to tracked files (None outside git)."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
 
 
 def seed_config_yaml(cfg, seed: int) -> str:
@@ -53,30 +81,66 @@ def seed_config_yaml(cfg, seed: int) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(resolved))
 
 
-def run_experiment(cfg) -> list[dict]:
+@dataclass
+class SeedPlan:
+    seed: int
+    path: Path
+    config_yaml: str
+    action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
+
+
+def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
+    """Decide, from the results tree alone, what each seed of the job does.
+
+    Raises ConfigError when a seed's directory holds a run with another config (the
+    variant cannot express the difference, e.g. a changed default), unless ``overwrite``.
+    """
+    plans, conflicts = [], []
+    for s in spec.seeds:
+        path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
+        text = seed_config_yaml(cfg, s)
+        saved = path / results.CONFIG
+        if saved.exists() and not spec.overwrite:
+            diffs = results.config_differences(saved.read_text(), text)
+            if diffs:
+                conflicts.append(f"{path}: {'; '.join(diffs)}")
+        complete = not spec.overwrite and results.is_complete(path)
+        plans.append(SeedPlan(s, path, text, "skip" if complete else "run"))
+    if conflicts:
+        raise ConfigError("results with a different config already exist (" + " | ".join(conflicts)
+                          + "); choose another experiment=, or overwrite=true to replace them")
+    return plans
+
+
+def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
-    Returns the summaries written (empty when everything was complete already).
+    ``command_line`` (the overrides as typed) goes into each summary. Returns the
+    summaries written (empty when everything was complete already).
     """
     spec = build_run_spec(cfg)
-    env = make_env(spec.env_name)
+    plans = plan_seeds(cfg, spec)
+    env = make_env(cfg.env)
     bonus, bonus_hparams = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                       (spec.train.num_steps, spec.train.num_envs))
     hparams = {**agent_hparams(cfg), "bonus": bonus_hparams}
-    dirs = {s: results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, s)
-            for s in spec.seeds}
-    seeds = [s for s in spec.seeds if spec.overwrite or not results.is_complete(dirs[s])]
-    tag = f"{spec.env_name}/{spec.bonus_name} seeds {_seed_range(spec.seeds)}"
-    if not seeds:
-        log.info("[%s] already complete in %s; skipping (overwrite=true re-runs it)",
-                 tag, dirs[spec.seeds[0]].parent)
+    variant = spec.variant if len(spec.variant) <= 40 else spec.variant[:37] + "..."
+    name = f"{spec.env_name}/{spec.bonus_name}" + ("" if spec.variant == "base" else f"/{variant}")
+    todo = [p for p in plans if p.action == "run"]
+    if not todo:
+        log.info("[%s seeds %s] already complete in %s; skipping (overwrite=true re-runs it)",
+                 name, _seed_range(spec.seeds), plans[0].path.parent)
         return []
-    if len(seeds) < len(spec.seeds):
-        tag = f"{spec.env_name}/{spec.bonus_name} seeds {_seed_range(seeds)}"
-        log.info("[%s] other seeds of this job are complete; running only these", tag)
-    for s in seeds:
-        results.start_run(dirs[s], seed_config_yaml(cfg, s))
-    return _train(cfg, spec, env, bonus, hparams, seeds, dirs, tag)
+    if len(todo) < len(plans):
+        log.info("[%s] seeds %s are complete; running only seeds %s", name,
+                 _seed_range([p.seed for p in plans if p.action == "skip"]), _seed_range([p.seed for p in todo]))
+    if spec.total_env_steps != spec.requested_timesteps:
+        log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,
+                 f"{spec.requested_timesteps:,}", spec.num_windows, f"{spec.eval_frequency:,}",
+                 f"{spec.total_env_steps:,}")
+    results.write_variant(todo[0].path.parent, spec.variant_overrides)
+    return _Run(cfg, spec, env, bonus, hparams, todo, f"{name} seeds {_seed_range([p.seed for p in todo])}",
+                list(command_line)).train()
 
 
 def _seed_range(seeds) -> str:
@@ -85,76 +149,183 @@ def _seed_range(seeds) -> str:
     return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 1 else ",".join(map(str, seeds))
 
 
-def _train(cfg, spec: RunSpec, env, bonus, hparams, seeds, dirs, tag) -> list[dict]:
-    start = time.perf_counter()
-    trainer = make_trainer(spec.train, env, bonus)
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-    writers = {s: results.MetricsWriter(dirs[s]) for s in seeds}
-    wandb_runs = WandbRuns(
-        cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity,
-        group=f"{spec.experiment}/{spec.env_name}/{spec.bonus_name}",
-        runs={s: (str(dirs[s]), {**OmegaConf.to_container(cfg, resolve=True), "seed": s}) for s in seeds})
-    failed = True
-    try:
-        init = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))
-        states = jax.block_until_ready(init(keys, hparams))
-        window = jax.jit(trainer.run_window, donate_argnums=0).lower(states, hparams).compile()
-        compile_time = time.perf_counter() - start
-        if bonus.describe is not None:
-            for key, values in jax.device_get(jax.vmap(bonus.describe)(states.bonus_state)).items():
-                log.info("[%s] %s: %s", tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
+class _Run:
+    """One job's training loop; resumable from per-seed checkpoints."""
 
-        steps_per_window = spec.eval_frequency
-        train_time = 0.0
-        last_rows: dict[int, dict] = {}
-        # final_return: the return of the last window in which episodes finished
-        final_returns = {s: float("nan") for s in seeds}
-        for w in range(1, spec.num_windows + 1):
-            t0 = time.perf_counter()
-            states, metrics = window(states, hparams)
-            metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
-            train_time += time.perf_counter() - t0
-            env_steps = w * steps_per_window
-            for i, s in enumerate(seeds):
-                row = {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
-                       **{k: float(v[i]) for k, v in metrics.items()},
-                       "wall_time_s": time.perf_counter() - start}
-                writers[s].append(row)
-                if math.isfinite(row["episode_return"]):
-                    final_returns[s] = row["episode_return"]
-                wandb_runs.log(s, row, step=env_steps)
-                last_rows[s] = row
-            rate = env_steps * len(seeds) / train_time
-            eta = (spec.num_windows - w) * train_time / w
-            log.info(progress_line(tag, w, spec.num_windows, env_steps, spec.total_env_steps, rate,
-                                   [last_rows[s]["episode_return"] for s in seeds],
-                                   [last_rows[s]["intrinsic_reward"] for s in seeds], eta))
+    def __init__(self, cfg, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
+                 command_line: list[str]):
+        self.cfg, self.spec, self.env, self.bonus, self.hparams = cfg, spec, env, bonus, hparams
+        self.plans, self.tag, self.command_line = plans, tag, command_line
+        self.seeds = [p.seed for p in plans]
+        self.dirs = {p.seed: p.path for p in plans}
+        self.every = int(cfg.checkpoint.every_windows)
+        self.keep = int(cfg.checkpoint.keep)
+        self.stop_signal: int | None = None
 
-        described = jax.device_get(jax.vmap(bonus.describe)(states.bonus_state)) if bonus.describe else {}
-        summaries = []
-        versions = package_versions()
+    # -- resume ---------------------------------------------------------------------------
+    def _resume_point(self, template_leaves) -> tuple[int, list]:
+        """The window all seeds can resume from and their checkpoints (0 and [] for a fresh start)."""
+        if self.spec.overwrite:
+            return 0, []
+        shapes = [tuple(np.shape(x))[1:] for x in template_leaves]
+        newest = [checkpoint.latest(self.dirs[s], shapes) for s in self.seeds]
+        if any(c is None for c in newest):
+            if any(c is not None for c in newest):
+                log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
+            return 0, []
+        window = min(c.window for c in newest)
+        found = [c if c.window == window else checkpoint.latest(self.dirs[s], shapes, at_most=window)
+                 for s, c in zip(self.seeds, newest)]
+        if any(c is None or c.window != window for c in found):
+            log.warning("[%s] the seeds' checkpoints are at different windows; starting all afresh", self.tag)
+            return 0, []
+        return window, found
+
+    def _start_fresh(self) -> None:
+        for p in self.plans:
+            checkpoint.remove(p.path)
+            results.start_run(p.path, p.config_yaml)  # also removes an orphaned wandb run of a dead attempt
+
+    # -- the loop -------------------------------------------------------------------------
+    def train(self) -> list[dict]:
+        spec, seeds = self.spec, self.seeds
+        start = time.perf_counter()
+        trainer = make_trainer(spec.train, self.env, self.bonus)
+        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+        states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, self.hparams))
+        leaves, treedef = jax.tree.flatten(states)
+        done_windows, found = self._resume_point(leaves)
+        extra = found[0].extra if found else {}
+        if done_windows:
+            stacked = [np.stack([c.leaves[i] for c in found]) for i in range(len(leaves))]
+            states = jax.tree.unflatten(treedef, [jnp.asarray(x, dtype=leaf.dtype) for x, leaf in zip(stacked, leaves)])
+            log.info("[%s] resuming from the checkpoint after window %d of %d", self.tag, done_windows,
+                     spec.num_windows)
+        else:
+            self._start_fresh()
+        resumed_from = list(extra.get("resumed_from_windows", [])) + ([done_windows] if done_windows else [])
+        writers = {s: results.MetricsWriter(self.dirs[s], keep_rows=done_windows) for s in seeds}
+        final_returns = {s: writers[s].last_finite("episode_return") for s in seeds}
+        wandb_ids = {s: found[i].extra.get("wandb_id") for i, s in enumerate(seeds)} if found else {}
+        cfg = self.cfg
+        group = cfg.wandb.group or f"{spec.experiment}/{spec.env_name}/{spec.bonus_name}/{spec.variant}"
+        wandb_runs = WandbRuns(
+            cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity, group=group, tags=list(cfg.wandb.tags or []),
+            init_timeout=float(cfg.wandb.init_timeout),
+            runs={s: (str(self.dirs[s]), {**OmegaConf.to_container(cfg, resolve=True), "seed": s}, wandb_ids.get(s))
+                  for s in seeds})
+        failed = True
+        previous_handler = self._catch_sigterm()
+        window_w = done_windows
+        try:
+            window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(states, self.hparams).compile()
+            compile_time = time.perf_counter() - start
+            self._describe(states)
+            train_time = float(extra.get("train_time_s", 0.0))
+            last_rows: dict[int, dict] = {}
+            for w in range(done_windows + 1, spec.num_windows + 1):
+                t0 = time.perf_counter()
+                states, metrics = window_fn(states, self.hparams)
+                metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
+                train_time += time.perf_counter() - t0
+                window_w = w
+                env_steps = w * spec.eval_frequency
+                for i, s in enumerate(seeds):
+                    row = {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
+                           **{k: float(v[i]) for k, v in metrics.items()},
+                           "wall_time_s": time.perf_counter() - start}
+                    writers[s].append(row)
+                    if math.isfinite(row["episode_return"]):
+                        final_returns[s] = row["episode_return"]
+                    wandb_runs.log(s, row, step=env_steps)
+                    last_rows[s] = row
+                if w % self.every == 0 or w == spec.num_windows or self.stop_signal is not None:
+                    self._checkpoint(states, w, train_time, resumed_from, wandb_runs.ids())
+                steps_done = (w - done_windows) * spec.eval_frequency
+                log.info(progress_line(self.tag, w, spec.num_windows, env_steps, spec.total_env_steps,
+                                       steps_done * len(seeds) / train_time,
+                                       [last_rows[s]["episode_return"] for s in seeds],
+                                       [last_rows[s]["intrinsic_reward"] for s in seeds],
+                                       (spec.num_windows - w) * train_time / max(w - done_windows, 1)))
+                if self.stop_signal is not None:
+                    raise Interrupted(f"terminated (signal {self.stop_signal}) after window {w} of "
+                                      f"{spec.num_windows}; its checkpoint is saved: relaunch the same command "
+                                      "to resume", 128 + self.stop_signal)
+            summaries = self._finish(states, final_returns, compile_time, train_time, start, resumed_from,
+                                     wandb_runs)
+            failed = False
+            return summaries
+        except KeyboardInterrupt:
+            last = max((w for w in range(done_windows, window_w + 1) if w % self.every == 0 or w == done_windows),
+                       default=done_windows)
+            raise Interrupted(f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
+                              f"command to resume from window {last}" if last else
+                              f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
+                              "command to start it again", 130) from None
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGTERM, previous_handler)
+            for writer in writers.values():
+                writer.close()
+            wandb_runs.finish_all(failed=failed)
+
+    def _catch_sigterm(self):
+        """SIGTERM (a scheduler's stop, ``kill``) ends training after the current window, with
+        a checkpoint, instead of killing it mid-window."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def handler(signum, frame):
+            self.stop_signal = signum
+
+        return signal.signal(signal.SIGTERM, handler)
+
+    def _checkpoint(self, states, window: int, train_time: float, resumed_from: list[int], wandb_ids: dict) -> None:
+        leaves = jax.device_get(jax.tree.leaves(states))
+        for i, s in enumerate(self.seeds):
+            checkpoint.save(self.dirs[s], window, [np.asarray(x[i]) for x in leaves],
+                            {"train_time_s": train_time, "resumed_from_windows": resumed_from,
+                             "wandb_id": wandb_ids.get(s)}, keep=self.keep)
+
+    def _describe(self, states) -> None:
+        if self.bonus.describe is not None:
+            for key, values in jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)).items():
+                log.info("[%s] %s: %s", self.tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
+
+    def _finish(self, states, final_returns, compile_time, train_time, start, resumed_from, wandb_runs) -> list[dict]:
+        spec, seeds = self.spec, self.seeds
+        described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
+        grid = self.env.coverage
+        visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
+        versions, dirty, host = package_versions(), git_dirty(), socket.gethostname()
         wall = time.perf_counter() - start
+        steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
+        summaries = []
         for i, s in enumerate(seeds):
-            writers[s].close()
+            if grid is not None:
+                results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
             summary = {
                 "status": "complete", "experiment": spec.experiment, "env": spec.env_name,
-                "bonus": spec.bonus_name, "seed": s, "num_seeds_in_process": len(seeds),
+                "bonus": spec.bonus_name, "variant": spec.variant, "variant_overrides": spec.variant_overrides,
+                "seed": s, "num_seeds_in_process": len(seeds),
                 "env_steps": spec.total_env_steps, "num_windows": spec.num_windows,
+                "requested_timesteps": spec.requested_timesteps,
                 "final_return": final_returns[s],
                 "wall_time_s": wall, "compile_time_s": compile_time, "train_time_s": train_time,
-                "env_steps_per_second": spec.total_env_steps * len(seeds) / train_time,
+                "env_steps_per_second": steps_trained * len(seeds) / max(train_time, 1e-9),
                 "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
-                "versions": versions,
+                "resumed_from_windows": resumed_from,
+                "overrides": self.command_line, "host": host, "git_dirty": dirty, "versions": versions,
                 **{f"bonus_{k}": float(np.ravel(v)[i]) for k, v in described.items()},
             }
-            results.write_summary(dirs[s], summary)
+            if grid is not None:
+                summary["coverage_grid"] = grid.describe()
+                summary["final_coverage"] = float((visits[i] > 0).mean())
+            results.write_summary(self.dirs[s], summary)
+            checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
             wandb_runs.finish(s, summary)
             summaries.append(summary)
         log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",
-                 tag, wall, compile_time, summaries[0]["env_steps_per_second"], len(seeds), dirs[seeds[0]].parent)
-        failed = False
+                 self.tag, wall, compile_time, summaries[0]["env_steps_per_second"], len(seeds),
+                 self.dirs[seeds[0]].parent)
         return summaries
-    finally:
-        for w in writers.values():
-            w.close()
-        wandb_runs.finish_all(failed=failed)

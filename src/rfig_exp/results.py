@@ -1,32 +1,73 @@
 """The results contract shared with ``analysis/`` and the scale-out tooling.
 
-Each run (env, bonus, seed) owns ``<results_dir>/<experiment>/<env>/<bonus>/seed_<k>/``:
+Each run (env, bonus, variant, seed) owns
+``<results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/`` (``variant``: see
+:mod:`rfig_exp.variants`; its full list of overrides is ``<variant>/variant.yaml``):
 
 - ``config.yaml``: the resolved config of the run (with its own ``seed``);
 - ``metrics.csv``: one row per evaluation window, appended and flushed as training goes;
+- ``visits.npy``: the final visit counts of the env's coverage grid (envs with a grid);
 - ``summary.json``: written last and atomically. Without it a run is *not* complete.
+
+Files are created with the permissions the umask allows (as ``open`` would), so that
+collaborators on a shared cluster can read them.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
+
+import yaml
+
+from rfig_exp import variants
 
 SUMMARY = "summary.json"
 METRICS = "metrics.csv"
 CONFIG = "config.yaml"
+VARIANT = "variant.yaml"
+VISITS = "visits.npy"
 # Leading columns of metrics.csv, in this order; the rest follow alphabetically.
 LEADING_COLUMNS = ("env_steps", "update", "episode_return", "episode_length", "episodes_finished",
                    "intrinsic_reward", "intrinsic_reward_normalized", "extrinsic_reward")
 
 
-def run_dir(results_dir: str | os.PathLike, experiment: str, env: str, bonus: str, seed: int) -> Path:
-    return Path(results_dir) / experiment / env / bonus / f"seed_{seed}"
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_umask()
+
+
+def run_dir(results_dir: str | os.PathLike, experiment: str, env: str, bonus: str, variant: str, seed: int) -> Path:
+    return Path(results_dir) / experiment / env / bonus / variant / f"seed_{seed}"
+
+
+def write_variant(variant_dir: Path, overrides: Mapping[str, Any]) -> None:
+    """Save the variant's full list of overrides next to its seeds (once)."""
+    path = variant_dir / VARIANT
+    if not path.exists():
+        atomic_write_text(path, "# hyperparameters that differ from the defaults of this env and bonus\n"
+                          + (yaml.safe_dump(dict(overrides), sort_keys=True) if overrides else "{}\n"))
+
+
+def config_differences(saved_yaml: str, new_yaml: str) -> list[str]:
+    """Keys whose values differ between two saved configs, bookkeeping keys aside
+    (where results go, wandb, overwrite: see ``variants.NOT_HYPERPARAMETERS``)."""
+    old = variants.flatten(yaml.safe_load(saved_yaml) or {})
+    new = variants.flatten(yaml.safe_load(new_yaml) or {})
+    keys = sorted(k for k in set(old) | set(new) if variants.is_hyperparameter(k))
+    return [f"{k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}" for k in keys
+            if k not in old or k not in new or not variants.same_value(old[k], new[k])]
 
 
 def is_complete(path: Path) -> bool:
@@ -41,6 +82,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp makes 0600; the result should be as readable as any file
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -52,10 +94,31 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def start_run(path: Path, config_yaml: str) -> None:
-    """Prepare a run folder: an old summary goes first, so a crash can never look complete."""
+    """Prepare a run folder for a fresh start: an old summary goes first, so a crash can never
+    look complete; so do the metrics, visits and wandb runs of an earlier attempt (an orphaned
+    offline wandb run would otherwise be uploaded beside the new one by ``wandb sync``)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / SUMMARY).unlink(missing_ok=True)
+    for name in (METRICS, VISITS):
+        (path / name).unlink(missing_ok=True)
+    shutil.rmtree(path / "wandb", ignore_errors=True)
     atomic_write_text(path / CONFIG, config_yaml)
+
+
+def write_visits(path: Path, visits) -> None:
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(visits, dtype=np.int64))
+    fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{VISITS}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp, path / VISITS)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_summary(path: Path, summary: Mapping) -> None:
@@ -71,11 +134,43 @@ def _finite_or_none(value):
 
 
 class MetricsWriter:
-    """Appends one row per window to ``metrics.csv``; the header is fixed by the first row."""
+    """Appends one row per window to ``metrics.csv``; the header is fixed by the first row.
 
-    def __init__(self, path: Path):
-        self._file = open(path / METRICS, "w", newline="")
+    ``keep_rows > 0`` continues a resumed run: the first ``keep_rows`` rows (the windows its
+    checkpoint covers) are kept and any later row, written after that checkpoint by the
+    attempt that died, is dropped, so no window appears twice.
+    """
+
+    def __init__(self, path: Path, keep_rows: int = 0):
         self._writer: csv.DictWriter | None = None
+        self.kept: list[dict] = []
+        if keep_rows:
+            with open(path / METRICS, newline="") as f:
+                reader = csv.DictReader(f)
+                fields = list(reader.fieldnames or [])
+                self.kept = [row for _, row in zip(range(keep_rows), reader)]
+            if len(self.kept) < keep_rows:
+                raise ValueError(f"{path / METRICS} has {len(self.kept)} rows, its checkpoint covers {keep_rows}")
+            text = io.StringIO()
+            writer = csv.DictWriter(text, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(self.kept)
+            atomic_write_text(path / METRICS, text.getvalue())
+            self._file = open(path / METRICS, "a", newline="")
+            self._writer = csv.DictWriter(self._file, fieldnames=fields)
+        else:
+            self._file = open(path / METRICS, "w", newline="")
+
+    def last_finite(self, column: str) -> float:
+        """The last finite value of ``column`` among the kept rows (NaN if none)."""
+        for row in reversed(self.kept):
+            try:
+                value = float(row.get(column) or "nan")
+            except ValueError:
+                continue
+            if math.isfinite(value):
+                return value
+        return float("nan")
 
     def append(self, row: Mapping[str, float]) -> None:
         if self._writer is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from typing import Mapping, Sequence
 
 log = logging.getLogger("rfig_exp")
@@ -15,8 +16,8 @@ def _fmt(value: float) -> str:
 
 def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
                   steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float], eta_s: float) -> str:
-    finite = sorted(r for r in returns if not math.isnan(r))
-    median = finite[len(finite) // 2] if finite else float("nan")
+    finite = [r for r in returns if not math.isnan(r)]
+    median = statistics.median(finite) if finite else float("nan")
     r_int = sum(intrinsic) / max(len(intrinsic), 1)
     return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
             f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
@@ -26,28 +27,37 @@ def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total
 class WandbRuns:
     """One wandb run per seed. ``mode``: online | offline | disabled.
 
-    Online without a key or network falls back to offline, so a sweep never blocks on it;
-    offline runs land in ``<run_dir>/wandb/`` and upload later with ``wandb sync``.
+    Online without a key or network falls back to offline after ``init_timeout`` seconds
+    with one warning line, so a sweep never blocks on it; offline runs land in
+    ``<run_dir>/wandb/`` and upload later with ``wandb sync``. A seed given a run id (a
+    resumed run) continues that wandb run instead of starting a second one.
     """
 
     def __init__(self, mode: str, project: str, entity: str | None, group: str,
-                 runs: Mapping[int, tuple[str, dict]]):
+                 runs: Mapping[int, tuple[str, dict, str | None]], tags: Sequence[str] = (),
+                 init_timeout: float = 10.0):
         self._runs = {}
         if mode == "disabled":
             return
         import wandb
 
-        for seed, (directory, config) in runs.items():
+        for seed, (directory, config, run_id) in runs.items():
             kwargs = dict(project=project, entity=entity, group=group, name=f"{group}/seed_{seed}",
-                          dir=directory, config=config, reinit="create_new")
+                          dir=directory, config=config, tags=list(tags), reinit="create_new",
+                          id=run_id or wandb.util.generate_id(), resume="allow")
             try:
-                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=30), **kwargs)
+                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=init_timeout), **kwargs)
             except Exception as err:  # noqa: BLE001 - any online failure means "go offline"
                 if mode != "online":
                     raise
-                log.warning("wandb online init failed (%s); logging offline instead", err)
+                log.warning("wandb: online init failed (%s); logging offline instead (upload later with "
+                            "`wandb sync`)", str(err).splitlines()[0] if str(err) else type(err).__name__)
+                mode = "offline"  # the other seeds of this job go straight to offline
                 run = wandb.init(mode="offline", **kwargs)
             self._runs[seed] = run
+
+    def ids(self) -> dict[int, str]:
+        return {seed: run.id for seed, run in self._runs.items()}
 
     def log(self, seed: int, row: Mapping[str, float], step: int) -> None:
         if seed in self._runs:

@@ -1,0 +1,82 @@
+"""Hydra's basic sweeper, made to survive its own failures and to say how the sweep went.
+
+Hydra's ``BasicSweeper`` raises at the first failed job and prints a traceback. This one
+(selected in ``conf/config.yaml`` as ``hydra.sweeper._target_``; Hydra takes
+plugins only from the ``hydra_plugins`` namespace package, hence this location) reports each failed job as
+its result comes back, with the path of its log, lets every other job run on any launcher,
+and ends with one summary: runs completed, skipped (already complete), resumed and failed.
+The sweep exits 1 when a job failed, 0 otherwise. With the in-process basic launcher the
+jobs go one at a time, so a failure is reported when it happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobStatus
+from omegaconf import OmegaConf
+
+log = logging.getLogger("rfig_exp")
+
+
+class ResilientSweeper(BasicSweeper):
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict] = None) -> None:
+        super().__init__(max_batch_size=max_batch_size, params=params)
+
+    def sweep(self, arguments: list[str]) -> Any:
+        params = self._parse_config()
+        params.extend(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        batch_size = self.max_batch_size
+        if batch_size is None and isinstance(self.launcher, BasicLauncher):
+            batch_size = 1  # in-process jobs: report each one as soon as it ends
+        self.overrides = self.split_arguments(parser.parse_overrides(params), batch_size)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+
+        counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0}
+        failures: list[str] = []
+        returns, index, t0 = [], 0, time.perf_counter()
+        while not self.is_done():
+            batch = self.get_job_batch()
+            self.validate_batch_is_legal(batch)
+            results = self.launcher.launch(batch, initial_job_idx=index)
+            for job in results:
+                if job.status == JobStatus.COMPLETED:
+                    outcome = job._return_value or {}
+                    counts["skipped" if outcome.get("skipped") else "completed"] += 1
+                    counts["resumed"] += bool(outcome.get("resumed"))
+                else:
+                    counts["failed"] += 1
+                    where = self._log_path(job)
+                    error = job._return_value
+                    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+                    failures.append(f"{' '.join(job.overrides or [])}: {type(error).__name__}: {first} (log: {where})")
+                    log.error("[sweep] job failed: %s", failures[-1])
+            index += len(batch)
+            returns.append(results)
+        total = sum(counts[k] for k in ("completed", "skipped", "failed"))
+        log.info("[sweep] %d job(s) in %.0fs: %d completed (%d of them resumed), %d skipped (already complete), "
+                 "%d failed", total, time.perf_counter() - t0, counts["completed"], counts["resumed"],
+                 counts["skipped"], counts["failed"])
+        for line in failures:
+            log.info("[sweep]   failed: %s", line)
+        if failures:
+            sys.exit(1)
+        return returns
+
+    @staticmethod
+    def _log_path(job) -> str:
+        runtime = OmegaConf.select(job.hydra_cfg, "hydra.runtime.output_dir") if job.hydra_cfg else None
+        name = OmegaConf.select(job.hydra_cfg, "hydra.job.name") if job.hydra_cfg else None
+        if runtime:
+            return str(Path(runtime) / f"{name or 'launch'}.log")
+        return job.working_dir or "(unknown)"

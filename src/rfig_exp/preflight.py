@@ -1,0 +1,230 @@
+"""Everything ``launch.py`` checks before Hydra starts: nothing is created or compiled first.
+
+- ``--help`` prints the project's own help (envs, bonuses, sweeps, the stable keys, examples).
+- Group choices (``env=``, ``bonus=``, ``agent=``, ``sweep=``) must exist; a sweep preset or
+  a comma-separated value needs ``-m``.
+- Every job of a sweep is expanded as Hydra's basic sweeper would (the preset's
+  ``hydra.sweeper.params`` first, the command line after it), composed, and validated like
+  a single run: the config itself, the env and bonus options, and the results tree (a
+  seed directory holding a run with another config). All bad jobs are reported at once.
+
+Errors are :class:`PreflightError` (exit code 2, one line each); the caller prints them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import OmegaConf
+
+from rfig_exp import variants
+from rfig_exp.errors import ConfigError
+
+CONF_DIR = variants.CONF_DIR
+GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
+# Hydra's own flags: these that take a value, and these that make Hydra do something else than running.
+_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--cfg", "-c",
+                     "--package", "-p", "--experimental-rerun"}
+_FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc",
+                      "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+
+
+class PreflightError(Exception):
+    """One or more lines, each a complete error message."""
+
+    def __init__(self, lines: Sequence[str]):
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+
+def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
+    """Hydra flags and overrides of a ``launch.py`` command line."""
+    flags, overrides, skip = set(), [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            flags.add(arg.split("=")[0])
+            skip = arg in _FLAGS_WITH_VALUE
+        else:
+            overrides.append(arg)
+    return flags, overrides
+
+
+def help_text() -> str:
+    from rfig_exp.bonuses import bonus_names
+    from rfig_exp.envs import env_names
+
+    sweeps = []
+    for name in variants.group_options("sweep"):
+        lines = (CONF_DIR / "sweep" / f"{name}.yaml").read_text().splitlines()
+        about = next((ln.lstrip("# ").strip() for ln in lines[1:] if ln.startswith("#")), "")
+        sweeps.append(f"  {name:<14} {about}")
+    return "\n".join([
+        "rfig-exp: PPO with exploration bonuses (RFIG and baselines), one run or a Hydra sweep.",
+        "",
+        "usage: python launch.py [-m] [group=choice ...] [key=value ...]",
+        "",
+        "environments (env=):  " + ", ".join(env_names()),
+        "bonuses (bonus=):     " + ", ".join(bonus_names()),
+        "sweep presets (-m sweep=NAME):",
+        *sweeps,
+        "",
+        "stable keys (every key is documented in conf/):",
+        "  seed, num_seeds (seeds seed..seed+num_seeds-1 vmapped in one process), experiment, results_dir,",
+        "  eval_frequency, overwrite, checkpoint.every_windows, wandb.mode (online|offline|disabled),",
+        "  agent.total_timesteps, agent.num_envs, agent.num_steps, agent.lr, agent.ext_coef (0 = reward-free), ...",
+        "  bonus.beta, and each bonus's own keys (conf/bonus/<name>.yaml), e.g. bonus.lengthscale for rfig",
+        "",
+        "examples:",
+        "  python launch.py                                              # mountaincar + rfig, 1 seed, 1M steps",
+        "  python launch.py env=minatar_breakout bonus=rnd num_seeds=4   # 4 vmapped seeds",
+        "  python launch.py -m env=minatar_breakout bonus=rfig,rnd 'seed=range(32)'",
+        "  python launch.py -m bonus=rfig 'bonus.lengthscale=0.5,1,2' experiment=sens   # a sensitivity sweep",
+        "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
+        "",
+        "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
+        "exit codes: 0 done (or already complete), 2 bad config, 130 interrupted, 143 terminated (resumable)",
+        "Hydra's own help: python launch.py --hydra-help",
+    ])
+
+
+def _check_choice(group: str, value: str, errors: list[str]) -> None:
+    options = variants.group_options(group)
+    if value not in options:
+        errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
+
+
+def expand_jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
+    """The override list of every job the command line asks for (one without ``-m``)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides(list(overrides))
+    except HydraException as err:
+        raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
+    errors: list[str] = []
+    preset = None
+    for o in parsed:
+        group = o.key_or_group
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        if group in GROUP_LABELS and not o.is_delete():
+            for v in values:
+                _check_choice(group, v, errors)
+        if group == "sweep":
+            preset = values[0] if len(values) == 1 else None
+            if not multirun:
+                errors.append(f"sweep={','.join(values)} is a sweep preset: add -m "
+                              f"(python launch.py -m sweep={values[0]} ...)")
+        elif o.is_sweep_override() and not multirun:
+            errors.append(f"{o.input_line} sweeps over several values: add -m to run one job per value")
+    if errors:
+        raise PreflightError(errors)
+    if not multirun:
+        return [list(overrides)]
+    params: list[str] = []
+    if preset is not None:
+        sweep_cfg = OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml")
+        for key, value in (OmegaConf.select(sweep_cfg, "hydra.sweeper.params") or {}).items():
+            params.append(f"{key}={value}")
+    try:
+        batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(overrides)), None)
+    except HydraException as err:
+        raise PreflightError([str(err).splitlines()[0]]) from None
+    return [list(job) for job in batches[0]]
+
+
+def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
+    """Overrides that are not the same in every job: what tells one job from another."""
+    common = set(jobs[0]).intersection(*map(set, jobs[1:])) if jobs else set()
+    return {o for job in jobs for o in job} - common
+
+
+def _composition_error(err: Exception, cfg_keys: str) -> str:
+    first = str(err).splitlines()[0]
+    if first.startswith("Could not override '"):
+        key = first.split("'")[1]
+        return f"{key} is not a key of this job's config ({cfg_keys}); every key is documented in conf/"
+    return first
+
+
+def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object]]:
+    """Compose and validate every job; return ``(overrides, config)`` pairs or raise with all errors."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    from rfig_exp.bonuses import make_bonus
+    from rfig_exp.config import build_run_spec
+    from rfig_exp.envs import make_env
+    from rfig_exp.experiment import plan_seeds
+
+    errors, good = [], []
+    varying = _varying(jobs)
+    envs: dict[str, object] = {}
+    bonuses: dict[tuple, object] = {}
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for job in jobs:
+            where = f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else ""
+            try:
+                cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
+                spec = build_run_spec(cfg)
+                env_key = OmegaConf.to_yaml(cfg.env)
+                if env_key not in envs:
+                    envs[env_key] = make_env(cfg.env)
+                env = envs[env_key]
+                bonus_key = (OmegaConf.to_yaml(cfg.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
+                if bonus_key not in bonuses:
+                    bonuses[bonus_key] = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+                                                    (spec.train.num_steps, spec.train.num_envs))
+                plan_seeds(cfg, spec)
+                good.append((list(job), cfg))
+            except ConfigError as err:
+                errors.append(f"{where}{err}")
+            except HydraException as err:
+                choices = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
+                errors.append(f"{where}{_composition_error(err, choices)}")
+    if errors:
+        if len(jobs) > 1:
+            errors.append(f"{len(errors)} of {len(jobs)} jobs are invalid; nothing was started")
+        raise PreflightError(errors)
+    return good
+
+
+def write_manifest(validated: Sequence[tuple[list[str], object]]) -> None:
+    """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
+    (``python -m rfig_exp.status`` counts what is missing against it)."""
+    from rfig_exp.config import build_run_spec
+
+    stamp = _dt.datetime.now().isoformat(timespec="seconds")
+    lines: dict[Path, list[str]] = {}
+    for job, cfg in validated:
+        spec = build_run_spec(cfg)
+        path = Path(spec.results_dir) / spec.experiment / "manifest.jsonl"
+        lines.setdefault(path, []).append(json.dumps({
+            "env": spec.env_name, "bonus": spec.bonus_name, "variant": spec.variant, "seeds": list(spec.seeds),
+            "overrides": [o for o in job], "launched_at": stamp}))
+    for path, rows in lines.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write("\n".join(rows) + "\n")
+
+
+def preflight(argv: Sequence[str]) -> None:
+    """Check a ``launch.py`` command line; raise PreflightError, or return to let Hydra run it."""
+    flags, overrides = split_argv(argv)
+    if flags & _FLAGS_NOT_RUNNING:
+        return
+    multirun = bool(flags & {"-m", "--multirun"})
+    t0 = time.perf_counter()
+    jobs = expand_jobs(overrides, multirun)
+    validated = validate_jobs(jobs)
+    if multirun:
+        write_manifest(validated)
+        print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)

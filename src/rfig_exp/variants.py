@@ -1,0 +1,139 @@
+"""What makes a run a *variant*: the hyperparameters that differ from its defaults.
+
+The defaults of a run are the composed YAML files of its config groups (``conf/config.yaml``
+plus ``conf/env/<env>.yaml``, ``conf/bonus/<bonus>.yaml``, ``conf/agent/<agent>.yaml``), read
+directly, without a sweep preset or command-line overrides. Every leaf of the run's config
+that differs from them, except the bookkeeping keys in :data:`NOT_HYPERPARAMETERS`, is part
+of the variant, which names the run's directory:
+
+    <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/
+
+``variant = "base"`` when nothing differs; otherwise the sorted ``key=value`` pairs joined
+by ``,`` (``agent.lr=0.001,bonus.lengthscale=2.0``), with characters outside
+``[A-Za-z0-9._=,+-]`` replaced and names longer than :data:`MAX_NAME` cut and given a hash
+suffix (``~<8 hex>``); the full mapping is always saved next to the runs (``variant.yaml``).
+
+Leaves of the run's config that the defaults do not have are *unknown keys* (a key that
+nothing reads, e.g. ``+agent.learning_rate=1e-4``): they are errors, not variants.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+GROUPS = ("env", "bonus", "agent")
+# Top-level keys that say where or how a run is stored or mirrored, not what it computes.
+NOT_HYPERPARAMETERS = ("seed", "num_seeds", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
+                       "launcher")
+BASE = "base"
+MAX_NAME = 96
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
+
+
+def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
+    """The choices of a config group: the YAML files in ``conf/<group>/``."""
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def _defaults(choices: tuple[tuple[str, str], ...], conf_dir: Path) -> dict:
+    root = OmegaConf.load(conf_dir / "config.yaml")
+    top = {k: v for k, v in OmegaConf.to_container(root, resolve=False).items() if k not in ("defaults", "hydra")}
+    for group, choice in choices:
+        top[group] = OmegaConf.to_container(OmegaConf.load(conf_dir / group / f"{choice}.yaml"), resolve=False)
+    return top
+
+
+def defaults(choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> dict:
+    """The composed defaults for ``choices`` (``{"env": "mountaincar", "bonus": "rfig", ...}``)."""
+    return _defaults(tuple(sorted((g, choices[g]) for g in GROUPS if g in choices)), conf_dir)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"agent": {"lr": 3e-4}}`` -> ``{"agent.lr": 3e-4}``; lists are leaves."""
+    if isinstance(tree, (DictConfig, ListConfig)):
+        tree = OmegaConf.to_container(tree, resolve=True)
+    if isinstance(tree, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, Mapping) and v:
+                out.update(flatten(v, key))
+            else:
+                out[key] = v
+        return out
+    return {prefix: tree}
+
+
+def is_hyperparameter(key: str) -> bool:
+    return key != "hydra" and not key.startswith("hydra.") and key.split(".")[0] not in NOT_HYPERPARAMETERS
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that treats an integral float as the integer (``1e6 == 1000000``) but keeps
+    booleans apart from numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def variant_overrides(config: Mapping, choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+    """The hyperparameters of ``config`` that differ from the defaults of its ``choices``."""
+    base = flatten(defaults(choices, conf_dir))
+    return {k: v for k, v in sorted(flatten(config).items())
+            if is_hyperparameter(k) and k in base and not same_value(v, base[k])}
+
+
+def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> list[str]:
+    """Keys of ``config`` that no default defines, each with a suggestion where one is close."""
+    base = flatten(defaults(choices, conf_dir))
+    out = []
+    for key in flatten(config):
+        if key == "hydra" or key.startswith("hydra.") or key in base:
+            continue
+        if any(key.startswith(k + ".") for k in base if base[k] is None or base[k] == {}):
+            continue  # inside a mapping whose default is empty/null (free-form)
+        parent, _, leaf = key.rpartition(".")
+        siblings = {k.rpartition(".")[2]: k for k in base if k.rpartition(".")[0] == parent}
+        close = difflib.get_close_matches(leaf, list(siblings), n=1)
+        out.append(f"{key} (did you mean {siblings[close[0]]}?)" if close else key)
+    return out
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, list):
+        return "x".join(format_value(v) for v in value) or "empty"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def variant_name(overrides: Mapping[str, Any]) -> str:
+    """A readable, sorted, filesystem-safe name for a set of overrides (``base`` for none)."""
+    if not overrides:
+        return BASE
+    full = ",".join(f"{k}={format_value(v)}" for k, v in sorted(overrides.items()))
+    name = _UNSAFE.sub("_", full)
+    if len(name) > MAX_NAME:
+        digest = hashlib.sha1(full.encode()).hexdigest()[:8]
+        name = name[: MAX_NAME - 9] + "~" + digest
+    return name
