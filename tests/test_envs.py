@@ -3,6 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import compose_config
 from rfig_exp.envs import REGISTRY, env_names, make_env
 from rfig_exp.errors import ConfigError
 
@@ -16,7 +17,7 @@ def test_unknown_env_lists_valid_names():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_registered_env_steps(name):
-    env = make_env(name)
+    env = make_env(compose_config(f"env={name}").env)  # its conf/env node: some envs need options (a layout)
     obs, state = env.reset(jax.random.PRNGKey(0))
     assert obs.shape == env.obs_shape and obs.dtype == jnp.float32
     out = env.step(jax.random.PRNGKey(1), state, jnp.asarray(0))

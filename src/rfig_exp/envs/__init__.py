@@ -25,11 +25,19 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "minatar_asterix": ("gymnax", "Asterix-MinAtar"),
     "minatar_freeway": ("gymnax", "Freeway-MinAtar"),
     "minatar_space_invaders": ("gymnax", "SpaceInvaders-MinAtar"),
+    "deepsea": ("gymnax", "DeepSea-bsuite"),
+    "pointmaze_umaze": ("pointmaze", "umaze"),
+    "pointmaze_open": ("pointmaze", "open"),
+    "pointmaze_medium": ("pointmaze", "medium"),
+    "pointmaze_large": ("pointmaze", "large"),
+    "pointmaze_giant": ("pointmaze", "giant"),
+    "pointmaze_custom": ("pointmaze", "custom"),
 }
 
 # suite -> (module, factory); a factory is ``make(name, suite_id, options) -> Env``
 SUITES: dict[str, tuple[str, str]] = {
     "gymnax": ("rfig_exp.envs.gymnax_suite", "make_gymnax_env"),
+    "pointmaze": ("rfig_exp.envs.pointmaze", "make_pointmaze_env"),
 }
 
 
