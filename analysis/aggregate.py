@@ -26,7 +26,6 @@ import numpy as np
 import scipy.stats
 
 from .collect import Collection, final_scores
-from .names import method_label
 
 NORMALISATIONS = ("minmax", "ppo")
 OVERALL_METRICS = ("IQM", "Median", "Mean", "Optimality gap")
@@ -233,14 +232,14 @@ def _poi_func(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 class Aggregates:
     """Everything the report's figures and tables need.
 
-    scores: env -> bonus -> (seeds (S,), raw final scores (S,)).
-    per_env: env -> bonus -> {"n": int, "mean"/"iqm"/"median": Interval}.
-    overall: bonus -> metric name (OVERALL_METRICS) -> Interval, over agg_envs
+    scores: env -> method -> (seeds (S,), raw final scores (S,)).
+    per_env: env -> method -> {"n": int, "mean"/"iqm"/"median": Interval}.
+    overall: method -> metric name (OVERALL_METRICS) -> Interval, over agg_envs
       with runs_per_method[bonus] runs per env.
     curve_x: (T',) eval points (env steps, or fraction of training when envs
-      differ: see curve_xlabel); curves: bonus -> (point, lo, hi), each (T',).
-    poi: list of (x bonus, y bonus, Interval, number of envs).
-    spread: bonus -> median over envs of the IQR of normalised final scores.
+      differ: see curve_xlabel); curves: method -> (point, lo, hi), each (T',).
+    poi: list of (x method, y method, Interval, number of envs).
+    spread: method -> median over envs of the IQR of normalised final scores.
     """
 
     last_k: int
@@ -296,7 +295,7 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
     agg_envs = [e for e in coll.envs if norm.usable(e) and all(b in scores[e] for b in methods)]
     for e in coll.envs:
         if e not in agg_envs and norm.usable(e):
-            lacking = [method_label(b) for b in methods if b not in scores[e]]
+            lacking = [coll.label(b) for b in methods if b not in scores[e]]
             notes.append(f"{e}: left out of cross-env aggregates (no final scores for {', '.join(lacking)}).")
     runs_per_method: dict[str, int] = {}
     overall: dict = {}
@@ -311,7 +310,7 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
             runs_per_method[b] = n
             if len(set(counts.values())) > 1:
                 more = ", ".join(f"{e} ({k})" for e, k in counts.items() if k > n)
-                notes.append(f"{method_label(b)}: {n} runs per env in cross-env aggregates (the lowest seeds); "
+                notes.append(f"{coll.label(b)}: {n} runs per env in cross-env aggregates (the lowest seeds); "
                              f"envs with more runs: {more}.")
             normed[b] = np.stack([norm.apply(e, _take_runs(scores[e][b], n)[1]) for e in agg_envs], axis=1)
         pts, ivs = bootstrap(normed, _overall_func, reps, seed + 1000, ci)
@@ -328,14 +327,14 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
         for j, b in enumerate(m for m in methods if m != "rfig"):
             envs = [e for e in coll.envs if "rfig" in scores[e] and b in scores[e]]
             if not envs:
-                notes.append(f"P(RFIG > {method_label(b)}): no env with scores for both.")
+                notes.append(f"P({coll.label('rfig')} > {coll.label(b)}): no env with scores for both.")
                 continue
             nx = min(len(scores[e]["rfig"][0]) for e in envs)
             ny = min(len(scores[e][b][0]) for e in envs)
             # Raw scores: P(X > Y) per env is invariant to the per-env normalisation.
             x = np.stack([_take_runs(scores[e]["rfig"], nx)[1] for e in envs], axis=1)
             y = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
-            key = f"RFIG,{method_label(b)}"
+            key = f"rfig,{b}"
             pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + 3000 + j, ci)
             poi.append(("rfig", b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
                         len(envs)))

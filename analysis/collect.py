@@ -2,11 +2,21 @@
 
 The results contract (written by ``launch.py``; this module only reads it)::
 
-    <results_dir>/<experiment>/<env>/<bonus>/seed_<k>/
-        config.yaml    resolved Hydra config
-        metrics.csv    one row per evaluation window (env_steps, episode_return,
-                       episodes_finished, intrinsic_reward, losses, wall_time_s, ...)
-        summary.json   written last and atomically; its absence = incomplete run
+    <results_dir>/<experiment>/<env>/<bonus>/<variant>/
+        variant.yaml   {dotted.key: value} overrides defining the variant ({} for base)
+        seed_<k>/
+            config.yaml    resolved Hydra config
+            metrics.csv    one row per evaluation window (env_steps, episode_return,
+                           episodes_finished, intrinsic_reward, losses, wall_time_s,
+                           coverage, env/<name>, ...)
+            summary.json   written last and atomically; its absence = incomplete run
+                           (variant, variant_overrides, coverage_grid, ...)
+            visits.npy     final visit-count grid (envs with a coverage grid)
+
+The older layout ``<env>/<bonus>/seed_<k>/`` (no variant folder) is read as
+variant ``base``; when both layouts hold the same (env, bonus, seed), the
+variant-folder run is used and the other reported. A method is a (bonus,
+variant) pair: see analysis.methods for its key, label and colour.
 
 Rules applied to the ``episode_return`` column (documented in every report):
 
@@ -42,7 +52,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .names import env_sort_key, sort_envs, sort_methods
+from .methods import BASE, Method, build_methods, format_overrides
+from .names import env_sort_key, method_label, sort_envs, sort_methods
 
 RETURN_COLUMN = "episode_return"
 EPISODES_COLUMN = "episodes_finished"
@@ -70,6 +81,7 @@ class Issue:
     seed: int | None
     detail: str
     handling: str
+    variant: str | None = None
 
 
 @dataclass
@@ -86,6 +98,14 @@ class Run:
     config: dict | None = None
     metrics: pd.DataFrame | None = None
     load_error: str | None = None
+    variant: str = BASE
+    flat_layout: bool = False           # old layout: seed_<k> directly under <bonus>
+    variant_overrides: dict = field(default_factory=dict)
+    method: str | None = None           # method key, set by collect()
+
+    @property
+    def variant_dir(self) -> Path:
+        return self.path.parent
 
 
 @dataclass
@@ -126,20 +146,20 @@ class EnvData:
     """All runs of one env, aligned on one grid.
 
     steps: (T,) int64 reference grid of env_steps.
-    curves: bonus -> RunCurves sorted by seed (including excluded ones; see
-    RunCurve.used / RunCurve.scored).
+    curves: method key -> RunCurves sorted by seed (including excluded ones;
+    see RunCurve.used / RunCurve.scored).
     """
 
     env: str
     steps: np.ndarray
     curves: dict[str, list[RunCurve]] = field(default_factory=dict)
 
-    def used(self, bonus: str) -> list[RunCurve]:
-        return [c for c in self.curves.get(bonus, []) if c.used]
+    def used(self, method: str) -> list[RunCurve]:
+        return [c for c in self.curves.get(method, []) if c.used]
 
-    def returns(self, bonus: str) -> tuple[np.ndarray, np.ndarray]:
-        """Used runs of ``bonus``: (seeds (S,), returns (S, T)); S may be 0."""
-        cs = self.used(bonus)
+    def returns(self, method: str) -> tuple[np.ndarray, np.ndarray]:
+        """Used runs of ``method`` (a method key): (seeds (S,), returns (S, T)); S may be 0."""
+        cs = self.used(method)
         seeds = np.array([c.seed for c in cs], dtype=np.int64)
         vals = np.stack([c.values for c in cs]) if cs else np.zeros((0, len(self.steps)))
         return seeds, vals
@@ -149,8 +169,11 @@ class EnvData:
 class Collection:
     """A whole experiment, collected.
 
-    envs / methods: ordered names (paper order) of envs and bonuses with at
-    least one readable run after filtering. env_data: env -> EnvData.
+    envs: ordered names (paper order) of envs with at least one run after
+    filtering; methods: ordered method keys (see analysis.methods: the bonus
+    name for a bonus's base variant, ``<bonus>/<variant>`` for the others).
+    env_data: env -> EnvData. method_info: key -> Method (label, colour,
+    overrides). common_overrides: overrides shared by every selected method.
     """
 
     results_dir: Path
@@ -164,6 +187,36 @@ class Collection:
     keep_failed: bool = False
     requested_envs: list[str] | None = None
     requested_bonuses: list[str] | None = None
+    method_info: dict[str, Method] = field(default_factory=dict)
+    common_overrides: dict = field(default_factory=dict)
+    requested_variants: list[str] | None = None
+    requested_methods: list[str] | None = None
+
+    def label(self, method: str) -> str:
+        """Display label of a method key (the bonus label for unknown keys)."""
+        m = self.method_info.get(method)
+        return m.label if m else method_label(method)
+
+    def colour(self, method: str) -> str:
+        m = self.method_info.get(method)
+        if m:
+            return m.colour
+        from .names import method_colour
+
+        return method_colour(method)
+
+    def bonus_of(self, method: str) -> str:
+        m = self.method_info.get(method)
+        return m.bonus if m else method
+
+    def method_key(self, bonus: str | None, variant: str | None) -> str | None:
+        for m in self.method_info.values():
+            if m.bonus == bonus and m.variant == (variant or BASE):
+                return m.key
+        return None
+
+    def runs_of(self, method: str) -> list[Run]:
+        return [r for r in self.runs if r.method == method]
 
     def curves(self) -> list[RunCurve]:
         return [c for e in self.envs for b in self.methods for c in self.env_data[e].curves.get(b, [])]
@@ -190,8 +243,9 @@ class Collection:
                     out[i, j, seeds.index(c.seed)] = c.values
         return out, list(self.methods), list(self.envs), np.asarray(seeds, np.int64), steps
 
-    def column(self, env: str, bonus: str, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """Any numeric metrics.csv column for the used runs, on the env grid.
+    def column(self, env: str, method: str, column: str, scored: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Any numeric metrics.csv column for the used runs (``scored``: only the
+        runs that get a final score, i.e. complete ones), on the env grid.
 
         Returns (seeds (S,), values (S, T)). No forward fill here (only returns
         have the empty-window rule); points a run lacks are NaN; runs on another
@@ -199,7 +253,9 @@ class Collection:
         """
         ed = self.env_data[env]
         seeds, rows = [], []
-        for c in ed.used(bonus):
+        for c in ed.used(method):
+            if scored and not c.scored:
+                continue
             df = c.run.metrics
             seeds.append(c.seed)
             if df is None or column not in df.columns:
@@ -222,14 +278,34 @@ def _is_run_dir(p: Path) -> bool:
     return p.is_dir() and _SEED_DIR.match(p.name) is not None
 
 
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _seed_dirs(exp_dir: Path):
+    """(env, bonus, variant, flat_layout, seed, path) of every run folder of one experiment:
+    ``<env>/<bonus>/<variant>/seed_<k>`` and the old ``<env>/<bonus>/seed_<k>`` (variant base)."""
+    for env_dir in sorted(p for p in exp_dir.iterdir() if p.is_dir() and not _hidden(p.name)):
+        for bonus_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and not _hidden(p.name)):
+            for child in sorted(p for p in bonus_dir.iterdir() if p.is_dir() and not _hidden(p.name)):
+                m = _SEED_DIR.match(child.name)
+                if m:
+                    yield env_dir.name, bonus_dir.name, BASE, True, int(m.group(1)), child
+                    continue
+                for seed_dir in sorted(child.iterdir()):
+                    m = _SEED_DIR.match(seed_dir.name)
+                    if m and seed_dir.is_dir():
+                        yield env_dir.name, bonus_dir.name, child.name, False, int(m.group(1)), seed_dir
+
+
 def find_experiments(results_dir: str | Path) -> list[str]:
-    """Experiments under ``results_dir``: folders holding ``<env>/<bonus>/seed_<k>``."""
+    """Experiments under ``results_dir``: folders holding ``<env>/<bonus>/[<variant>/]seed_<k>``."""
     root = Path(results_dir)
     if not root.is_dir():
         return []
     found = []
-    for exp in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
-        if any(_is_run_dir(s) for s in exp.glob("*/*/seed_*")):
+    for exp in sorted(p for p in root.iterdir() if p.is_dir() and not _hidden(p.name)):
+        if next(_seed_dirs(exp), None) is not None:
             found.append(exp.name)
     return found
 
@@ -244,10 +320,11 @@ def _read_yaml(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def load_run(path: Path, experiment: str, env: str, bonus: str, seed: int) -> Run:
+def load_run(path: Path, experiment: str, env: str, bonus: str, seed: int, variant: str = BASE,
+             flat_layout: bool = False) -> Run:
     """Read one run directory. Never raises for bad content: sets load_error."""
     path = Path(path)
-    run = Run(experiment, env, bonus, seed, path, complete=False)
+    run = Run(experiment, env, bonus, seed, path, complete=False, variant=variant, flat_layout=flat_layout)
     summary_path = path / "summary.json"
     errors = []
     if summary_path.is_file():
@@ -283,22 +360,51 @@ def load_run(path: Path, experiment: str, env: str, bonus: str, seed: int) -> Ru
 
 
 def scan_runs(results_dir: str | Path, experiment: str) -> list[Run]:
-    """Every ``<env>/<bonus>/seed_<k>`` directory of one experiment, loaded."""
+    """Every run folder of one experiment (both layouts), loaded; variant_overrides not yet set."""
     root = Path(results_dir) / experiment
-    runs = []
-    for seed_dir in sorted(root.glob("*/*/seed_*")):
-        m = _SEED_DIR.match(seed_dir.name)
-        if not m or not seed_dir.is_dir():
-            continue
-        bonus_dir = seed_dir.parent
-        env_dir = bonus_dir.parent
-        if env_dir.name.startswith((".", "_")) or bonus_dir.name.startswith((".", "_")):
-            continue
-        runs.append(load_run(seed_dir, experiment, env_dir.name, bonus_dir.name, int(m.group(1))))
-    return runs
+    return [load_run(path, experiment, env, bonus, seed, variant, flat)
+            for env, bonus, variant, flat, seed, path in _seed_dirs(root)]
 
 
-# --------------------------------------------------------------------------- alignment
+def read_variant_overrides(variant_dir: Path) -> tuple[dict | None, str | None]:
+    """(overrides, problem) from ``variant_dir/variant.yaml``; overrides None when unusable."""
+    path = Path(variant_dir) / "variant.yaml"
+    if not path.is_file():
+        return None, "no variant.yaml"
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text())
+    except Exception as exc:  # a broken file is reported, never fatal
+        return None, f"variant.yaml unreadable ({type(exc).__name__})"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        return None, "variant.yaml is not a mapping of dotted keys"
+    return dict(data), None
+
+
+def parse_variant_name(name: str) -> dict | None:
+    """Overrides spelled out in a variant folder name (``a.b=1,c.d=x``), or None
+    when the name cannot be read back (a hashed ``~`` name, or no ``=``)."""
+    if name == BASE:
+        return {}
+    if "~" in name or "=" not in name:
+        return None
+    try:
+        import yaml
+    except ImportError:  # values stay text
+        yaml = None
+    out = {}
+    for part in name.split(","):
+        if "=" not in part:
+            return None
+        k, v = part.split("=", 1)
+        try:
+            out[k] = yaml.safe_load(v) if yaml else v
+        except Exception:
+            out[k] = v
+    return out
 
 
 def _clean_steps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -458,10 +564,68 @@ def _fmt_list(xs: list, limit: int = 6) -> str:
 def _summary_identity(run: Run, issues: list[Issue]) -> None:
     s = run.summary or {}
     expected = {"env": run.env, "bonus": run.bonus, "seed": run.seed, "experiment": run.experiment}
+    if not run.flat_layout:
+        expected["variant"] = run.variant
     diffs = [f"{k}={s[k]!r}" for k, v in expected.items() if k in s and s[k] != v]
+    if run.flat_layout and s.get("variant") not in (None, BASE):
+        diffs.append(f"variant={s['variant']!r} (the old layout has no variant folder: read as base)")
     if diffs:
         issues.append(Issue("mismatch", "warning", run.env, run.bonus, run.seed,
-                            "summary.json says " + ", ".join(diffs), "the directory path is trusted"))
+                            "summary.json says " + ", ".join(diffs), "the directory path is trusted", run.variant))
+
+
+def _resolve_variant_overrides(runs: list[Run], issues: list[Issue]) -> None:
+    """Set Run.variant_overrides from variant.yaml (per variant folder), else
+    summary.json["variant_overrides"], else the folder name; report fallbacks
+    and disagreements (per variant folder, once)."""
+    by_dir: dict[Path, list[Run]] = {}
+    for r in runs:
+        by_dir.setdefault(r.variant_dir if not r.flat_layout else r.path, []).append(r)
+    for folder, rs in by_dir.items():
+        r0 = rs[0]
+        if r0.flat_layout:
+            for r in rs:
+                r.variant_overrides = {}
+            continue
+        overrides, problem = read_variant_overrides(folder)
+        from_summary = [r.summary["variant_overrides"] for r in rs
+                        if r.summary and isinstance(r.summary.get("variant_overrides"), dict)]
+        source = "variant.yaml"
+        if overrides is None:
+            if from_summary:
+                overrides, source = dict(from_summary[0]), "summary.json"
+            else:
+                parsed = parse_variant_name(r0.variant)
+                overrides, source = (parsed, "the folder name") if parsed is not None else \
+                    ({"variant": r0.variant}, None)
+            if r0.variant != BASE or problem != "no variant.yaml":
+                handling = (f"overrides taken from {source}" if source
+                            else "overrides unknown: the method is labelled by its folder name")
+                issues.append(Issue("variant", "warning", r0.env, r0.bonus, None,
+                                    f"{folder.name}: {problem}", handling, r0.variant))
+        for fs in from_summary:
+            if format_overrides(fs) != format_overrides(overrides):
+                issues.append(Issue("variant", "warning", r0.env, r0.bonus, None,
+                                    f"summary.json variant_overrides ({format_overrides(fs) or 'none'}) differ from "
+                                    f"{source} ({format_overrides(overrides) or 'none'})",
+                                    f"{source} trusted", r0.variant))
+                break
+        for r in rs:
+            r.variant_overrides = dict(overrides)
+
+
+def _drop_layout_duplicates(runs: list[Run], issues: list[Issue]) -> list[Run]:
+    """The same (env, bonus, base, seed) in both layouts: keep the variant-folder run."""
+    new = {(r.env, r.bonus, r.seed) for r in runs if not r.flat_layout and r.variant == BASE}
+    kept = []
+    for r in runs:
+        if r.flat_layout and (r.env, r.bonus, r.seed) in new:
+            issues.append(Issue("duplicate", "warning", r.env, r.bonus, r.seed,
+                                f"seed_{r.seed} exists in the old layout (<bonus>/seed_<k>) and under base/",
+                                "the run under base/ is used", BASE))
+            continue
+        kept.append(r)
+    return kept
 
 
 # --------------------------------------------------------------------------- entry point
@@ -473,6 +637,29 @@ def _split(arg) -> list[str] | None:
     items = arg.split(",") if isinstance(arg, str) else list(arg)
     items = [i.strip() for i in items if i and i.strip()]
     return items or None
+
+
+def _split_known(arg, known) -> list[str] | None:
+    """Like _split, but names may themselves hold commas (variant folders
+    ``a=1,b=2``, labels ``RFIG (a=1, b=2)``): the longest run of comma-joined
+    pieces that is a known name is taken as one item; a list is taken as is."""
+    if arg is None or not isinstance(arg, str):
+        return _split(arg)
+    pieces = arg.split(",")
+    known = set(known)
+    out, i = [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):
+            cand = ",".join(pieces[i:j]).strip()
+            if cand in known:
+                out.append(cand)
+                i = j
+                break
+        else:
+            if pieces[i].strip():
+                out.append(pieces[i].strip())
+            i += 1
+    return out or None
 
 
 def resolve_experiment(results_dir: str | Path, experiment: str | None) -> str:
@@ -487,43 +674,103 @@ def resolve_experiment(results_dir: str | Path, experiment: str | None) -> str:
         if experiment not in found:
             listing = ", ".join(found) if found else "none"
             raise AnalysisError(f"no runs for experiment {experiment!r} under {root} "
-                                f"(expected {root}/{experiment}/<env>/<bonus>/seed_<k>/); experiments found: {listing}")
+                                f"(expected {root}/{experiment}/<env>/<bonus>/<variant>/seed_<k>/); "
+                                f"experiments found: {listing}")
         return experiment
     if not found:
-        raise AnalysisError(f"no runs found under {root} (expected {root}/<experiment>/<env>/<bonus>/seed_<k>/)")
+        raise AnalysisError(f"no runs found under {root} "
+                            f"(expected {root}/<experiment>/<env>/<bonus>/<variant>/seed_<k>/)")
     if len(found) > 1:
         raise AnalysisError(f"{len(found)} experiments under {root}; pick one with --experiment: " + ", ".join(found))
     return found[0]
 
 
+def _matches_method(item: str, m: Method, labels_before: dict[str, str]) -> bool:
+    return item in (m.key, labels_before.get(m.key))
+
+
 def collect(results_dir: str | Path, experiment: str | None = None, envs=None, bonuses=None,
-            include_incomplete: bool = False, keep_failed: bool = False) -> Collection:
+            include_incomplete: bool = False, keep_failed: bool = False, variants=None,
+            methods=None) -> Collection:
     """Collect one experiment.
 
-    envs / bonuses: optional filters (list or comma-separated string). Requested
-    names without runs are reported as issues; nothing left raises AnalysisError.
+    envs / bonuses / variants: optional filters (list or comma-separated
+    string) on env names, bonus names and variant folder names. methods:
+    method keys (``rfig``, ``rfig/bonus.lengthscale=2.0``), labels as they
+    would read without this filter (``RFIG``, ``RFIG (lengthscale=2)``), or
+    bonus names (every variant of that bonus). Requested names without runs
+    are reported as issues; nothing left raises AnalysisError.
     """
     experiment = resolve_experiment(results_dir, experiment)
     want_envs, want_bonuses = _split(envs), _split(bonuses)
-    all_runs = scan_runs(results_dir, experiment)
     issues: list[Issue] = []
+    all_runs = _drop_layout_duplicates(scan_runs(results_dir, experiment), issues)
+    want_variants = _split_known(variants, {r.variant for r in all_runs})
     for kind, want, have in (("missing_env", want_envs, {r.env for r in all_runs}),
-                             ("missing_bonus", want_bonuses, {r.bonus for r in all_runs})):
+                             ("missing_bonus", want_bonuses, {r.bonus for r in all_runs}),
+                             ("missing_variant", want_variants, {r.variant for r in all_runs})):
         for name in want or []:
             if name not in have:
-                what = "env" if kind == "missing_env" else "bonus"
+                what = kind.split("_")[1]
                 issues.append(Issue(kind, "error", name if what == "env" else None, name if what == "bonus" else None,
                                     None, f"requested {what} {name!r} has no runs in experiment {experiment!r} "
-                                          f"(present: {', '.join(sorted(have))})", "nothing to show"))
+                                          f"(present: {', '.join(sorted(have))})", "nothing to show",
+                                    name if what == "variant" else None))
     runs = [r for r in all_runs
-            if (want_envs is None or r.env in want_envs) and (want_bonuses is None or r.bonus in want_bonuses)]
+            if (want_envs is None or r.env in want_envs) and (want_bonuses is None or r.bonus in want_bonuses)
+            and (want_variants is None or r.variant in want_variants)]
+    _resolve_variant_overrides(runs, issues)
+
+    def groups_of(rs):
+        out: dict[tuple[str, str], dict] = {}
+        for r in rs:
+            out.setdefault((r.bonus, r.variant), r.variant_overrides)
+        return out
+
+    want_methods = _split(methods)
+    if methods is not None and runs:
+        before, _ = build_methods(groups_of(runs))
+        labels_before = {m.key: m.label for m in before}
+        want_methods = _split_known(methods, [m.key for m in before] + [m.label for m in before])
+    if want_methods and runs:
+        keep: set[tuple[str, str]] = set()
+        for item in want_methods:
+            hit = [m for m in before if _matches_method(item, m, labels_before)]
+            if not hit:  # a bonus name (or its label): every variant of that bonus
+                hit = [m for m in before if item in (m.bonus, method_label(m.bonus))]
+            if not hit:
+                issues.append(Issue("missing_method", "error", None, None, None,
+                                    f"requested method {item!r} matches nothing in experiment {experiment!r} "
+                                    f"(present: {', '.join(m.label for m in before)})", "nothing to show"))
+            keep |= {(m.bonus, m.variant) for m in hit}
+        runs = [r for r in runs if (r.bonus, r.variant) in keep]
     if not runs:
-        raise AnalysisError(f"no runs in experiment {experiment!r} match envs={want_envs} bonuses={want_bonuses}; "
+        raise AnalysisError(f"no runs in experiment {experiment!r} match envs={want_envs} bonuses={want_bonuses} "
+                            f"variants={want_variants} methods={want_methods}; "
                             f"present envs: {', '.join(sort_envs({r.env for r in all_runs}))}; "
-                            f"bonuses: {', '.join(sort_methods({r.bonus for r in all_runs}))}")
+                            f"bonuses: {', '.join(sort_methods({r.bonus for r in all_runs}))}; "
+                            f"variants: {', '.join(sorted({r.variant for r in all_runs}))}")
+
+    # Two envs may hold the same variant folder name with different variant.yaml
+    # (never from the launcher, but a hand-edited tree): the first one wins, reported.
+    groups = groups_of(runs)
+    reported = set()
+    for r in runs:
+        first = groups[(r.bonus, r.variant)]
+        if (format_overrides(r.variant_overrides) != format_overrides(first)
+                and (r.env, r.bonus, r.variant) not in reported):
+            reported.add((r.env, r.bonus, r.variant))
+            issues.append(Issue("variant", "warning", r.env, r.bonus, None,
+                                f"overrides {format_overrides(r.variant_overrides)} differ from those of the same "
+                                f"variant elsewhere ({format_overrides(first)})",
+                                "the method is labelled by the first", r.variant))
+    method_list, common = build_methods(groups)
+    key_of = {(m.bonus, m.variant): m.key for m in method_list}
+    for r in runs:
+        r.method = key_of[(r.bonus, r.variant)]
 
     env_names = sort_envs({r.env for r in runs})
-    methods = sort_methods({r.bonus for r in runs})
+    method_keys = [m.key for m in method_list]
     env_data: dict[str, EnvData] = {}
     for env in env_names:
         env_runs = [r for r in runs if r.env == env]
@@ -531,7 +778,7 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
         if note:
             issues.append(Issue("grid", "warning", env, None, None, note, "other runs matched or interpolated"))
         ed = EnvData(env, ref)
-        for r in sorted(env_runs, key=lambda r: (r.bonus, r.seed)):
+        for r in sorted(env_runs, key=lambda r: (method_keys.index(r.method), r.seed)):
             if r.complete:
                 _summary_identity(r, issues)
             if not r.complete:
@@ -540,44 +787,48 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
                     why += f"; {r.load_error}"
                 shown = include_incomplete and r.metrics is not None
                 issues.append(Issue("incomplete", "warning" if shown else "error", env, r.bonus, r.seed, why,
-                                    "partial curve shown, no final score" if shown else "excluded"))
+                                    "partial curve shown, no final score" if shown else "excluded", r.variant))
             if r.metrics is None:
                 if r.complete:  # (an incomplete run's reason is already in its "incomplete" issue)
                     issues.append(Issue("unreadable", "error", env, r.bonus, r.seed, r.load_error or "no metrics",
-                                        "excluded"))
+                                        "excluded", r.variant))
                 continue
             if len(ref) == 0:
                 continue
+            n0 = len(issues)
             c = _align_run(r, ref, keep_failed, issues)
+            for i in issues[n0:]:
+                i.variant = r.variant
             c.used = (not c.incomplete or include_incomplete) and (not c.failed or keep_failed)
             c.scored = c.used and not c.incomplete
-            ed.curves.setdefault(r.bonus, []).append(c)
+            ed.curves.setdefault(r.method, []).append(c)
         env_data[env] = ed
 
-    # Coverage: every (env, bonus) should have every seed seen in this selection.
+    # Seeds: every (env, method) should have every seed seen in this selection.
     all_seeds = sorted({r.seed for r in runs})
     for env in env_names:
-        for b in methods:
-            have = {r.seed for r in runs if r.env == env and r.bonus == b}
+        for m in method_list:
+            have = {r.seed for r in runs if r.env == env and r.method == m.key}
             lacking = [s for s in all_seeds if s not in have]
             if not have:
-                issues.append(Issue("missing_runs", "error", env, b, None,
+                issues.append(Issue("missing_runs", "error", env, m.bonus, None,
                                     f"no run directory at all (expected seeds {_fmt_list(all_seeds)})",
-                                    "method absent from this env; left out of cross-env aggregates"))
+                                    "method absent from this env; left out of cross-env aggregates", m.variant))
             elif lacking:
-                issues.append(Issue("missing_runs", "error", env, b, None,
+                issues.append(Issue("missing_runs", "error", env, m.bonus, None,
                                     f"no run directory for seed(s) {_fmt_list(lacking)} (other cells have them)",
-                                    "fewer seeds in this cell"))
-    return Collection(Path(results_dir), experiment, env_names, methods, env_data, runs, issues,
-                      include_incomplete, keep_failed, want_envs, want_bonuses)
+                                    "fewer seeds in this cell", m.variant))
+    return Collection(Path(results_dir), experiment, env_names, method_keys, env_data, runs, issues,
+                      include_incomplete, keep_failed, want_envs, want_bonuses,
+                      {m.key: m for m in method_list}, common, want_variants, want_methods)
 
 
 def final_scores(coll: Collection, last_k: int = 1) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """Final score of every scored run: mean of its last ``last_k`` eval points.
 
-    Returns env -> bonus -> (seeds (S,), scores (S,)). Runs with no finite value
-    in those points (no episode ever finished) are left out and reported once
-    in ``coll.issues`` (kind "no_episodes").
+    Returns env -> method key -> (seeds (S,), scores (S,)). Runs with no finite
+    value in those points (no episode ever finished) are left out and reported
+    once in ``coll.issues`` (kind "no_episodes").
     """
     if last_k < 1:
         raise ValueError("last_k must be >= 1")
@@ -592,11 +843,12 @@ def final_scores(coll: Collection, last_k: int = 1) -> dict[str, dict[str, tuple
                     continue
                 tail = c.values[-last_k:]
                 if not np.isfinite(tail).any():
-                    if not any(i.kind == "no_episodes" and (i.env, i.bonus, i.seed) == (env, b, c.seed)
-                               for i in coll.issues):
-                        coll.issues.append(Issue("no_episodes", "error", env, b, c.seed,
+                    r = c.run
+                    if not any(i.kind == "no_episodes" and (i.env, i.bonus, i.variant, i.seed) ==
+                               (env, r.bonus, r.variant, c.seed) for i in coll.issues):
+                        coll.issues.append(Issue("no_episodes", "error", env, r.bonus, c.seed,
                                                  f"no finished episode in the last {last_k} window(s)",
-                                                 "no final score"))
+                                                 "no final score", r.variant))
                     continue
                 seeds.append(c.seed)
                 scores.append(float(np.nanmean(tail)))
@@ -608,20 +860,22 @@ def final_scores(coll: Collection, last_k: int = 1) -> dict[str, dict[str, tuple
 def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
     """One row per run directory: identity, status, what the analysis did with it."""
     scores = final_scores(coll, last_k)
-    curve_of = {(c.run.env, c.run.bonus, c.seed): c for c in coll.curves()}
+    curve_of = {(c.run.env, c.run.method, c.seed): c for c in coll.curves()}
+    order = {k: i for i, k in enumerate(coll.methods)}
     rows = []
-    for r in sorted(coll.runs, key=lambda r: (env_sort_key(r.env), r.bonus, r.seed)):
-        if r.env not in coll.env_data or r.bonus not in coll.methods:
+    for r in sorted(coll.runs, key=lambda r: (env_sort_key(r.env), order.get(r.method, len(order)), r.seed)):
+        if r.env not in coll.env_data or r.method not in coll.methods:
             continue
-        c = curve_of.get((r.env, r.bonus, r.seed))
+        c = curve_of.get((r.env, r.method, r.seed))
         fs = np.nan
-        if r.env in scores and r.bonus in scores[r.env]:
-            seeds, vals = scores[r.env][r.bonus]
+        if r.env in scores and r.method in scores[r.env]:
+            seeds, vals = scores[r.env][r.method]
             hit = np.nonzero(seeds == r.seed)[0]
             fs = float(vals[hit[0]]) if len(hit) else np.nan
         s = r.summary or {}
         rows.append({
-            "env": r.env, "bonus": r.bonus, "seed": r.seed,
+            "env": r.env, "bonus": r.bonus, "variant": r.variant, "method": r.method, "label": coll.label(r.method),
+            "seed": r.seed,
             "status": c.state if c else ("incomplete" if not r.complete else "unreadable"),
             "used_in_curves": bool(c and c.used), "scored": bool(c and c.scored and math.isfinite(fs)),
             "final_score": fs,

@@ -37,7 +37,9 @@ _EXTRA_COLOURS: tuple[str, ...] = (
     "#E69F00", "#56B4E9", "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#9467BD", "#1B9E77",
 )
 
-# The paper's figure order (2 classic + 4 sparse Brax + PointMaze + 4 MinAtar).
+# The paper's figure order: classic control, sparse Brax locomotion, PointMaze,
+# MinAtar, then the other envs this project ships (CartPole, DeepSea). Bare
+# MinAtar names (``breakout``) are accepted as aliases of ``minatar_<name>``.
 ENV_ORDER: tuple[str, ...] = (
     "acrobot",
     "mountaincar",
@@ -45,28 +47,37 @@ ENV_ORDER: tuple[str, ...] = (
     "sparse_halfcheetah",
     "sparse_hopper",
     "sparse_walker2d",
-    "pointmaze_*",  # placeholder slot: every pointmaze_ env goes here
+    "sparse_humanoid",
+    "pointmaze_*",  # placeholder slot: every pointmaze_ env goes here, by maze size
     "minatar_breakout",
     "minatar_asterix",
     "minatar_freeway",
     "minatar_space_invaders",
+    "minatar_seaquest",
+    "cartpole",
+    "deepsea",
 )
 # Within the PointMaze slot, order by maze size rather than alphabetically.
 _MAZE_ORDER = ("umaze", "open", "medium", "large", "giant")
+_MAZE_LABELS = {"umaze": "UMaze", "open": "Open", "medium": "Medium", "large": "Large", "giant": "Giant"}
+_MINATAR = ("breakout", "asterix", "freeway", "space_invaders", "seaquest")
 
+# Names as the paper writes them ("Sparse-Ant", "PointMaze-UMaze", "Breakout").
 ENV_LABELS: dict[str, str] = {
     "acrobot": "Acrobot",
     "mountaincar": "MountainCar",
     "cartpole": "CartPole",
-    "sparse_ant": "Sparse Ant",
-    "sparse_halfcheetah": "Sparse HalfCheetah",
-    "sparse_hopper": "Sparse Hopper",
-    "sparse_walker2d": "Sparse Walker2d",
-    "minatar_breakout": "Breakout (MinAtar)",
-    "minatar_asterix": "Asterix (MinAtar)",
-    "minatar_freeway": "Freeway (MinAtar)",
-    "minatar_space_invaders": "SpaceInvaders (MinAtar)",
-    "minatar_seaquest": "Seaquest (MinAtar)",
+    "deepsea": "DeepSea",
+    "sparse_ant": "Sparse-Ant",
+    "sparse_halfcheetah": "Sparse-HalfCheetah",
+    "sparse_hopper": "Sparse-Hopper",
+    "sparse_walker2d": "Sparse-Walker2d",
+    "sparse_humanoid": "Sparse-Humanoid",
+    "minatar_breakout": "Breakout",
+    "minatar_asterix": "Asterix",
+    "minatar_freeway": "Freeway",
+    "minatar_space_invaders": "SpaceInvaders",
+    "minatar_seaquest": "Seaquest",
 }
 
 # The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus.
@@ -107,11 +118,16 @@ def sort_methods(bonuses) -> list[str]:
     return sorted(set(bonuses), key=method_sort_key)
 
 
+def _canonical_env(env: str) -> str:
+    return f"minatar_{env}" if env in _MINATAR else env
+
+
 def env_sort_key(env: str) -> tuple:
-    if env in ENV_ORDER:
-        return (ENV_ORDER.index(env), 0, env)
-    if env.startswith("pointmaze_"):
-        layout = env[len("pointmaze_"):].lower()
+    canon = _canonical_env(env)
+    if canon in ENV_ORDER:
+        return (ENV_ORDER.index(canon), 0, env)
+    if canon.startswith("pointmaze_"):
+        layout = canon[len("pointmaze_"):].lower()
         rank = next((i for i, m in enumerate(_MAZE_ORDER) if layout.startswith(m)), len(_MAZE_ORDER))
         return (ENV_ORDER.index("pointmaze_*"), rank, env)
     return (len(ENV_ORDER), 0, env)
@@ -122,9 +138,10 @@ def sort_envs(envs) -> list[str]:
 
 
 def env_label(env: str) -> str:
-    if env in ENV_LABELS:
-        return ENV_LABELS[env]
-    if env.startswith("pointmaze_"):
-        rest = env[len("pointmaze_"):]
-        return "PointMaze " + " ".join(p.capitalize() for p in rest.split("_"))
+    canon = _canonical_env(env)
+    if canon in ENV_LABELS:
+        return ENV_LABELS[canon]
+    if canon.startswith("pointmaze_"):
+        rest = canon[len("pointmaze_"):]
+        return "PointMaze-" + "-".join(_MAZE_LABELS.get(p.lower(), p.capitalize()) for p in rest.split("_") if p)
     return " ".join(p.capitalize() for p in re.split(r"[_\-]+", env) if p)

@@ -1,5 +1,5 @@
-"""Figures (PNG + PDF). Colours come from analysis.names.method_colour only,
-so a method has one colour in every figure of every report."""
+"""Figures (PNG + PDF). Labels and colours come from the Collection
+(analysis.methods), so a method has one label and one colour in every figure."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from matplotlib.legend_handler import HandlerTuple  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import Formatter, FuncFormatter  # noqa: E402
 
 from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
 from .collect import RETURN_COLUMN, Collection  # noqa: E402
-from .names import env_label, method_colour, method_label  # noqa: E402
+from .names import env_label  # noqa: E402
 from .registry import ReportContext, Section, register_maker  # noqa: E402
 
 FORMATS = ("png", "pdf")
@@ -51,11 +51,71 @@ def _seed_count_label(counts: list[int]) -> str:
     return f"n={lo}" if lo == hi else f"n={lo}-{hi}"
 
 
-def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
-                    methods: list[str] | None = None) -> list[Path]:
-    """One panel per env (4 columns, paper order): per method, the IQM over
-    seeds at each eval point and the 25-75th percentile band. Runs counted are
-    those with RunCurve.used. Returns the files written ([] if nothing to plot)."""
+class ReadableFormatter(Formatter):
+    """Tick labels that need no offset text: each label is the tick's own value,
+    with as many digits as the tick spacing needs (so close ticks stay
+    distinct) and scientific notation only for very large or small numbers."""
+
+    def __init__(self):
+        self._ticks = np.zeros(0)
+
+    def set_locs(self, locs):
+        self._ticks = np.asarray(locs, float)
+
+    def __call__(self, x, pos=None):
+        locs = self._ticks[np.isfinite(self._ticks)]
+        diffs = np.diff(np.sort(locs)) if len(locs) > 1 else np.zeros(0)
+        diffs = diffs[diffs > 0]
+        step = float(diffs.min()) if len(diffs) else (abs(x) or 1.0)
+        if abs(x) < step * 1e-6:
+            return "0"
+        mag = float(np.max(np.abs(locs))) if len(locs) else abs(x)
+        if mag >= 1e6 or mag < 1e-3:
+            digits = max(0, int(math.floor(math.log10(mag))) - int(math.floor(math.log10(step))))
+            return f"{x:.{min(digits, 8)}e}"
+        decimals = max(0, -int(math.floor(math.log10(step) + 1e-9)))
+        return f"{x:.{min(decimals, 8)}f}"
+
+    def get_offset(self) -> str:
+        return ""
+
+
+def tidy_axis(ax, values, axis: str = "y", log: bool = False) -> None:
+    """Readable ticks on a value axis. values: the data drawn on it (any shape).
+
+    A degenerate range (every finite value equal up to 1e-9 relative, e.g. a
+    flat curve or all seeds at -200) gets limits of +-5% around the value (+-1
+    at zero; x/1.5..x*1.5 on a log axis) instead of matplotlib's tiny
+    autoscaled span whose labels need a 1e-16 offset; linear axes get
+    ReadableFormatter (never an offset text)."""
+    v = np.asarray(values, float).ravel()
+    v = v[np.isfinite(v) & ((v > 0) if log else True)]
+    set_lim = ax.set_ylim if axis == "y" else ax.set_xlim
+    if v.size:
+        lo, hi = float(v.min()), float(v.max())
+        c = 0.5 * (lo + hi)
+        if hi - lo <= 1e-9 * max(1.0, abs(c)):
+            if log:
+                set_lim(c / 1.5, c * 1.5)
+            else:
+                pad = 0.05 * abs(c) if c != 0 else 1.0
+                set_lim(c - pad, c + pad)
+    if not log:
+        getattr(ax, f"{axis}axis").set_major_formatter(ReadableFormatter())
+
+
+def _panel_grid(n: int) -> tuple[int, int]:
+    # 4 columns as in the paper's 3 x 4 grid; 3 when that fills the rows better.
+    ncols = n if n <= 4 else (3 if n in (5, 6, 9) else 4)
+    return ncols, math.ceil(n / ncols)
+
+
+def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
+                    methods: list[str] | None = None, log: bool = False):
+    """The figure of plot_env_curves, not saved (None if nothing to plot).
+
+    log: logarithmic y axis; non-positive values of the IQM and of the band
+    are skipped (not drawn) rather than clipped."""
     methods = methods or coll.methods
     panels = []
     for env in coll.envs:
@@ -63,29 +123,38 @@ def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, y
         lines = {}
         for b in methods:
             seeds, v = ed.returns(b) if column == RETURN_COLUMN else coll.column(env, b, column)
-            if len(seeds) and np.isfinite(v).any():
-                lines[b] = (len(seeds), curve_stats(v))
+            if not len(seeds):
+                continue
+            st = curve_stats(v)
+            if log:
+                st = {k: (np.where(a > 0, a, np.nan) if k != "n" else a) for k, a in st.items()}
+            if np.isfinite(st["iqm"]).any():
+                lines[b] = (len(seeds), st)
         if lines:
             panels.append((env, ed.steps, lines))
     if not panels:
-        return []
-    # 4 columns as in the paper's 3 x 4 grid; 3 when that fills the rows better.
-    ncols = len(panels) if len(panels) <= 4 else (3 if len(panels) in (5, 6, 9) else 4)
-    nrows = math.ceil(len(panels) / ncols)
+        return None
+    ncols, nrows = _panel_grid(len(panels))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols + 0.6, 2.6 * nrows + 0.9),
                              squeeze=False, layout="constrained")
     counts: dict[str, list[int]] = {}
     for ax, (env, steps, lines) in zip(axes.flat, panels, strict=False):
+        drawn = []
         for b, (n, st) in lines.items():
             counts.setdefault(b, []).append(n)
-            c = method_colour(b)
+            c = coll.colour(b)
             z = 3 if b == "rfig" else 2  # the proposed method on top
             ax.fill_between(steps, st["p25"], st["p75"], color=c, alpha=0.18, linewidth=0, zorder=z)
             ax.plot(steps, st["iqm"], color=c, linewidth=1.7, zorder=z + 0.5)
+            drawn += [st["iqm"], st["p25"], st["p75"]]
+        if log:
+            ax.set_yscale("log")
         ax.set_title(env_label(env), fontsize=11)
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
         ax.xaxis.set_major_locator(MaxNLocator(4))
-        ax.yaxis.set_major_locator(MaxNLocator(5))
+        if not log:
+            ax.yaxis.set_major_locator(MaxNLocator(5))
+        tidy_axis(ax, drawn, "y", log=log)
         ax.tick_params(labelsize=8.5)
         ax.grid(alpha=0.25, linewidth=0.6)
         ax.spines[["top", "right"]].set_visible(False)
@@ -101,15 +170,24 @@ def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, y
             visible[-1].set_xlabel("Environment steps", fontsize=10)
     fig.supylabel(ylabel, fontsize=11)
     shown = [b for b in methods if b in counts]
-    handles = [(Line2D([], [], color=method_colour(b), linewidth=2.2),
-                Patch(facecolor=method_colour(b), alpha=0.18, linewidth=0)) for b in shown]
-    labels = [f"{method_label(b)} ({_seed_count_label(counts[b])})" for b in shown]
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(shown), 6), frameon=False, fontsize=10,
-               handler_map={tuple: HandlerTuple(ndivide=1)})
-    return _save(fig, base)
+    handles = [(Line2D([], [], color=coll.colour(b), linewidth=2.2),
+                Patch(facecolor=coll.colour(b), alpha=0.18, linewidth=0)) for b in shown]
+    labels = [f"{coll.label(b)} ({_seed_count_label(counts[b])})" for b in shown]
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(shown), 4 if len(shown) > 6 else 6),
+               frameon=False, fontsize=10, handler_map={tuple: HandlerTuple(ndivide=1)})
+    return fig
 
 
-def plot_aggregate_intervals(agg: Aggregates, base: Path) -> list[Path]:
+def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
+                    methods: list[str] | None = None, log: bool = False) -> list[Path]:
+    """One panel per env (4 columns, paper order): per method, the IQM over
+    seeds at each eval point and the 25-75th percentile band. Runs counted are
+    those with RunCurve.used. Returns the files written ([] if nothing to plot)."""
+    fig = draw_env_curves(coll, column, ylabel, methods, log)
+    return _save(fig, base) if fig is not None else []
+
+
+def plot_aggregate_intervals(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
     """rliable interval plot: IQM / median / mean / optimality gap of normalised
     final scores across envs, with stratified-bootstrap CIs."""
     from rliable import plot_utils
@@ -117,21 +195,23 @@ def plot_aggregate_intervals(agg: Aggregates, base: Path) -> list[Path]:
     methods = [b for b in agg.agg_methods if b in agg.overall]
     if not methods:
         return []
-    labels = [method_label(b) for b in methods]
-    pts = {method_label(b): np.array([agg.overall[b][m].point for m in OVERALL_METRICS]) for b in methods}
-    ivs = {method_label(b): np.array([[agg.overall[b][m].lo for m in OVERALL_METRICS],
+    labels = [coll.label(b) for b in methods]
+    pts = {coll.label(b): np.array([agg.overall[b][m].point for m in OVERALL_METRICS]) for b in methods}
+    ivs = {coll.label(b): np.array([[agg.overall[b][m].lo for m in OVERALL_METRICS],
                                       [agg.overall[b][m].hi for m in OVERALL_METRICS]]) for b in methods}
     xlabel = "Normalised final score (" + ("min-max" if agg.normalisation.kind == "minmax" else "PPO = 1") + ")"
-    fig, _ = plot_utils.plot_interval_estimates(
+    fig, axes = plot_utils.plot_interval_estimates(
         pts, ivs, metric_names=list(OVERALL_METRICS), algorithms=labels,
-        colors={method_label(b): method_colour(b) for b in methods}, xlabel=xlabel,
+        colors={coll.label(b): coll.colour(b) for b in methods}, xlabel=xlabel,
         subfigure_width=3.2, row_height=0.45,
         # the label sits at a figure fraction: keep it ~0.6 in below the axes whatever the height
         xlabel_y_coordinate=-0.6 / (0.45 * len(methods)))
+    for k, ax in enumerate(np.atleast_1d(axes)):
+        tidy_axis(ax, [v for lab in pts for v in (pts[lab][k], *ivs[lab][:, k])], "x")
     return _save(fig, base)
 
 
-def plot_aggregate_curve(agg: Aggregates, base: Path) -> list[Path]:
+def plot_aggregate_curve(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
     """rliable sample-efficiency curve: IQM of normalised returns across envs
     and runs at each eval point, with pointwise bootstrap CIs."""
     from rliable import plot_utils
@@ -141,30 +221,31 @@ def plot_aggregate_curve(agg: Aggregates, base: Path) -> list[Path]:
         return []
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     plot_utils.plot_sample_efficiency_curve(
-        agg.curve_x, {method_label(b): agg.curves[b][0] for b in methods},
-        {method_label(b): np.stack(agg.curves[b][1:]) for b in methods},
-        algorithms=[method_label(b) for b in methods],
-        colors={method_label(b): method_colour(b) for b in methods},
+        agg.curve_x, {coll.label(b): agg.curves[b][0] for b in methods},
+        {coll.label(b): np.stack(agg.curves[b][1:]) for b in methods},
+        algorithms=[coll.label(b) for b in methods],
+        colors={coll.label(b): coll.colour(b) for b in methods},
         xlabel=agg.curve_xlabel, ylabel="IQM normalised return", ax=ax, labelsize="large",
         ticklabelsize="medium", marker="", linewidth=2)
     if agg.curve_xlabel.startswith("Environment"):
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
+    tidy_axis(ax, [a for b in methods for a in agg.curves[b]], "y")
     ax.legend(frameon=False, fontsize=10, loc="best")
     ax.set_title(f"Across {len(agg.agg_envs)} env(s)", fontsize=11)
     return _save(fig, base)
 
 
-def plot_probability_of_improvement(agg: Aggregates, base: Path) -> list[Path]:
+def plot_probability_of_improvement(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
     """rliable P(RFIG > baseline) with bootstrap CIs, one bar per baseline."""
     from rliable import plot_utils
 
     if not agg.poi:
         return []
-    est = {f"{method_label(x)},{method_label(y)}": iv.point for x, y, iv, _ in agg.poi}
-    ivs = {f"{method_label(x)},{method_label(y)}": np.array([iv.lo, iv.hi]) for x, y, iv, _ in agg.poi}
+    est = {f"{coll.label(x)},{coll.label(y)}": iv.point for x, y, iv, _ in agg.poi}
+    ivs = {f"{coll.label(x)},{coll.label(y)}": np.array([iv.lo, iv.hi]) for x, y, iv, _ in agg.poi}
     fig, ax = plt.subplots(figsize=(4.6, 0.55 * len(est) + 1.2))
     plot_utils.plot_probability_of_improvement(
-        est, ivs, ax=ax, colors=[method_colour(y) for _, y, _, _ in agg.poi], xticks=[0.0, 0.25, 0.5, 0.75, 1.0],
+        est, ivs, ax=ax, colors=[coll.colour(y) for _, y, _, _ in agg.poi], xticks=[0.0, 0.25, 0.5, 0.75, 1.0],
         ticklabelsize="medium", labelsize="medium", left_ylabel="X", right_ylabel="Y", xlabel="P(X > Y)")
     ax.set_xlim(0, 1)
     ax.axvline(0.5, color="k", linestyle=":", linewidth=1, alpha=0.6)
@@ -197,10 +278,11 @@ def curves_maker(ctx: ReportContext, out_dir: Path):
 @register_maker("aggregate_intervals", order=40)
 def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
-    files = plot_aggregate_intervals(agg, out_dir / "aggregate_scores")
+    files = plot_aggregate_intervals(agg, out_dir / "aggregate_scores", ctx.data)
     if not files:
         return None
-    caption = (f"*Normalised final scores across {len(agg.agg_envs)} env(s) ({', '.join(agg.agg_envs)}): "
+    envs = ", ".join(map(env_label, agg.agg_envs))
+    caption = (f"*Normalised final scores across {len(agg.agg_envs)} env(s) ({envs}): "
                f"point estimate (black tick) and 95% stratified-bootstrap CI ({agg.reps} reps, over runs). "
                "Lower optimality gap is better.*")
     return Section("Aggregate final scores", _figure_md(files, out_dir, "aggregate scores", caption), files)
@@ -209,7 +291,7 @@ def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
 @register_maker("aggregate_curve", order=50)
 def aggregate_curve_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
-    files = plot_aggregate_curve(agg, out_dir / "aggregate_curve")
+    files = plot_aggregate_curve(agg, out_dir / "aggregate_curve", ctx.data)
     if not files:
         return None
     caption = (f"*IQM of normalised returns across envs and runs at each evaluation point, with pointwise 95% "
@@ -220,7 +302,7 @@ def aggregate_curve_maker(ctx: ReportContext, out_dir: Path):
 @register_maker("probability_of_improvement", order=60)
 def poi_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
-    files = plot_probability_of_improvement(agg, out_dir / "probability_of_improvement")
+    files = plot_probability_of_improvement(agg, out_dir / "probability_of_improvement", ctx.data)
     if not files:
         return None
     caption = ("*Probability that a run of RFIG beats a run of the baseline on a random env (Mann-Whitney "
@@ -233,15 +315,16 @@ def poi_maker(ctx: ReportContext, out_dir: Path):
 def intrinsic_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     column = "intrinsic_reward"
-    with_bonus = [b for b in coll.methods if b != "none"]
+    with_bonus = [b for b in coll.methods if coll.bonus_of(b) != "none"]
     has = any(c.run.metrics is not None and column in c.run.metrics.columns
-              for c in coll.curves() if c.run.bonus in with_bonus)
+              for c in coll.curves() if c.run.method in with_bonus)
     if not with_bonus or not has:
         return None
     files = plot_env_curves(coll, out_dir / "intrinsic_reward", column=column, ylabel="Mean raw intrinsic reward",
-                            methods=with_bonus)
+                            methods=with_bonus, log=True)
     if not files:
         return None
     caption = ("*Mean raw (unnormalised) exploration bonus per evaluation window: IQM over seeds, "
-               "25-75th percentile band.*")
+               "25-75th percentile band; log scale (bonuses of different methods differ by orders of magnitude), "
+               "non-positive values are not drawn.*")
     return Section("Intrinsic reward", _figure_md(files, out_dir, "intrinsic reward", caption), files)

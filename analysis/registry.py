@@ -14,8 +14,11 @@ Register one with::
 
 and put the module in ``analysis/makers/``: every module there is imported
 when a report is built, so a new figure needs no edit of the main script.
-Built-in orders: 10 data coverage, 20 curves, 30 final-score tables,
-40-65 cross-env aggregates, 70 method comparison, 80 extra columns, 90 exports.
+Built-in orders: 10 data (seeds found, problems), 20 learning curves, 22 state
+coverage curves, 24 visit heat maps (makers/coverage.py), 30 final-score
+tables, 33 final coverage, 36 sensitivity (makers/sensitivity.py), 40-65
+cross-env aggregates, 70 method comparison, 80 intrinsic reward, 82 env/<name>
+columns, 90 exports.
 """
 
 from __future__ import annotations

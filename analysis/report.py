@@ -11,7 +11,9 @@ from pathlib import Path
 
 from .aggregate import describe_normalisation
 from .collect import Collection
+from .methods import format_overrides
 from .registry import ReportContext, ReportOptions, Section, makers
+from .tables import MIN_SEEDS_FOR_CI, few_seeds_note, render_markdown
 
 
 @dataclass
@@ -30,20 +32,44 @@ def load_makers() -> None:
         importlib.import_module(f"{plugin_pkg.__name__}.{mod.name}")
 
 
+def min_seeds(coll: Collection) -> int:
+    """Fewest scored runs of any (env, method) cell that has at least one (0 if none)."""
+    counts = [sum(c.scored for c in coll.env_data[e].curves.get(m, [])) for e in coll.envs for m in coll.methods]
+    counts = [n for n in counts if n > 0]
+    return min(counts, default=0)
+
+
+def methods_markdown(coll: Collection) -> str:
+    """The methods of the report: label, bonus, variant folder, its overrides beyond the common ones."""
+    rows = []
+    for k in coll.methods:
+        m = coll.method_info.get(k)
+        if m is None:
+            continue
+        own = {kk: v for kk, v in m.overrides if kk not in coll.common_overrides}
+        rows.append([m.label, m.bonus, f"`{m.variant}`", format_overrides(own) or "—"])
+    return render_markdown(["Method", "Bonus", "Variant", "Overrides (beyond the common ones)"], rows,
+                           align="llll")
+
+
 def _header(coll: Collection, opts: ReportOptions) -> str:
     k = opts.last_k
     final = "the return of the last evaluation window" if k == 1 else f"the mean of the last {k} evaluation windows"
     filters = []
-    if coll.requested_envs:
-        filters.append("envs = " + ", ".join(coll.requested_envs))
-    if coll.requested_bonuses:
-        filters.append("bonuses = " + ", ".join(coll.requested_bonuses))
+    for name, values in (("envs", coll.requested_envs), ("bonuses", coll.requested_bonuses),
+                         ("variants", coll.requested_variants), ("methods", coll.requested_methods)):
+        if values:
+            filters.append(f"{name} = " + ", ".join(values))
+    common = format_overrides(coll.common_overrides)
+    n_min = min_seeds(coll)
     lines = [
         f"# Report: experiment `{coll.experiment}`",
         "",
         f"- Results: `{coll.results_dir}` ({len(coll.envs)} env(s): {', '.join(coll.envs)}; "
-        f"{len(coll.methods)} method(s): {', '.join(coll.methods)})"
+        f"{len(coll.methods)} method(s): {', '.join(coll.label(m) for m in coll.methods)})"
         + (f"; filters: {'; '.join(filters)}" if filters else ""),
+        "- Overrides common to every method (not repeated in labels): " + (f"`{common}`" if common else "none")
+        + ".",
         f"- Generated: {_dt.datetime.now().isoformat(timespec='seconds')}",
         f"- Final score of a run: {final} (episode return, mean over the episodes that finished in the window).",
         f"- Normalisation for cross-env aggregates: {describe_normalisation(opts.normalisation)}.",
@@ -55,8 +81,13 @@ def _header(coll: Collection, opts: ReportOptions) -> str:
         + " Incomplete runs (no summary.json) are "
         + ("shown as partial curves, without final scores." if coll.include_incomplete else "excluded.")
         + " All of them are listed under *Data* below.",
-        "",
     ]
+    if 0 < n_min < MIN_SEEDS_FOR_CI:
+        lines.append(f"- **Few seeds.** {few_seeds_note(n_min)}")
+    if any(not coll.method_info[m].primary or coll.method_info[m].variant != "base" for m in coll.method_info):
+        lines += ["", "**Methods** (a method is a bonus with one set of hyperparameter overrides, its *variant*):", "",
+                  methods_markdown(coll)]
+    lines.append("")
     return "\n".join(lines)
 
 

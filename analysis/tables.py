@@ -96,11 +96,47 @@ def _write(out_dir: Path, name: str, md: str, tex: str) -> list[Path]:
 # --------------------------------------------------------------------------- final scores
 
 
-def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat: str = "mean"):
+MIN_SEEDS_FOR_CI = 3
+
+
+def separated_best(intervals: dict, higher_is_better: bool = True, counts: dict | None = None,
+                   min_n: int = MIN_SEEDS_FOR_CI):
+    """The key whose interval lies entirely beyond every other's, or None.
+
+    intervals: key -> Interval (point, lo, hi). The winner is the best point
+    estimate, and only if its CI does not overlap any other CI (lo > every
+    other hi; for lower-is-better, hi < every other lo). None with fewer than
+    two keys, or when any compared cell has fewer than ``min_n`` runs
+    (``counts``: key -> runs) since such intervals are not meaningful.
+    """
+    keys = [k for k, iv in intervals.items() if np.isfinite(iv.point)]
+    if len(keys) < 2:
+        return None
+    if counts is not None and any(counts.get(k, 0) < min_n for k in keys):
+        return None
+    sign = 1.0 if higher_is_better else -1.0
+    best = max(keys, key=lambda k: sign * intervals[k].point)
+    iv = intervals[best]
+    others = [intervals[k] for k in keys if k != best]
+    if higher_is_better:
+        return best if all(iv.lo > o.hi for o in others) else None
+    return best if all(iv.hi < o.lo for o in others) else None
+
+
+def few_seeds_note(n_min: int) -> str:
+    return (f"With fewer than {MIN_SEEDS_FOR_CI} seeds (here as few as {n_min}) the bootstrap intervals are not "
+            "meaningful (a resample of 1-2 runs can only reproduce those runs): read them as the range of the "
+            "seeds, not as a confidence interval; no entry is marked best.")
+
+
+def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat: str = "mean",
+                      coll: Collection | None = None):
     """Rows = envs, columns = methods. stat "mean": mean ± half-width of the
-    95% bootstrap CI; stat "iqm": IQM [lo, hi]. The best point estimate per
-    env is bold. Returns (header, rows)."""
-    header = ["Env"] + [method_label(b) for b in methods]
+    95% bootstrap CI; stat "iqm": IQM [lo, hi]. Bold: the best point estimate
+    of an env, only when its CI does not overlap any other method's CI there
+    (separated_best). Returns (header, rows, usual n, smallest n)."""
+    label = coll.label if coll is not None else (lambda b: b)
+    header = ["Env"] + [label(b) for b in methods]
     ns = [agg.per_env[e][b]["n"] for e in envs for b in methods if b in agg.per_env.get(e, {})]
     usual_n = Counter(ns).most_common(1)[0][0] if ns else 0
     rows = []
@@ -108,7 +144,8 @@ def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat
         cells_for = agg.per_env.get(e, {})
         d = _decimals([cells_for[b][stat].point for b in methods if b in cells_for]
                       + [cells_for[b][stat].hi for b in methods if b in cells_for])
-        best = max((cells_for[b][stat].point for b in methods if b in cells_for), default=None)
+        here = [b for b in methods if b in cells_for]
+        best = separated_best({b: cells_for[b][stat] for b in here}, counts={b: cells_for[b]["n"] for b in here})
         row: list[Cell | str] = [env_label(e)]
         for b in methods:
             if b not in cells_for:
@@ -119,9 +156,9 @@ def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat
                     else f"{iv.point:.{d}f} [{iv.lo:.{d}f}, {iv.hi:.{d}f}]")
             if cells_for[b]["n"] != usual_n:
                 text += f" (n={cells_for[b]['n']})"
-            row.append(Cell(text, bold=best is not None and np.isclose(iv.point, best, rtol=0, atol=0.5 * 10 ** -d)))
+            row.append(Cell(text, bold=b == best))
         rows.append(row)
-    return header, rows, usual_n
+    return header, rows, usual_n, min(ns, default=0)
 
 
 @register_maker("final_scores", order=30)
@@ -135,10 +172,13 @@ def final_scores_maker(ctx: ReportContext, out_dir: Path):
     what = "the last evaluation window" if k == 1 else f"the mean of the last {k} evaluation windows"
     files, parts = [], []
     for stat, name, title in (("mean", "final_scores", "Mean"), ("iqm", "final_scores_iqm", "IQM")):
-        header, rows, n = final_score_table(agg, methods, envs, stat)
+        header, rows, n, n_min = final_score_table(agg, methods, envs, stat, coll)
         ci = "± half-width of its" if stat == "mean" else "with its"
         caption = (f"{title} final score per env (final score of a run = {what}) {ci} 95% stratified-bootstrap "
-                   f"percentile CI over seeds ({agg.reps} reps); n={n} seeds unless marked; best {title} in bold.")
+                   f"percentile CI over seeds ({agg.reps} reps); n={n} seeds unless marked. Bold: best {title} "
+                   "whose CI overlaps no other method's CI in that env.")
+        if n_min < MIN_SEEDS_FOR_CI:
+            caption += " " + few_seeds_note(n_min)
         md = render_markdown(header, rows)
         files += _write(out_dir, name, md, render_latex(header, rows, caption, f"tab:{name}"))
         parts.append(f"**{title} final scores.** {caption}\n\n{md}\n[Markdown]({name}.md) | [LaTeX]({name}.tex)")
@@ -150,38 +190,41 @@ def final_scores_maker(ctx: ReportContext, out_dir: Path):
 
 @register_maker("aggregate_table", order=45)
 def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
-    agg = ctx.aggregates
+    agg, coll = ctx.aggregates, ctx.data
     methods = [b for b in agg.agg_methods if b in agg.overall]
     notes = "".join(f"\n- {n}" for n in agg.notes)
     if not methods:
         return Section("Aggregate metrics", "No cross-env aggregates could be computed." +
                        (f"\n\nNotes:{notes}" if notes else ""))
     header = ["Method", "Runs/env"] + list(OVERALL_METRICS)
-    best = {m: (min if m == "Optimality gap" else max)(agg.overall[b][m].point for b in methods)
-            for m in OVERALL_METRICS}
+    best = {m: separated_best({b: agg.overall[b][m] for b in methods}, higher_is_better=m != "Optimality gap",
+                              counts=agg.runs_per_method) for m in OVERALL_METRICS}
     rows = []
     for b in methods:
-        row: list[Cell | str] = [method_label(b), str(agg.runs_per_method[b])]
+        row: list[Cell | str] = [coll.label(b), str(agg.runs_per_method[b])]
         for m in OVERALL_METRICS:
             iv = agg.overall[b][m]
-            row.append(Cell(f"{iv.point:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]", bold=np.isclose(iv.point, best[m],
-                                                                                         rtol=0, atol=5e-4)))
+            row.append(Cell(f"{iv.point:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]", bold=b == best[m]))
         rows.append(row)
     caption = (f"Aggregate normalised final scores over {len(agg.agg_envs)} env(s) "
                f"({', '.join(env_label(e) for e in agg.agg_envs)}): point estimate [95% stratified-bootstrap CI, "
                f"{agg.reps} reps over runs]. Normalisation: {agg.normalisation.description}. "
-               "Optimality gap: lower is better (threshold 1).")
+               "Optimality gap: lower is better (threshold 1). Bold: best value whose CI overlaps no other "
+               "method's.")
+    n_min = min(agg.runs_per_method[b] for b in methods)
+    if n_min < MIN_SEEDS_FOR_CI:
+        caption += " " + few_seeds_note(n_min)
     md = render_markdown(header, rows)
     files = _write(out_dir, "aggregate_metrics", md, render_latex(header, rows, caption, "tab:aggregate_metrics"))
     text = f"{caption}\n\n{md}\n[Markdown](aggregate_metrics.md) | [LaTeX](aggregate_metrics.tex)"
     if agg.poi:
         ph = ["Comparison", "P(X > Y) [95% CI]", "Envs"]
-        prow = [[f"P({method_label(x)} > {method_label(y)})", f"{iv.point:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]", str(n)]
+        prow = [[f"P({coll.label(x)} > {coll.label(y)})", f"{iv.point:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]", str(n)]
                 for x, y, iv, n in agg.poi]
         pmd = render_markdown(ph, prow)
         files += _write(out_dir, "probability_of_improvement", pmd,
-                        render_latex(ph, prow, "Probability of improvement of RFIG over each baseline "
-                                               f"(final scores, {agg.reps} bootstrap reps).",
+                        render_latex(ph, prow, f"Probability of improvement of {coll.label('rfig')} over each other "
+                                               f"method (final scores, {agg.reps} bootstrap reps).",
                                      "tab:probability_of_improvement"))
         text += f"\n\n**Probability of improvement** (final scores):\n\n{pmd}"
     if notes:
@@ -193,11 +236,12 @@ def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
 
 
 def _speed_stats(coll: Collection) -> dict[str, dict[str, float]]:
-    """bonus -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps), "compile": median s}."""
+    """method -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps), "compile": median s}.
+    PPO = the primary method of bonus none."""
     per: dict[tuple[str, str], list[dict]] = {}
     for r in coll.runs:
-        if r.complete and r.summary and r.env in coll.env_data and r.bonus in coll.methods:
-            per.setdefault((r.env, r.bonus), []).append(r.summary)
+        if r.complete and r.summary and r.env in coll.env_data and r.method in coll.methods:
+            per.setdefault((r.env, r.method), []).append(r.summary)
 
     def med(key, sums):
         vals = [float(s[key]) for s in sums if isinstance(s.get(key), (int, float)) and math.isfinite(s[key])]
@@ -225,17 +269,24 @@ def _num(x: float, fmt: str) -> str:
 def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     coll, agg = ctx.data, ctx.aggregates
     speed = _speed_stats(coll)
-    rows_for = [b for b in ("none",) if b in coll.methods] + ["rnd", "vime", "hashexplo", "rfig"]
-    rows_for += [b for b in sort_methods(coll.methods) if b not in rows_for]
+    bonuses = [b for b in ("none",) if b in {coll.bonus_of(m) for m in coll.methods}]
+    bonuses += ["rnd", "vime", "hashexplo", "rfig"]
+    bonuses += [b for b in sort_methods({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
+    # One row per paper bonus (measured columns from its primary method), then its other variants.
+    rows_for = []
+    for bonus in bonuses:
+        rows_for.append(bonus)
+        rows_for += [m for m in coll.methods if coll.bonus_of(m) == bonus and m != bonus]
     header = ["Method", "Principle", "Representation", "Computation", "Sensitivity (paper)",
               "Env steps/s", "× PPO", "Compile (s)", "Seed spread (IQR)"]
     rows = []
     for b in rows_for:
-        q = QUALITATIVE.get(b, {"principle": "?", "representation": None, "computation": "?", "sensitivity": "?"})
+        q = QUALITATIVE.get(coll.bonus_of(b),
+                            {"principle": "?", "representation": None, "computation": "?", "sensitivity": "?"})
         rep = {True: "✓", False: "✗", None: DASH}[q["representation"]]
         s = speed.get(b, {})
         nan = float("nan")
-        rows.append([Cell(method_label(b), bold=b == "rfig"), q["principle"], rep, q["computation"],
+        rows.append([Cell(coll.label(b), bold=b == "rfig"), q["principle"], rep, q["computation"],
                      q["sensitivity"], _num(s.get("sps", nan), ",.0f"), _num(s.get("rel", nan), ".2f"),
                      _num(s.get("compile", nan), ".1f"), _num(agg.spread.get(b, nan), ".3f")])
     caption = ("Comparison of exploration methods. Principle, Representation (does the method learn one), "
@@ -259,17 +310,26 @@ def coverage_table(coll: Collection, last_k: int = 1):
     final score / seeds expected (every seed seen anywhere in the selection).
     Bold when something is short. Returns (header, rows)."""
     rt = runs_table(coll, last_k)
-    expected = len({r.seed for r in coll.runs if r.env in coll.env_data and r.bonus in coll.methods})
-    header = ["Env"] + [method_label(b) for b in coll.methods]
+    expected = len({r.seed for r in coll.runs if r.env in coll.env_data and r.method in coll.methods})
+    header = ["Env"] + [coll.label(b) for b in coll.methods]
     rows = []
     for e in coll.envs:
         row: list[Cell | str] = [env_label(e)]
         for b in coll.methods:
-            sub = rt[(rt.env == e) & (rt.bonus == b)] if len(rt) else rt
+            sub = rt[(rt.env == e) & (rt.method == b)] if len(rt) else rt
             scored = int(sub.scored.sum()) if len(sub) else 0
             row.append(Cell(f"{scored}/{expected}", bold=scored < expected))
         rows.append(row)
     return header, rows
+
+
+def _issue_method(coll: Collection, bonus, variant) -> str:
+    if not isinstance(bonus, str):
+        return variant if isinstance(variant, str) else DASH
+    key = coll.method_key(bonus, variant if isinstance(variant, str) else None)
+    if key is not None:
+        return coll.label(key)
+    return method_label(bonus) + (f" [{variant}]" if isinstance(variant, str) and variant != "base" else "")
 
 
 @register_maker("data", order=10)
@@ -278,7 +338,7 @@ def data_maker(ctx: ReportContext, out_dir: Path):
     rt = runs_table(coll, ctx.options.last_k)
     out_dir.mkdir(parents=True, exist_ok=True)
     issues = pd.DataFrame([vars(i) for i in coll.issues],
-                          columns=["severity", "kind", "env", "bonus", "seed", "detail", "handling"])
+                          columns=["severity", "kind", "env", "bonus", "variant", "seed", "detail", "handling"])
     if len(issues):
         issues["_o"] = issues.severity.map({"error": 0, "warning": 1, "info": 2})
         issues["_e"] = issues.env.map(lambda e: env_sort_key(e) if isinstance(e, str) else (999,))
@@ -291,15 +351,15 @@ def data_maker(ctx: ReportContext, out_dir: Path):
     lines = [f"{n} run directories in the selection: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
              + f"; {int(rt.scored.sum()) if n else 0} with a final score."]
     header, rows = coverage_table(coll, ctx.options.last_k)
-    lines.append("\n**Coverage** (seeds with a final score / seeds expected, i.e. every seed seen in the selection; "
-                 "bold = short):\n")
+    lines.append("\n**Seeds per cell** (seeds with a final score / seeds expected, i.e. every seed seen in the "
+                 "selection; bold = short):\n")
     lines.append(render_markdown(header, rows))
     shown = issues[issues.severity != "info"] if len(issues) else issues
     if len(shown):
         cap = 200
         tab = [[Cell(r.severity, bold=r.severity == "error"), r.kind,
                 env_label(r.env) if isinstance(r.env, str) else DASH,
-                method_label(r.bonus) if isinstance(r.bonus, str) else DASH,
+                _issue_method(coll, r.bonus, r.variant),
                 str(int(r.seed)) if pd.notna(r.seed) else DASH, r.detail.replace("|", "/"), r.handling]
                for r in shown.head(cap).itertuples()]
         lines.append(f"\n**Problems** ({len(shown)}; all in [issues.csv](issues.csv)):\n")
@@ -316,7 +376,7 @@ def data_maker(ctx: ReportContext, out_dir: Path):
                      "no episode and carry the previous window's return; "
                      f"{len(info)} info notes in issues.csv.")
     lines.append("\nPer-run status, final score and throughput: [runs.csv](runs.csv).")
-    return Section("Data: coverage, missing and failed runs", "\n".join(lines),
+    return Section("Data: seeds found, missing and failed runs", "\n".join(lines),
                    [out_dir / "issues.csv", out_dir / "runs.csv"])
 
 
@@ -334,12 +394,18 @@ def exports_maker(ctx: ReportContext, out_dir: Path):
     for e, by in agg.scores.items():
         for b, (seeds, vals) in by.items():
             nv = agg.normalisation.apply(e, vals) if agg.normalisation.usable(e) else np.full(len(vals), np.nan)
-            rows += [{"env": e, "bonus": b, "seed": int(s), "final_score": float(v), "normalised": float(n)}
+            m = coll.method_info.get(b)
+            rows += [{"env": e, "method": b, "label": coll.label(b), "bonus": coll.bonus_of(b),
+                      "variant": m.variant if m else "base", "seed": int(s), "final_score": float(v),
+                      "normalised": float(n)}
                      for s, v, n in zip(seeds, vals, nv, strict=True)]
-    pd.DataFrame(rows, columns=["env", "bonus", "seed", "final_score", "normalised"]).to_csv(
-        out_dir / "final_scores.csv", index=False)
+    pd.DataFrame(rows, columns=["env", "method", "label", "bonus", "variant", "seed", "final_score",
+                                "normalised"]).to_csv(out_dir / "final_scores.csv", index=False)
     blob = {
         "experiment": coll.experiment, "last_k": agg.last_k, "reps": agg.reps, "seed": agg.seed,
+        "methods": {k: {"label": m.label, "bonus": m.bonus, "variant": m.variant, "overrides": m.overrides_dict,
+                        "colour": m.colour, "primary": m.primary} for k, m in coll.method_info.items()},
+        "common_overrides": coll.common_overrides,
         "normalisation": {"kind": agg.normalisation.kind, "description": agg.normalisation.description,
                           "lo": agg.normalisation.lo, "hi": agg.normalisation.hi,
                           "excluded": agg.normalisation.excluded},

@@ -1,0 +1,210 @@
+"""Methods: what a report compares is a (bonus, variant) pair, not a bonus.
+
+A *variant* is the set of hyperparameter overrides that distinguish a run
+from the composed defaults of its env and bonus (the launcher writes it as
+``<env>/<bonus>/<variant>/variant.yaml``; ``base`` = no override). Rules:
+
+* Key. The *primary* method of a bonus is its ``base`` variant, or, when the
+  selection holds no base run of that bonus, its only variant (a sweep run
+  entirely at a smaller budget still has an ``rfig`` to compare). Its key is
+  the bonus name, so everything that looks for ``none`` (PPO normalisation)
+  or ``rfig`` (probability of improvement) keeps working. Other methods are
+  keyed ``<bonus>/<variant>``.
+* Label. Overrides shared by every selected method (same key, same value) are
+  *common*: stated once in the report header, not in labels. A method's label
+  is its bonus's label (``RFIG``), followed by the overrides it has among the
+  remaining (*differing*) keys: ``RFIG (lengthscale=2)``. A dotted key is
+  shortened to its last part when that part is unique among the differing
+  keys. Two methods never get the same label (a differing key that separates
+  them is listed by at least one of them).
+* Colour. A primary method has its bonus's fixed colour (analysis.names);
+  every other method gets a colour from VARIANT_PALETTE chosen by a hash of
+  ``<bonus>/<variant>`` (so it does not depend on the other methods present),
+  moved to the next free colour when that one is already taken in this
+  report (so colours are distinct while the palette lasts).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .names import PALETTE, method_colour, method_label, method_sort_key
+
+BASE = "base"
+
+# Colour-blind-friendly colours (Paul Tol's muted / bright sets) that are none of
+# the five fixed bonus colours.
+VARIANT_PALETTE: tuple[str, ...] = (
+    "#E69F00", "#56B4E9", "#882255", "#44AA99", "#332288", "#999933", "#AA4499", "#117733",
+    "#88CCEE", "#DDCC77", "#8C564B", "#17BECF", "#BCBD22", "#9467BD", "#EE6677", "#228833",
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One (bonus, variant) of a report.
+
+    overrides: sorted ((dotted key, value), ...) that define the variant.
+    """
+
+    key: str
+    bonus: str
+    variant: str
+    overrides: tuple[tuple[str, Any], ...]
+    label: str
+    colour: str
+    primary: bool
+
+    @property
+    def overrides_dict(self) -> dict[str, Any]:
+        return dict(self.overrides)
+
+
+def format_value(v: Any) -> str:
+    """Compact, exact text of an override value (``0.001``, ``1e-05``, ``true``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        short = f"{v:.6g}"
+        return short if float(short) == v else repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(format_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}:{format_value(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def format_overrides(overrides: Mapping[str, Any], short: Mapping[str, str] | None = None) -> str:
+    """``k=v, k2=v2`` in key order; ``short`` maps dotted keys to the names shown."""
+    short = short or {}
+    return ", ".join(f"{short.get(k, k)}={format_value(v)}" for k, v in sorted(overrides.items()))
+
+
+def _canon(v: Any) -> str:
+    # Equality of override values across runs: 1e-3 read from two YAML files
+    # compares equal; 1 and 1.0 do too (the launcher may write either).
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def as_number(v: Any) -> float | None:
+    """A finite float for numeric override values (bools and text excluded)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _variant_sort_key(overrides: Mapping[str, Any]) -> tuple:
+    out = []
+    for k, v in sorted(overrides.items()):
+        num = as_number(v)
+        out.append((k, (0, num, "") if num is not None else (1, 0.0, _canon(v))))
+    return tuple(out)
+
+
+def common_overrides(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
+    """Overrides every (bonus, variant) of ``groups`` has, with the same value."""
+    items = list(groups.values())
+    if not items:
+        return {}
+    first = items[0]
+    return {k: v for k, v in sorted(first.items())
+            if all(k in o and _canon(o[k]) == _canon(v) for o in items[1:])}
+
+
+def short_names(keys) -> dict[str, str]:
+    """dotted key -> its last part when that part is unique among ``keys``, else the whole key."""
+    keys = sorted(set(keys))
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}
+
+
+def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[list[Method], dict[str, Any]]:
+    """Methods of one report.
+
+    groups: (bonus, variant) -> overrides of that variant (``{}`` for base).
+    Returns (methods in report order, common overrides); see the module
+    docstring for the key, label and colour rules.
+    """
+    common = common_overrides(groups)
+    differing = {k for o in groups.values() for k in o if k not in common}
+    short = short_names(differing)
+    by_bonus: dict[str, list[str]] = {}
+    for bonus, variant in groups:
+        by_bonus.setdefault(bonus, []).append(variant)
+    primary = {}
+    for bonus, variants in by_bonus.items():
+        if BASE in variants:
+            primary[bonus] = BASE
+        elif len(variants) == 1:
+            primary[bonus] = variants[0]
+
+    drafts = []
+    for (bonus, variant), ov in groups.items():
+        is_primary = primary.get(bonus) == variant
+        key = bonus if is_primary else f"{bonus}/{variant}"
+        shown = {k: v for k, v in ov.items() if k in differing}
+        label = method_label(bonus) + (f" ({format_overrides(shown, short)})" if shown else "")
+        drafts.append((bonus, variant, key, tuple(sorted(ov.items())), label, is_primary))
+
+    taken = {method_colour(b) for b, _, _, _, _, p in drafts if p}
+    colours = {}
+    for bonus, variant, key, _, _, is_primary in sorted(drafts, key=lambda d: d[2]):
+        if is_primary:
+            colours[key] = method_colour(bonus)
+            continue
+        n = len(VARIANT_PALETTE)
+        start = zlib.crc32(f"{bonus}/{variant}".encode()) % n
+        free = [VARIANT_PALETTE[(start + i) % n] for i in range(n)
+                if VARIANT_PALETTE[(start + i) % n] not in taken and VARIANT_PALETTE[(start + i) % n] not in
+                PALETTE.values()]
+        colours[key] = free[0] if free else VARIANT_PALETTE[start]
+        taken.add(colours[key])
+
+    methods = [Method(key, bonus, variant, ov, label, colours[key], is_primary)
+               for bonus, variant, key, ov, label, is_primary in drafts]
+    methods.sort(key=lambda m: (method_sort_key(m.bonus), 0 if m.primary else 1, _variant_sort_key(dict(m.overrides)),
+                                m.variant))
+    return methods, common
+
+
+def swept_key(methods: list[Method], base_values: Mapping[str, Mapping[str, Any]] | None = None):
+    """The one numeric key a bonus's methods sweep, or None.
+
+    methods: the methods of ONE bonus. A key is swept when it is the only key
+    whose value differs between them (a method without the key has the
+    default, read from ``base_values[method.key][key]`` -- the resolved config
+    -- when given). Returns (key, {method key: value}) with every value a
+    number and at least two distinct values; methods whose value is unknown or
+    not a number are left out; None when no such single key exists.
+    """
+    if len(methods) < 2:
+        return None
+    base_values = base_values or {}
+    keys = {k for m in methods for k, _ in m.overrides}
+
+    def value(m: Method, k: str):
+        ov = m.overrides_dict
+        return ov[k] if k in ov else base_values.get(m.key, {}).get(k)
+
+    varying = [k for k in sorted(keys) if len({_canon(value(m, k)) for m in methods}) > 1]
+    if len(varying) != 1:
+        return None
+    k = varying[0]
+    vals = {m.key: as_number(value(m, k)) for m in methods}
+    vals = {mk: v for mk, v in vals.items() if v is not None}
+    if len(set(vals.values())) < 2:
+        return None
+    return k, vals
