@@ -11,6 +11,7 @@ from rfig_exp.errors import ConfigError
 REGISTRY: dict[str, tuple[str, str]] = {
     "none": ("rfig_exp.bonuses.none", "make_none_bonus"),
     "rfig": ("rfig_exp.bonuses.rfig", "make_rfig_bonus"),
+    "vime": ("rfig_exp.bonuses.vime", "make_vime_bonus"),
     "rnd": ("rfig_exp.bonuses.rnd", "make_rnd_bonus"),
     "hashexplo": ("rfig_exp.bonuses.hashexplo", "make_hashexplo_bonus"),
 }

@@ -1,0 +1,332 @@
+"""The VIME bonus: the per-example gradient-norm trick against per-example gradients, the
+diagonal-Hessian information gain against the exact KL of the one-step posterior, learning
+behaviour, jit/vmap over seeds, validation, and one end-to-end run."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses.base import action_features
+from rfig_exp.bonuses.vime import information_gain, kl_to_prior, sample_noise, softplus_inverse
+from rfig_exp.envs.base import BoxSpace, DiscreteSpace
+from rfig_exp.errors import ConfigError
+from rfig_exp.experiment import run_experiment
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+T, B, OBS, ACTIONS = 8, 16, (3,), 2
+SMALL = dict(hidden=[16, 16])
+
+
+def vime_cfg(**overrides):
+    base = OmegaConf.to_container(OmegaConf.load(CONF / "bonus" / "vime.yaml"))
+    base.update(overrides)
+    return OmegaConf.create(base)
+
+
+def make(space=DiscreteSpace(ACTIONS), **overrides):
+    return make_bonus(vime_cfg(**overrides), OBS, space, (T, B))
+
+
+def transitions(seed, center=0.0, scale=0.3):
+    """A batch ``[T, B]`` of a smooth made-up dynamics around ``center``."""
+    k_obs, k_act = jax.random.split(jax.random.PRNGKey(seed))
+    obs = center + scale * jax.random.normal(k_obs, (T, B) + OBS)
+    actions = jax.random.randint(k_act, (T, B), 0, ACTIONS)
+    push = (2.0 * actions - 1.0)[..., None] * jnp.array([0.1, -0.05, 0.0])
+    next_obs = obs + 0.1 * jnp.roll(obs, 1, axis=-1) + push
+    zeros = jnp.zeros((T, B), bool)
+    return BonusBatch(obs=obs, actions=actions, next_obs=next_obs, terminated=zeros, truncated=zeros)
+
+
+def model_io(batch):
+    x = jnp.concatenate([batch.obs.reshape(T * B, -1),
+                         action_features(batch.actions, DiscreteSpace(ACTIONS)).reshape(T * B, -1)], -1)
+    return x, batch.next_obs.reshape(T * B, -1)
+
+
+def per_example_information_gain(params, eps, x, y, hp):
+    """Float64 reference: per-transition gradients with ``vmap(grad)`` of the weight-sample
+    NLL with respect to ``(mu, rho)``, then ``0.5 step^2 sum g^2 / H`` with the reference
+    code's Hessian diagonals ``H_mu = 1/softplus(rho)^2``,
+    ``H_rho = 2 e^{2 rho} / ((1 + e^rho)^2 softplus(rho)^2)``."""
+    def nll(p, xi, yi):
+        h = xi
+        for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
+            w = m["w"] + jnp.log1p(jnp.exp(r["w"])) * e["w"]
+            b = m["b"] + jnp.log1p(jnp.exp(r["b"])) * e["b"]
+            h = h @ w + b
+            if layer < len(p["mu"]) - 1:
+                h = jnp.maximum(h, 0.0)
+        return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+
+    grads = jax.vmap(jax.grad(nll), in_axes=(None, 0, 0))(params, x, y)    # [N, every parameter]
+    total = jnp.zeros(x.shape[0], x.dtype)
+    for g_mu, g_rho, rho in zip(jax.tree.leaves(grads["mu"]), jax.tree.leaves(grads["rho"]),
+                                jax.tree.leaves(params["rho"])):
+        sigma = jnp.log1p(jnp.exp(rho))
+        h_rho = 2.0 * jnp.exp(2.0 * rho) / ((1.0 + jnp.exp(rho)) ** 2 * sigma ** 2)
+        axes = tuple(range(1, g_mu.ndim))
+        total = total + jnp.sum(g_mu ** 2 * sigma ** 2, axis=axes) + jnp.sum(g_rho ** 2 / h_rho, axis=axes)
+    return 0.5 * hp["step_size"] ** 2 * total
+
+
+def to64(tree):
+    return jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)
+
+
+def trained_state(bonus, hp, batch, steps, seed=0):
+    state = bonus.init(jax.random.PRNGKey(seed), None, hp)
+    update = jax.jit(bonus.update)
+    for i in range(steps):
+        state, _ = update(state, batch, jax.random.PRNGKey(1000 + i), hp)
+    return state
+
+
+def mean_reward(bonus, hp, state, batch, draws=8):
+    """The bonus averaged over several weight-noise draws (the state's key replaced)."""
+    reward = jax.jit(bonus.reward)
+    return float(np.mean([reward(state._replace(key=jax.random.PRNGKey(k)), batch, hp)[0].mean() for k in range(draws)]))
+
+
+def test_action_features_one_hot_and_box_values():
+    np.testing.assert_array_equal(action_features(jnp.array([[2, 0]]), DiscreteSpace(3)),
+                                  [[[0, 0, 1], [1, 0, 0]]])
+    box = jnp.array([[0.5, -2.0]], jnp.float32)
+    assert action_features(box, BoxSpace(2)).dtype == jnp.float32
+    np.testing.assert_array_equal(action_features(box, BoxSpace(2)), box)
+    with pytest.raises(ValueError, match="trailing axis of 3"):
+        action_features(box, BoxSpace(3))
+
+
+@pytest.mark.parametrize("space", [DiscreteSpace(ACTIONS), BoxSpace(2)], ids=["discrete", "box"])
+def test_shapes_finite_and_non_negative(space):
+    bonus, hp = make(space, **SMALL)
+    batch = transitions(0)
+    if isinstance(space, BoxSpace):
+        batch = batch._replace(actions=jax.random.uniform(jax.random.PRNGKey(3), (T, B, 2), minval=-1, maxval=1))
+    state = bonus.init(jax.random.PRNGKey(0), None, hp)
+    assert state.params["mu"][0]["w"].shape == (3 + 2, 16) and state.params["mu"][-1]["w"].shape == (16, 3)
+    r, metrics = jax.jit(bonus.reward)(state, batch, hp)
+    assert r.shape == (T, B) and r.dtype == jnp.float32
+    assert np.all(np.isfinite(r)) and np.all(np.asarray(r) >= 0) and float(r.max()) > 0
+    new, umetrics = jax.jit(bonus.update)(state, batch, jax.random.PRNGKey(1), hp)
+    assert jax.tree.structure(new) == jax.tree.structure(state)
+    assert all(np.isfinite(float(v)) for v in {**metrics, **umetrics}.values())
+    assert int(new.updates) == 1
+    np.testing.assert_allclose(float(umetrics["posterior_sigma_mean"]), 0.5, rtol=1e-3)  # init_sigma, one small step
+
+
+def test_trick_equals_per_example_gradients(x64):
+    bonus, hp = make(hidden=[8, 6], step_size=0.3)
+    state = bonus.init(jax.random.PRNGKey(0), None, hp)
+    # Spread the sigmas so that H_mu and H_rho differ per weight (at init they are all equal).
+    params = jax.tree.map(lambda a: a + 0.5 * jax.random.normal(jax.random.PRNGKey(5), a.shape), state.params)
+    x, y = model_io(transitions(1, scale=1.0))
+    eps = sample_noise(jax.random.PRNGKey(7), params["mu"])
+    ref = per_example_information_gain(to64(params), to64(eps), to64(x), to64(y), to64(hp))
+    ours64 = information_gain(to64(params), to64(eps), to64(x), to64(y), to64(hp))
+    to32 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), tree)  # noqa: E731
+    ours32 = jax.jit(information_gain)(to32(params), to32(eps), to32(x), to32(y), hp)
+    assert ours32.dtype == jnp.float32 and ref.dtype == jnp.float64
+    assert float(jnp.min(ref)) > 0 and float(jnp.std(ref)) > 0.1 * float(jnp.mean(ref))  # not trivially constant
+    np.testing.assert_allclose(np.asarray(ours64), np.asarray(ref), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(ours32), np.asarray(ref), rtol=1e-5)
+
+
+def test_information_gain_is_the_kl_of_the_second_order_step(x64):
+    """The bonus approximates KL(q' || q), q' the posterior after the step
+    ``(mu, rho) -= lambda H^-1 g`` on one transition; the error is third order in lambda."""
+    bonus, hp = make(hidden=[4], init_sigma=0.3)
+    state = to64(bonus.init(jax.random.PRNGKey(0), None, hp))
+    params = jax.tree.map(lambda a: a + 0.3 * jax.random.normal(jax.random.PRNGKey(2), a.shape, a.dtype), state.params)
+    x, y = to64(model_io(transitions(4, scale=1.0)))
+    x, y = x[:6], y[:6]
+    eps = to64(sample_noise(jax.random.PRNGKey(3), params["mu"]))
+
+    def exact_kl_after_step(step, xi, yi):
+        def nll(p):
+            h = xi
+            for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
+                h = h @ (m["w"] + jax.nn.softplus(r["w"]) * e["w"]) + m["b"] + jax.nn.softplus(r["b"]) * e["b"]
+                h = jnp.maximum(h, 0.0) if layer < len(p["mu"]) - 1 else h
+            return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+
+        g = jax.grad(nll)(params)
+        kl = 0.0
+        for m, r, gm, gr in zip(*(jax.tree.leaves(t) for t in (params["mu"], params["rho"], g["mu"], g["rho"]))):
+            s_old = np.log1p(np.exp(np.asarray(r)))
+            h_mu = 1.0 / s_old ** 2
+            h_rho = 2.0 * np.exp(2.0 * np.asarray(r)) / ((1.0 + np.exp(np.asarray(r))) ** 2 * s_old ** 2)
+            m_new = np.asarray(m) - step * np.asarray(gm) / h_mu
+            s_new = np.log1p(np.exp(np.asarray(r) - step * np.asarray(gr) / h_rho))
+            # KL(N(m_new, s_new^2) || N(m, s_old^2)), summed over the factorised weights
+            kl += np.sum(np.log(s_old / s_new) + (s_new ** 2 + (m_new - np.asarray(m)) ** 2) / (2 * s_old ** 2) - 0.5)
+        return kl
+
+    errors = {}
+    for step in (0.01, 0.001):
+        ig = np.asarray(information_gain(params, eps, x, y, {**to64(hp), "step_size": jnp.float64(step)}))
+        exact = np.array([exact_kl_after_step(step, x[i], y[i]) for i in range(len(x))])
+        assert np.all(exact > 0) and np.all(ig > 0)
+        errors[step] = np.max(np.abs(ig / exact - 1.0))
+    assert errors[0.01] < 2e-2, errors
+    assert errors[0.001] < 0.2 * errors[0.01], errors   # the gap closes with the step: O(lambda)
+
+
+def test_reward_uses_the_pre_update_model_and_agent_order():
+    bonus, hp = make(**SMALL)
+    hp = {**hp, "lr": jnp.float32(1e-2)}
+    state = bonus.init(jax.random.PRNGKey(0), None, hp)
+    batch = transitions(1)
+    alone, _ = jax.jit(bonus.reward)(state, batch, hp)
+    x, y = model_io(batch)
+    expected = information_gain(state.params, sample_noise(state.key, state.params["mu"]), x, y, hp)
+    np.testing.assert_allclose(np.asarray(alone).reshape(-1), np.asarray(expected), rtol=1e-5)
+
+    @jax.jit
+    def agent_order(state, key):  # what train.py does: reward, then update, on the same state
+        r, _ = bonus.reward(state, batch, hp)
+        new_state, _ = bonus.update(state, batch, key, hp)
+        return r, new_state
+
+    r, new_state = agent_order(state, jax.random.PRNGKey(2))
+    np.testing.assert_allclose(np.asarray(r), np.asarray(alone), rtol=1e-5)
+    # The next reward draws new noise from the update's key and sees the updated posterior.
+    np.testing.assert_array_equal(np.asarray(new_state.key), np.asarray(jax.random.PRNGKey(2)))
+    after, _ = jax.jit(bonus.reward)(new_state._replace(key=state.key), batch, hp)
+    assert not np.allclose(np.asarray(after), np.asarray(alone))
+
+
+def test_information_gain_shrinks_as_the_model_sees_the_same_data():
+    bonus, hp = make(**SMALL)
+    hp = {**hp, "lr": jnp.float32(3e-3)}
+    batch = transitions(0)
+    levels = [mean_reward(bonus, hp, trained_state(bonus, hp, batch, steps), batch) for steps in (0, 100, 300)]
+    assert levels[0] > 0
+    assert levels[0] > 2 * levels[1] > 4 * levels[2], levels
+
+
+def test_bonus_of_a_trained_batch_falls_well_below_novel_transitions():
+    bonus, hp = make(**SMALL)
+    hp = {**hp, "lr": jnp.float32(3e-3)}
+    seen, novel = transitions(0, center=-1.0), transitions(1, center=1.0)   # inputs of equal norm
+    fresh = bonus.init(jax.random.PRNGKey(0), None, hp)
+    r_seen0, r_novel0 = mean_reward(bonus, hp, fresh, seen), mean_reward(bonus, hp, fresh, novel)
+    assert 0.2 < r_seen0 / r_novel0 < 5.0, (r_seen0, r_novel0)   # untrained: no systematic preference
+    state = trained_state(bonus, hp, seen, 300)
+    r_seen, r_novel = mean_reward(bonus, hp, state, seen), mean_reward(bonus, hp, state, novel)
+    assert r_seen < 0.1 * r_seen0
+    assert r_seen < 0.1 * r_novel, (r_seen, r_novel)
+
+
+def test_clip_and_non_finite_guard():
+    bonus, hp = make(**SMALL)
+    state = bonus.init(jax.random.PRNGKey(0), None, hp)
+    batch = transitions(0, scale=30.0)
+    raw, _ = jax.jit(bonus.reward)(state, batch, hp)
+    cap = float(np.median(np.asarray(raw)))
+    clipped, metrics = jax.jit(bonus.reward)(state, batch, {**hp, "clip": jnp.float32(cap)})
+    assert float(clipped.max()) == pytest.approx(cap) and 0.3 < float(metrics["clipped_fraction"]) < 0.7
+    bad = batch._replace(next_obs=batch.next_obs.at[0, 0, 0].set(jnp.nan))
+    r, metrics = jax.jit(bonus.reward)(state, bad, hp)
+    assert np.all(np.isfinite(r)) and float(r[0, 0]) == 0.0
+    assert float(metrics["nonfinite_fraction"]) == pytest.approx(1.0 / (T * B))
+
+
+def test_kl_to_prior_matches_numerical_integration():
+    mu, rho, prior = 0.7, float(softplus_inverse(jnp.float32(0.2))), 0.5
+    params = {"mu": ({"w": jnp.full((1, 1), mu), "b": jnp.zeros(1)},),
+              "rho": ({"w": jnp.full((1, 1), rho), "b": jnp.full(1, float(softplus_inverse(jnp.float32(0.5))))},)}
+    w = np.linspace(-6, 6, 200001)
+    sigma = math.log1p(math.exp(rho))
+    q = np.exp(-(w - mu) ** 2 / (2 * sigma ** 2)) / (sigma * math.sqrt(2 * math.pi))
+    p = np.exp(-w ** 2 / (2 * prior ** 2)) / (prior * math.sqrt(2 * math.pi))
+    mask = q > 1e-300
+    expected = np.trapezoid(q[mask] * np.log(q[mask] / p[mask]), w[mask])   # + the bias: N(0, 0.5^2) = prior: 0
+    assert float(kl_to_prior(params, prior)) == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_more_samples_and_delta_target_run():
+    bonus, hp = make(num_samples=3, target="delta", **SMALL)
+    state = bonus.init(jax.random.PRNGKey(0), None, hp)
+    batch = transitions(0)
+    r, _ = jax.jit(bonus.reward)(state, batch, hp)
+    one, hp1 = make(num_samples=1, target="delta", **SMALL)
+    r1, _ = jax.jit(one.reward)(state, batch, hp1)
+    assert r.shape == (T, B) and np.all(np.isfinite(r)) and not np.allclose(np.asarray(r), np.asarray(r1))
+    x, _ = model_io(batch)
+    keys = jax.random.split(state.key, 3)
+    expected = sum(information_gain(state.params, sample_noise(k, state.params["mu"]), x,
+                                    (batch.next_obs - batch.obs).reshape(T * B, -1), hp) for k in keys) / 3
+    np.testing.assert_allclose(np.asarray(r).reshape(-1), np.asarray(expected), rtol=1e-5)
+    new, _ = jax.jit(bonus.update)(state, batch, jax.random.PRNGKey(1), hp)
+    assert int(new.updates) == 1
+
+
+def test_jit_and_vmap_over_seeds_match_each_seed_alone():
+    bonus, hp = make(**SMALL)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    states = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None)))(keys, None, hp)
+    stacked = jax.tree.map(lambda *a: jnp.stack(a), *[transitions(s) for s in range(3)])
+    update_keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    r, _ = jax.jit(jax.vmap(bonus.reward, in_axes=(0, 0, None)))(states, stacked, hp)
+    new, metrics = jax.jit(jax.vmap(bonus.update, in_axes=(0, 0, 0, None)))(states, stacked, update_keys, hp)
+    assert r.shape == (3, T, B) and metrics["dynamics_nll"].shape == (3,)
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    for s in range(3):
+        one = jax.tree.map(lambda a: a[s], states)
+        r1, _ = reward(one, transitions(s), hp)
+        np.testing.assert_allclose(np.asarray(r[s]), np.asarray(r1), rtol=1e-5, atol=1e-9)
+        n1, _ = update(one, transitions(s), update_keys[s], hp)
+        for a, b in zip(jax.tree.leaves(jax.tree.map(lambda a: a[s], new)), jax.tree.leaves(n1)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+    assert not np.allclose(np.asarray(r[0]), np.asarray(r[1]))
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("lr", -1.0, "bonus.lr=-1.0 must be > 0"),
+    ("lr", "fast", "bonus.lr='fast' must be a number"),
+    ("step_size", 0.0, "bonus.step_size=0.0 must be > 0"),
+    ("likelihood_sigma", -5.0, "bonus.likelihood_sigma=-5.0 must be > 0"),
+    ("prior_sigma", 0, "bonus.prior_sigma=0.0 must be > 0"),
+    ("init_sigma", float("inf"), "bonus.init_sigma=inf must be finite"),
+    ("kl_weight", -0.1, "bonus.kl_weight=-0.1 must be >= 0"),
+    ("clip", 0.0, "bonus.clip=0.0 must be > 0"),
+    ("adam_eps", 0.0, "bonus.adam_eps=0.0 must be > 0"),
+    ("hidden", [], r"bonus.hidden=\[\] must be"),
+    ("hidden", [256, 0], r"bonus.hidden=\[256, 0\] must be"),
+    ("num_samples", 0, "bonus.num_samples=0 must be a positive integer"),
+    ("target", "reward", "bonus.target='reward' is not known"),
+])
+def test_bad_config_names_the_key(key, value, match):
+    with pytest.raises(ConfigError, match=match):
+        make(**{key: value})
+
+
+def test_zero_kl_weight_is_allowed():
+    bonus, hp = make(kl_weight=0.0, **SMALL)
+    assert float(hp["kl_weight"]) == 0.0
+
+
+def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
+    cfg = tiny_config("env=mountaincar", "bonus=vime", "bonus.hidden=[32,32]", f"results_dir={tmp_path}")
+    (summary,) = run_experiment(cfg)
+    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "vime").glob("**/seed_0/summary.json")]
+    on_disk = json.loads((run / "summary.json").read_text())
+    assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
+    assert on_disk["bonus_model_updates"] == 256 // (4 * 16)
+    with open(run / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for row in rows:
+        assert float(row["intrinsic_reward"]) > 0 and np.isfinite(float(row["bonus/dynamics_nll"]))
+        assert float(row["bonus/nonfinite_fraction"]) == 0.0
