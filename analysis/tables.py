@@ -286,7 +286,8 @@ def method_comparison_maker(ctx: ReportContext, out_dir: Path):
         rep = {True: "✓", False: "✗", None: DASH}[q["representation"]]
         s = speed.get(b, {})
         nan = float("nan")
-        rows.append([Cell(coll.label(b), bold=b == "rfig"), q["principle"], rep, q["computation"],
+        # No bold here: in this report bold means "best, CI clear of every other".
+        rows.append([Cell(coll.label(b)), q["principle"], rep, q["computation"],
                      q["sensitivity"], _num(s.get("sps", nan), ",.0f"), _num(s.get("rel", nan), ".2f"),
                      _num(s.get("compile", nan), ".1f"), _num(agg.spread.get(b, nan), ".3f")])
     caption = ("Comparison of exploration methods. Principle, Representation (does the method learn one), "

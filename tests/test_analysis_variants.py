@@ -120,7 +120,7 @@ def test_lr_sweep_gives_two_methods_with_labels_and_header(lr_tree, tmp_path):
     from analysis.registry import ReportOptions
     from analysis.report import build_report
 
-    res = build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True)
+    res = build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True, only=["data", "final_scores", "exports"])
     index = (tmp_path / "index.md").read_text()
     assert res.errors == []
     assert "Overrides common to every method (not repeated in labels): `agent.total_timesteps=20480`" in index
@@ -235,7 +235,7 @@ def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
     assert list(n) == [5, 5, 5]
     assert not use_log_x([0.5, 1.0, 2.0]) and use_log_x([0.1, 1.0]) and not use_log_x([-1.0, 10.0])
 
-    build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True)
+    build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True, only=["sensitivity"])
     png = tmp_path / "sensitivity_bonus_lengthscale.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     index = (tmp_path / "index.md").read_text()
@@ -255,7 +255,7 @@ def test_no_sensitivity_figure_for_a_single_value(sens_tree, tmp_path):
     coll = collect(root, "sens", variants="base,bonus.lengthscale=2")  # two values: a sweep
     assert find_sweeps(coll) == {"bonus.lengthscale": {"rfig": {"rfig": 1.0, "rfig/bonus.lengthscale=2": 2.0}}}
     coll = collect(root, "sens", methods="PPO,RFIG")  # bases only
-    build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True)
+    build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True, only=["sensitivity", "final_scores"])
     assert not list(tmp_path.glob("sensitivity*"))
     assert "## Sensitivity" not in (tmp_path / "index.md").read_text()
 
@@ -321,7 +321,7 @@ def test_bold_only_when_cis_do_not_overlap(tmp_path):
     _write_scores(tmp_path, "b", "mountaincar", {"none": [1, 2, 3, 2, 1], "rnd": [10, 20, 30, 25, 15],
                                                 "rfig": [12, 22, 33, 26, 14]})
     coll = collect(tmp_path, "b")
-    build_report(coll, tmp_path / "r", ReportOptions(reps=200), strict=True)
+    build_report(coll, tmp_path / "r", ReportOptions(reps=200), strict=True, only=["final_scores"])
     for name in ("final_scores", "final_scores_iqm"):
         lines = (tmp_path / "r" / f"{name}.md").read_text().splitlines()
         acro = next(ln for ln in lines if ln.startswith("| Acrobot"))
@@ -339,7 +339,7 @@ def test_few_seeds_say_intervals_are_not_meaningful(tmp_path):
 
     _write_scores(tmp_path, "few", "acrobot", {"none": [1, 2], "rfig": [50, 52]})
     coll = collect(tmp_path, "few")
-    build_report(coll, tmp_path / "r", ReportOptions(reps=100), strict=True)
+    build_report(coll, tmp_path / "r", ReportOptions(reps=100), strict=True, only=["final_scores"])
     index = (tmp_path / "r" / "index.md").read_text()
     assert "Few seeds" in index and "not meaningful" in index and "as few as 2" in index
     assert "**" not in (tmp_path / "r" / "final_scores.md").read_text()  # never bold with n < 3

@@ -119,7 +119,7 @@ def draw_sensitivity(coll: Collection, agg, key: str, by_bonus: dict[str, dict[s
         ax.set_visible(False)
     fig.supxlabel(key + (" (log scale)" if log else ""), fontsize=11)
     fig.supylabel("Final score (IQM, 95% CI)", fontsize=11)
-    bonuses = list({b for _, lines in panels for b in lines})
+    bonuses = [b for b in by_bonus if any(b in lines for _, lines in panels)]
     handles = [plt.Line2D([], [], color=method_colour(b), marker="o", linewidth=1.6) for b in bonuses]
     fig.legend(handles, [method_label(b) for b in bonuses], loc="outside upper center", ncol=len(bonuses),
                frameon=False, fontsize=10)
