@@ -27,7 +27,7 @@ def _fail(message: str, code: int, multirun: bool):
     """One line on stderr; a sweep's failing job raises instead, so the other jobs go on."""
     if multirun:
         raise RuntimeError(message)
-    print(f"error: {message}" if code == 2 else message, file=sys.stderr)
+    print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
 
 
@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     from rfig_exp.errors import ConfigError
-    from rfig_exp.experiment import Interrupted, run_experiment
+    from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
@@ -48,6 +48,8 @@ def main(cfg: DictConfig) -> None:
         return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
     except ConfigError as err:
         _fail(str(err), 2, multirun)
+    except RunFailed as err:
+        _fail(f"run failed: {err}", 1, multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)

@@ -233,3 +233,18 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("interrupted at window ")
     assert "relaunch the same command to resume" in err
+
+
+def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
+    # lr = 1e30 drives the policy to NaN: that job fails (its run is "failed", never complete),
+    # the other job still runs, and the sweep ends with a summary and exit code 1.
+    out = launch("-m", "env=cartpole", "bonus=none", "agent.lr=1e30,3e-4", "agent.max_grad_norm=1e30", *TINY,
+                 f"results_dir={tmp_path}", timeout=300)
+    log = out.stdout + out.stderr
+    assert out.returncode == 1, log[-3000:]
+    assert "job failed" in log and "diverged: non-finite policy_loss" in log and "launch.log" in log
+    assert "1 completed" in log and "1 failed" in log
+    bad = find_run(tmp_path, "cartpole", "none", variant="agent.lr=1e+30,*")
+    good = find_run(tmp_path, "cartpole", "none", variant="agent.max_grad_norm=*")  # lr 3e-4 is the default
+    assert json.loads((bad / "summary.json").read_text())["status"] == "failed"
+    assert json.loads((good / "summary.json").read_text())["status"] == "complete"

@@ -40,6 +40,15 @@ PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "hydra-core"
 REPO = Path(__file__).resolve().parents[2]
 
 
+# A seed whose optimisation produced one of these non-finite has diverged: it is finished as
+# "failed" (never "complete") while the other seeds of the job go on.
+DIVERGENCE_METRICS = ("policy_loss", "value_loss_ext", "entropy", "grad_norm")
+
+
+class RunFailed(Exception):
+    """Some seeds of the job failed at run time (e.g. diverged to NaN); the others completed."""
+
+
 class Interrupted(Exception):
     """Training stopped by Ctrl-C (exit 130) or SIGTERM (exit 143); the message says where."""
 
@@ -161,6 +170,7 @@ class _Run:
         self.every = int(cfg.checkpoint.every_windows)
         self.keep = int(cfg.checkpoint.keep)
         self.stop_signal: int | None = None
+        self.failures: dict[int, str] = {}
 
     # -- resume ---------------------------------------------------------------------------
     def _resume_point(self, template_leaves) -> tuple[int, list]:
@@ -239,6 +249,10 @@ class _Run:
                         final_returns[s] = row["episode_return"]
                     wandb_runs.log(s, row, step=env_steps)
                     last_rows[s] = row
+                    bad = [k for k in DIVERGENCE_METRICS if k in row and not math.isfinite(row[k])]
+                    if bad and s not in self.failures:
+                        self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {w}"
+                        log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
                 if w % self.every == 0 or w == spec.num_windows or self.stop_signal is not None:
                     self._checkpoint(states, w, train_time, resumed_from, wandb_runs.ids())
                 steps_done = (w - done_windows) * spec.eval_frequency
@@ -253,7 +267,10 @@ class _Run:
                                       "to resume", 128 + self.stop_signal)
             summaries = self._finish(states, final_returns, compile_time, train_time, start, resumed_from,
                                      wandb_runs)
-            failed = False
+            failed = bool(self.failures)
+            if self.failures:
+                raise RunFailed("; ".join(f"seed {s} {why}" for s, why in sorted(self.failures.items()))
+                                + f" (status failed in its summary.json under {self.dirs[seeds[0]].parent})")
             return summaries
         except KeyboardInterrupt:
             last = max((w for w in range(done_windows, window_w + 1) if w % self.every == 0 or w == done_windows),
@@ -305,7 +322,9 @@ class _Run:
             if grid is not None:
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
             summary = {
-                "status": "complete", "experiment": spec.experiment, "env": spec.env_name,
+                "status": "failed" if s in self.failures else "complete",
+                **({"failure": self.failures[s]} if s in self.failures else {}),
+                "experiment": spec.experiment, "env": spec.env_name,
                 "bonus": spec.bonus_name, "variant": spec.variant, "variant_overrides": spec.variant_overrides,
                 "seed": s, "num_seeds_in_process": len(seeds),
                 "env_steps": spec.total_env_steps, "num_windows": spec.num_windows,
@@ -323,9 +342,10 @@ class _Run:
                 summary["final_coverage"] = float((visits[i] > 0).mean())
             results.write_summary(self.dirs[s], summary)
             checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
-            wandb_runs.finish(s, summary)
-            summaries.append(summary)
+            wandb_runs.finish(s, summary, failed=s in self.failures)
+            if s not in self.failures:
+                summaries.append(summary)
         log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",
-                 self.tag, wall, compile_time, summaries[0]["env_steps_per_second"], len(seeds),
+                 self.tag, wall, compile_time, steps_trained * len(seeds) / max(train_time, 1e-9), len(seeds),
                  self.dirs[seeds[0]].parent)
         return summaries

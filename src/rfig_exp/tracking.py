@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import statistics
+from pathlib import Path
 from typing import Mapping, Sequence
 
 log = logging.getLogger("rfig_exp")
@@ -44,7 +46,7 @@ class WandbRuns:
         for seed, (directory, config, run_id) in runs.items():
             kwargs = dict(project=project, entity=entity, group=group, name=f"{group}/seed_{seed}",
                           dir=directory, config=config, tags=list(tags), reinit="create_new",
-                          id=run_id or wandb.util.generate_id(), resume="allow")
+                          **({"id": run_id, "resume": "allow"} if run_id else {}))
             try:
                 run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=init_timeout), **kwargs)
             except Exception as err:  # noqa: BLE001 - any online failure means "go offline"
@@ -53,6 +55,8 @@ class WandbRuns:
                 log.warning("wandb: online init failed (%s); logging offline instead (upload later with "
                             "`wandb sync`)", str(err).splitlines()[0] if str(err) else type(err).__name__)
                 mode = "offline"  # the other seeds of this job go straight to offline
+                for leftover in Path(directory, "wandb").glob("run-*"):  # the failed online attempt
+                    shutil.rmtree(leftover, ignore_errors=True)
                 run = wandb.init(mode="offline", **kwargs)
             self._runs[seed] = run
 

@@ -1,0 +1,77 @@
+"""Per-seed checkpoints: atomic, verified, with a fallback for damaged files; wandb resume."""
+
+import json
+
+import numpy as np
+
+from rfig_exp import checkpoint
+from rfig_exp.experiment import run_experiment
+
+from conftest import find_run
+
+
+def _leaves(v):
+    return [np.full((3, 2), v, np.float32), np.arange(4, dtype=np.uint32) + v]
+
+
+def test_save_load_prune_and_fall_back_from_a_damaged_checkpoint(tmp_path, caplog):
+    for w in (1, 2, 3):
+        checkpoint.save(tmp_path, w, _leaves(w), {"train_time_s": float(w)}, keep=2)
+    assert checkpoint.windows(tmp_path) == [2, 3]
+    got = checkpoint.latest(tmp_path, [(3, 2), (4,)])
+    assert got.window == 3 and got.extra == {"train_time_s": 3.0}
+    np.testing.assert_array_equal(got.leaves[1], _leaves(3)[1])
+    # a half-written newest file: detected by its checksum, the previous one is used
+    npz = tmp_path / "checkpoint" / "window_3.npz"
+    npz.write_bytes(npz.read_bytes()[: len(npz.read_bytes()) // 2])
+    got = checkpoint.latest(tmp_path, [(3, 2), (4,)])
+    assert got.window == 2 and "window_3 is unusable" in caplog.text
+    # arrays of another shape (another config or code version) are refused too
+    assert checkpoint.latest(tmp_path, [(5, 2), (4,)]) is None
+    # both damaged: a fresh start
+    (tmp_path / "checkpoint" / "window_2.json").write_text("{not json")
+    assert checkpoint.latest(tmp_path, [(3, 2), (4,)]) is None
+
+
+def test_a_damaged_checkpoint_makes_the_run_start_afresh_and_still_complete(tiny_config, tmp_path, caplog):
+    cfg = tiny_config("env=cartpole", "bonus=none", f"results_dir={tmp_path}")
+    (summary,) = run_experiment(cfg)
+    run = find_run(tmp_path, "cartpole", "none")
+    reference = (run / "metrics.csv").read_text()
+    # make it look like a run that died after window 1 with a corrupted checkpoint
+    (run / "summary.json").unlink()
+    checkpoint.save(run, 1, [np.zeros(1)], {}, keep=2)
+    (run / "checkpoint" / "window_1.npz").write_bytes(b"garbage")
+    (summary,) = run_experiment(cfg)
+    assert "unusable" in caplog.text and summary["resumed_from_windows"] == []
+    assert (run / "metrics.csv").read_text().splitlines()[1:] != [] and \
+        [r.split(",")[0] for r in (run / "metrics.csv").read_text().splitlines()] == \
+        [r.split(",")[0] for r in reference.splitlines()]
+
+
+def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]",
+                      "agent.total_timesteps=384", f"results_dir={tmp_path}")
+    import rfig_exp.experiment as experiment
+
+    # Die right after the checkpoint of window 2 (as a SIGKILL would), then relaunch.
+    real_save = checkpoint.save
+
+    def save_then_die(run_dir, window, leaves, extra, keep=2):
+        real_save(run_dir, window, leaves, extra, keep)
+        if window == 2:
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(experiment.checkpoint, "save", save_then_die)
+    try:
+        run_experiment(cfg)
+    except SystemExit:
+        pass
+    monkeypatch.setattr(experiment.checkpoint, "save", real_save)
+    run = find_run(tmp_path, "cartpole", "none")
+    first_id = json.loads((run / "checkpoint" / "window_2.json").read_text())["extra"]["wandb_id"]
+    (summary,) = run_experiment(cfg)
+    assert summary["resumed_from_windows"] == [2]
+    offline = sorted((run / "wandb").glob("offline-run-*"))
+    assert offline and all(p.name.endswith(first_id) for p in offline), [p.name for p in offline]

@@ -1,0 +1,33 @@
+"""Progress line and the wandb mirror."""
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import ROOT, find_run
+from rfig_exp.tracking import progress_line
+
+
+def test_progress_line_reports_the_true_median():
+    line = progress_line("t", 1, 2, 10, 20, 1000.0, [321.1, 412.8], [0.1, 0.2], 5.0)
+    assert "return 367 (median of 2 seeds)" in line
+
+
+def test_online_wandb_without_a_server_falls_back_to_offline_with_one_warning(tmp_path):
+    # An unreachable host (a closed port on this machine) and a syntactically valid key.
+    env = {"WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_API_KEY": "0" * 40, "PATH": "/usr/bin:/bin"}
+    args = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
+            "agent.update_epochs=1", "agent.total_timesteps=128", "eval_frequency=128",
+            "agent.obs_norm_init_steps=8", "wandb.mode=online", "wandb.init_timeout=3", f"results_dir={tmp_path}"]
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "launch.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert log.count("online init failed") == 1 and "logging offline instead" in log
+    run = find_run(tmp_path, "cartpole", "none")
+    assert json.loads((run / "summary.json").read_text())["status"] == "complete"
+    assert len(list((run / "wandb").glob("offline-run-*"))) == 1
+    assert not list((run / "wandb").glob("run-*")), "the failed online attempt leaves nothing to sync"
+    assert time.time() - t0 < 240
