@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 RESULTS ?= results
 EXPERIMENT ?=
 REPORT ?=
+ALLOW_INCOMPLETE ?=
 
-.PHONY: install run test test-all bench figures smoke clean
+.PHONY: install run test test-all bench figures smoke coverage status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,27 +22,45 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) launch.py
 
-# The default test suite (fast, CPU); `make test-all` adds the slow end-to-end checks.
+# The default test suite (CPU); `make test-all` adds the slow end-to-end checks.
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -q
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q
 
-# Throughput and linear-algebra numbers quoted in the README.
+# Throughput, bonus-cost and linear-algebra numbers quoted in the README.
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference_ppo.py
 	$(PY) benchmarks/bench_throughput.py
+	$(PY) benchmarks/bench_bonuses.py
+	$(PY) benchmarks/bench_rfig.py
 	$(PY) benchmarks/bench_linalg.py
+	$(PY) benchmarks/bench_envs.py
 
-# Report (figures + tables + index.md) from whatever results exist.
+# Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
+# problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
 figures: $(STAMP)
-	$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) $(if $(REPORT),--out $(REPORT))
+	$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete)
 
-# Two bonuses x two seeds on CartPole in about a minute, then the report.
+# All five bonuses x two seeds on CartPole in a few minutes, then the report.
 smoke: $(STAMP)
 	$(PY) launch.py -m sweep=smoke
 	$(MAKE) figures EXPERIMENT=smoke
+
+# Reward-free exploration on MountainCar, 5 bonuses x 4 seeds x 1M steps, then the report.
+coverage: $(STAMP)
+	$(PY) launch.py -m sweep=coverage
+	$(MAKE) figures EXPERIMENT=coverage
+
+# Per env x bonus x variant: complete, partial and missing seeds of an experiment.
+status: $(STAMP)
+	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
+
+# Compute the paper's grid needs, from the runs measured so far.
+estimate: $(STAMP)
+	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
 
 clean:
 	rm -rf $(VENV) .pytest_cache

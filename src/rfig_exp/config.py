@@ -162,9 +162,6 @@ def build_run_spec(cfg) -> RunSpec:
         raise ConfigError(f"agent.activation={activation!r} is not known; valid: {', '.join(ACTIVATIONS)}")
 
     hparams = agent_hparams(cfg)  # validates every numeric value before anything compiles
-    if str(_select(cfg, "bonus.name")) == "none" and float(hparams["ext_coef"]) == 0.0:
-        raise ConfigError("agent.ext_coef=0 with bonus=none leaves no reward to learn from "
-                          "(reward-free exploration needs a bonus, e.g. bonus=rfig)")
     seed = _int(cfg, "seed", 0)
     num_seeds = _int(cfg, "num_seeds", 1)
     train = TrainSpec(

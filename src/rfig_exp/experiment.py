@@ -143,6 +143,8 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
     if len(todo) < len(plans):
         log.info("[%s] seeds %s are complete; running only seeds %s", name,
                  _seed_range([p.seed for p in plans if p.action == "skip"]), _seed_range([p.seed for p in todo]))
+    if spec.bonus_name == "none" and float(hparams["ext_coef"]) == 0.0:
+        log.info("[%s] agent.ext_coef=0 with bonus=none: the entropy-only policy (no reward at all)", name)
     if spec.total_env_steps != spec.requested_timesteps:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,
                  f"{spec.requested_timesteps:,}", spec.num_windows, f"{spec.eval_frequency:,}",
