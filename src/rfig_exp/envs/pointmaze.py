@@ -26,11 +26,15 @@ UMaze/Open 300, Medium 600, Large 800 (Giant and custom layouts: 1,000, our choi
 start cell is redrawn until its centre is more than 0.5 from the (noisy) goal, which,
 since the goal noise is at most 0.25 * sqrt(2) < 0.5 and distinct centres are >= 1 apart,
 is exactly "uniform over the free cells other than the goal's cell" - drawn that way here,
-without a loop. Wall contact uses the same push-out model in both modes (MuJoCo's soft
-contacts cannot be reproduced exactly; the docs say how they differ).
+without a loop. Walls use the same push-out model, except that the push-outs are combined
+by taking the largest per axis instead of their average, so that a ball pressed into a
+concave corner leaves it completely, as MuJoCo's simultaneous contacts make it (MuJoCo's
+soft contacts are not reproduced; ``docs/pointmaze.md`` says how they differ).
 
 The agent sees one unbatched env: ``reset(key) -> (obs [6], state)`` and
-``step(key, state, action [2]) -> EnvStep``; it vmaps them.
+``step(key, state, action [2]) -> EnvStep``; it vmaps them. ``EnvStep.cell`` is the
+coverage cell of the ball's position after the step; ``episode_info["success"]`` is 1.0
+once the goal was reached in the episode (the success rate of the continuing task).
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ class Dynamics:
 
 DYNAMICS: dict[str, Dynamics] = {
     "pointax": Dynamics(mass=1.0, damping=0.0, clip_after_force=True, continuing=False,
-                        start_avoids_goal_cell=False, dense="neg_distance", contact="average", step_limits={}, default_limit=1000),
+                        start_avoids_goal_cell=False, dense="neg_distance", contact="average",
+                        step_limits={}, default_limit=1000),
     "mujoco": Dynamics(mass=4.18879, damping=1.0, clip_after_force=False, continuing=True,
                        start_avoids_goal_cell=True, dense="exp_neg_distance", contact="max",
                        step_limits={"umaze": 300, "open": 300, "medium": 600, "large": 800}, default_limit=1000),
