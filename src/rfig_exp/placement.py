@@ -1,0 +1,169 @@
+"""Give each job of a local sweep its own GPU, or its own CPU cores, before JAX starts.
+
+With ``hydra/launcher=local`` (submitit_local) every job of a batch is a separate process on
+this machine, started at the same time. Left alone they would all land on GPU 0 (or, since
+submitit_local sets ``CUDA_VISIBLE_DEVICES=""`` unless ``gpus_per_node`` is given, on no GPU
+at all), or compete for the same cores, each XLA process spreading threads over all of
+them. :func:`place_job` is called by the job itself, first thing, before JAX is imported:
+
+- GPUs present (counted with ``nvidia-smi -L``, else ``/proc/driver/nvidia/gpus``; JAX is
+  not imported): the job's slot picks one GPU, ``CUDA_VISIBLE_DEVICES=<that one>``. More
+  jobs than GPUs share them round-robin, and then ``XLA_PYTHON_CLIENT_PREALLOCATE=false``
+  (unless set) so that the second job on a GPU does not find 75% of its memory taken.
+- no GPU: the job's slot picks a block of ``cores // jobs_in_parallel`` cores out of the
+  process's affinity mask (``os.sched_setaffinity``); XLA's CPU thread pools size
+  themselves from that mask.
+- under SLURM (``SLURM_JOB_ID`` set) nothing is changed: SLURM already placed the job.
+- a single run, or a sweep with Hydra's basic launcher (one process, jobs in turn): nothing
+  is changed either (``mode="auto"``); ``mode="off"`` disables placement everywhere.
+
+The slot of a job is its index within its batch: the basic sweeper cuts a sweep into batches
+of ``hydra.sweeper.max_batch_size`` jobs (all jobs when unset) and submitit_local runs each
+batch at once, so job ``num`` runs beside jobs ``num - num % B ... + B - 1``. Nothing here
+imports JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Mapping, MutableMapping, Sequence
+
+from rfig_exp.errors import ConfigError
+
+MODES = ("auto", "off")
+NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
+
+
+def count_gpus(nvidia_smi: str | None = "nvidia-smi", proc_dir: Path = NVIDIA_PROC) -> int:
+    """Number of NVIDIA GPUs on this machine, without importing JAX or CUDA.
+
+    ``nvidia-smi -L`` prints one ``GPU i: ...`` line per GPU (MIG slices are indented lines
+    under their GPU and are not counted); without nvidia-smi, the driver's proc folder has one
+    entry per GPU. 0 when neither exists.
+    """
+    exe = shutil.which(nvidia_smi) if nvidia_smi else None
+    if exe:
+        try:
+            out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20)
+            if out.returncode == 0:
+                return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        return sum(1 for _ in proc_dir.iterdir())
+    except OSError:
+        return 0
+
+
+def slot_of(job_index: int, jobs_in_parallel: int | None) -> int:
+    """Index of a job among the jobs running beside it (its position in its batch)."""
+    if job_index < 0:
+        raise ValueError(f"job_index={job_index} must be >= 0")
+    return job_index % jobs_in_parallel if jobs_in_parallel else job_index
+
+
+def cpu_block(cores: Sequence[int], slot: int, jobs_in_parallel: int | None,
+              cores_per_job: int | None = None) -> list[int]:
+    """The cores of the job in ``slot``: equal contiguous blocks of ``cores``.
+
+    ``cores_per_job`` defaults to ``len(cores) // jobs_in_parallel`` (at least 1; when
+    ``jobs_in_parallel`` is unknown, 1). With more jobs than blocks, jobs share blocks
+    round-robin (slot modulo the number of blocks).
+    """
+    cores = sorted(cores)
+    if not cores:
+        raise ValueError("no cores to place the job on")
+    if cores_per_job is None:
+        cores_per_job = max(1, len(cores) // jobs_in_parallel) if jobs_in_parallel else 1
+    per = min(cores_per_job, len(cores))
+    blocks = len(cores) // per
+    block = slot % blocks
+    return cores[block * per:(block + 1) * per]
+
+
+def format_cores(cores: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (taskset's notation)."""
+    parts, run = [], []
+    for c in sorted(cores):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
+
+
+def slot_from_hydra(hydra_cfg) -> tuple[int, int | None]:
+    """``(job_index, jobs_in_parallel)`` of the current Hydra job, from ``HydraConfig.get()``.
+
+    ``job.num`` is the job's index in the whole sweep (-1 outside a multirun, read as 0);
+    ``sweeper.max_batch_size`` the number of jobs that submitit_local runs at once (None: all).
+    """
+    from omegaconf import OmegaConf
+
+    num = OmegaConf.select(hydra_cfg, "job.num", default=-1)
+    batch = OmegaConf.select(hydra_cfg, "sweeper.max_batch_size", default=None)
+    return max(int(num if num is not None else 0), 0), (int(batch) if batch else None)
+
+
+def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto",
+              gpus: Sequence[str] | None = None, cores_per_job: int | None = None,
+              environ: MutableMapping[str, str] | None = None, num_gpus: int | None = None,
+              set_affinity=os.sched_setaffinity, get_affinity=os.sched_getaffinity) -> str:
+    """Place the calling process (a job of a local sweep) on its own GPU or CPU cores.
+
+    Call it before JAX is imported. ``job_index``: the job's index in the sweep (Hydra's
+    ``job.num``); ``jobs_in_parallel``: how many jobs run at once (``max_batch_size``; None
+    when unknown, then one device per job is assumed). ``gpus``: the GPU ids to use
+    (default: all GPUs of the machine). ``mode``: ``auto`` places only submitit_local jobs;
+    ``off`` never. ``environ``, ``num_gpus`` and the affinity functions are for tests.
+
+    Returns one line describing what was done (for the job's log). Bad arguments raise
+    :class:`ConfigError` naming the config key.
+    """
+    env = os.environ if environ is None else environ
+    if mode not in MODES:
+        raise ConfigError(f"placement.mode={mode!r} is not one of: {', '.join(MODES)}")
+    if jobs_in_parallel is not None and jobs_in_parallel < 1:
+        raise ConfigError(f"hydra.sweeper.max_batch_size={jobs_in_parallel} must be >= 1")
+    if cores_per_job is not None and cores_per_job < 1:
+        raise ConfigError(f"placement.cores_per_job={cores_per_job} must be >= 1")
+    if mode == "off":
+        return "placement: off (placement.mode=off)"
+    if env.get("SLURM_JOB_ID"):
+        return (f"placement: SLURM job {env.get('SLURM_ARRAY_JOB_ID', env['SLURM_JOB_ID'])}"
+                f"{'_' + env['SLURM_ARRAY_TASK_ID'] if env.get('SLURM_ARRAY_TASK_ID') else ''}"
+                f" placed by SLURM (CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', 'unset')}, "
+                f"{len(get_affinity(0))} CPUs)")
+    if env.get("SUBMITIT_EXECUTOR") != "local":
+        return "placement: not a local sweep job; left to the OS"
+
+    warn = ""
+    if "jax" in sys.modules:
+        warn = " (jax was already imported: threads it started keep their old placement)"
+    slot = slot_of(job_index, jobs_in_parallel)
+    parallel = f"{jobs_in_parallel} in parallel" if jobs_in_parallel else "all jobs at once"
+    pool = list(gpus) if gpus is not None else [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
+    if pool:
+        gpu = pool[slot % len(pool)]
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+        note = ""
+        if jobs_in_parallel is None or jobs_in_parallel > len(pool):
+            # Two processes on one GPU: the second would find 75% of its memory preallocated.
+            env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+            note = (f"; jobs may share GPUs (set hydra.sweeper.max_batch_size), "
+                    f"XLA_PYTHON_CLIENT_PREALLOCATE={env['XLA_PYTHON_CLIENT_PREALLOCATE']}")
+        return f"placement: local job {job_index} (slot {slot}, {parallel}) -> GPU {gpu} of {len(pool)}{note}{warn}"
+    cores = sorted(get_affinity(0))
+    chosen = cpu_block(cores, slot, jobs_in_parallel, cores_per_job)
+    set_affinity(0, chosen)
+    return (f"placement: local job {job_index} (slot {slot}, {parallel}) -> CPU cores {format_cores(chosen)} "
+            f"({len(chosen)} of {len(cores)}){warn}")
+

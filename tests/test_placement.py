@@ -1,0 +1,224 @@
+"""Job placement for local sweeps (no JAX), and the launcher presets in conf/hydra/launcher/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from rfig_exp.errors import ConfigError
+from rfig_exp.placement import count_gpus, cpu_block, format_cores, place_job, slot_from_hydra, slot_of
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL = {"SUBMITIT_EXECUTOR": "local"}
+
+
+def _no_affinity(*_):
+    raise AssertionError("the affinity must not be changed here")
+
+
+def fake_nvidia_smi(folder: Path, stdout: str, code: int = 0) -> str:
+    exe = folder / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\ncat <<'EOF'\n{stdout}EOF\nexit {code}\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_count_gpus_reads_nvidia_smi_lines_and_ignores_mig_slices(tmp_path):
+    smi = fake_nvidia_smi(tmp_path, "GPU 0: NVIDIA H100 (UUID: GPU-a)\n  MIG 1g.10gb Device 0: (UUID: MIG-b)\n"
+                                    "GPU 1: NVIDIA H100 (UUID: GPU-c)\n")
+    assert count_gpus(smi, proc_dir=tmp_path / "absent") == 2
+
+
+def test_count_gpus_falls_back_to_the_driver_folder_then_to_zero(tmp_path):
+    proc = tmp_path / "gpus"
+    for bus in ("0000:01:00.0", "0000:02:00.0", "0000:03:00.0"):
+        (proc / bus).mkdir(parents=True)
+    failing = fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed\n", code=9)
+    assert count_gpus(failing, proc_dir=proc) == 3
+    assert count_gpus(None, proc_dir=proc) == 3
+    assert count_gpus(None, proc_dir=tmp_path / "absent") == 0
+
+
+@pytest.mark.parametrize("cores", [2, 3, 8, 16])
+@pytest.mark.parametrize("parallel", [1, 2, 3, 4, 8])
+def test_cpu_blocks_of_jobs_running_together_are_equal_and_disjoint(cores, parallel):
+    pool = list(range(10, 10 + cores))  # core ids need not start at 0
+    blocks = [cpu_block(pool, slot_of(j, parallel), parallel) for j in range(parallel)]
+    per = max(1, cores // parallel)
+    assert all(len(b) == per for b in blocks)
+    if parallel <= cores:  # enough cores: no two jobs of a batch share one
+        assert len({c for b in blocks for c in b}) == per * parallel
+    # independent check: job j of a batch gets the (j mod n_blocks)-th run of `per` cores
+    n_blocks = cores // per
+    for j, b in enumerate(blocks):
+        start = (j % n_blocks) * per
+        assert b == pool[start:start + per]
+
+
+def test_later_batches_reuse_the_slots_of_the_first():
+    pool = list(range(8))
+    assert [slot_of(j, 4) for j in range(10)] == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    assert cpu_block(pool, slot_of(5, 4), 4) == [2, 3]
+    assert slot_of(7, None) == 7 and cpu_block(pool, 7, None) == [7]  # unknown batch: one core per job
+    assert cpu_block(pool, 0, 2, cores_per_job=3) == [0, 1, 2] and cpu_block(pool, 1, 2, cores_per_job=3) == [3, 4, 5]
+    with pytest.raises(ValueError):
+        slot_of(-1, 2)
+
+
+def test_format_cores_uses_tasksets_ranges():
+    assert format_cores([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
+    assert format_cores([3]) == "3"
+
+
+def test_slot_from_hydra_reads_job_num_and_batch_size():
+    multirun = OmegaConf.create({"job": {"num": 5}, "sweeper": {"max_batch_size": 2}})
+    assert slot_from_hydra(multirun) == (5, 2)
+    single = OmegaConf.create({"job": {"name": "launch"}, "sweeper": {"max_batch_size": None}})
+    assert slot_from_hydra(single) == (0, None)
+
+
+@pytest.mark.parametrize("num_gpus", [1, 2, 4])
+def test_each_job_of_a_batch_gets_its_own_gpu(num_gpus):
+    for job in range(3 * num_gpus):
+        env = dict(LOCAL, CUDA_VISIBLE_DEVICES="")  # what submitit_local sets without gpus_per_node
+        line = place_job(job, num_gpus, environ=env, num_gpus=num_gpus, set_affinity=_no_affinity)
+        assert env["CUDA_VISIBLE_DEVICES"] == str(job % num_gpus), line
+        assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in env
+        assert f"GPU {job % num_gpus} of {num_gpus}" in line
+
+
+def test_more_jobs_than_gpus_share_them_without_preallocating_memory():
+    env = dict(LOCAL)
+    line = place_job(3, 4, environ=env, num_gpus=2, set_affinity=_no_affinity)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert "share" in line
+    mine = dict(LOCAL, XLA_PYTHON_CLIENT_PREALLOCATE="true")
+    place_job(0, None, environ=mine, num_gpus=2, set_affinity=_no_affinity)
+    assert mine["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"  # the user's choice stands
+
+
+def test_an_explicit_gpu_list_is_used_in_order():
+    env = dict(LOCAL)
+    place_job(1, 2, environ=env, gpus=["GPU-aaa", "GPU-bbb"], set_affinity=_no_affinity)
+    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-bbb"
+
+
+def test_without_gpus_each_job_is_pinned_to_its_cores():
+    calls = []
+    line = place_job(1, 2, environ=dict(LOCAL), num_gpus=0, set_affinity=lambda pid, cores: calls.append(cores),
+                     get_affinity=lambda pid: {0, 1, 2, 3})
+    assert calls == [[2, 3]] and "CPU cores 2-3 (2 of 4)" in line
+
+
+@pytest.mark.parametrize("env,fragment", [
+    ({"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2", "SUBMITIT_EXECUTOR": "slurm"},
+     "SLURM job 40_2 placed by SLURM"),
+    ({}, "not a local sweep job"),
+])
+def test_slurm_jobs_and_plain_runs_are_left_alone(env, fragment):
+    before = dict(env)
+    line = place_job(3, 2, environ=env, num_gpus=2, set_affinity=_no_affinity)
+    assert fragment in line and env == before
+
+
+def test_placement_off_and_bad_values():
+    env = dict(LOCAL)
+    assert "off" in place_job(0, 2, mode="off", environ=env, num_gpus=2, set_affinity=_no_affinity)
+    assert env == LOCAL
+    with pytest.raises(ConfigError, match="placement.mode='pin' is not one of: auto, off"):
+        place_job(0, 2, mode="pin", environ=dict(LOCAL))
+    with pytest.raises(ConfigError, match=r"hydra.sweeper.max_batch_size=0 must be >= 1"):
+        place_job(0, 0, environ=dict(LOCAL))
+    with pytest.raises(ConfigError, match=r"placement.cores_per_job=0 must be >= 1"):
+        place_job(0, 2, cores_per_job=0, environ=dict(LOCAL))
+
+
+def _placed_job():
+    """Runs inside a submitit_local job: place it, report what the OS now says."""
+    from rfig_exp.placement import place_job
+
+    line = place_job(int(os.environ["JOB"]), 2, num_gpus=0)
+    return line, sorted(os.sched_getaffinity(0)), os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_two_real_submitit_local_jobs_land_on_disjoint_cores(tmp_path, monkeypatch):
+    """The real thing: submitit_local processes, real sched_setaffinity (no JAX)."""
+    import cloudpickle
+    import submitit
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job cannot import this test module
+    cores = sorted(os.sched_getaffinity(0))
+    results = []
+    for job in range(2):
+        monkeypatch.setenv("JOB", str(job))  # submitit_local copies the environment into the job
+        executor = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="local")
+        executor.update_parameters(timeout_min=2)
+        results.append(executor.submit(_placed_job))
+    (line0, aff0, cuda0), (line1, aff1, _) = [r.result() for r in results]
+    half = len(cores) // 2
+    assert aff0 == cores[:half] and aff1 == cores[half:2 * half], (line0, line1)
+    assert cuda0 == ""  # submitit_local hides GPUs unless told: placement must set them
+
+
+def test_the_pinning_lasts_for_threads_started_later():
+    """XLA starts its threads after placement: they must inherit the mask (a subprocess keeps the
+    test process itself unpinned)."""
+    code = ("import os, threading\n"
+            "from rfig_exp.placement import place_job\n"
+            "os.environ['SUBMITIT_EXECUTOR'] = 'local'\n"
+            "place_job(1, 2, num_gpus=0)\n"
+            "out = []\n"
+            "t = threading.Thread(target=lambda: out.append(sorted(os.sched_getaffinity(0))))\n"
+            "t.start(); t.join()\n"
+            "print(sorted(os.sched_getaffinity(0)), out[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert out.returncode == 0, out.stderr
+    cores = sorted(os.sched_getaffinity(0))
+    expected = cores[len(cores) // 2:2 * (len(cores) // 2)] if len(cores) > 1 else cores
+    assert out.stdout.strip() == f"{expected} {expected}"
+
+
+def test_placement_does_not_import_jax():
+    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.placement; print('jax' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def compose_hydra(*overrides: str):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_the_local_launcher_preset_composes():
+    cfg = compose_hydra("hydra/launcher=local", "hydra.sweeper.max_batch_size=2", "experiment=x")
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("LocalLauncher") and launcher.timeout_min == 2880
+    assert launcher.gpus_per_node is None and launcher.name == "rfig-x"
+    assert cfg.hydra.sweeper.max_batch_size == 2
+
+
+def test_the_slurm_launcher_preset_composes_and_every_key_is_overridable():
+    cfg = compose_hydra("hydra/launcher=slurm", "hydra.launcher.partition=gpu", "hydra.launcher.account=proj",
+                        "hydra.launcher.qos=high", "hydra.launcher.timeout_min=60", "hydra.launcher.gpus_per_node=1",
+                        "hydra.launcher.cpus_per_task=8", "hydra.launcher.mem_gb=32",
+                        "hydra.launcher.array_parallelism=16", "hydra.launcher.max_num_timeout=5",
+                        "hydra.launcher.setup=[module load cuda]",
+                        "+hydra.launcher.additional_parameters.mail-type=END")
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert (launcher.partition, launcher.account, launcher.qos, launcher.timeout_min) == ("gpu", "proj", "high", 60)
+    assert (launcher.gpus_per_node, launcher.cpus_per_task, launcher.mem_gb) == (1, 8, 32)
+    assert (launcher.array_parallelism, launcher.max_num_timeout) == (16, 5)
+    assert list(launcher.setup) == ["module load cuda"]
+    assert launcher.additional_parameters["mail-type"] == "END"
+    defaults = compose_hydra("hydra/launcher=slurm").hydra.launcher
+    assert defaults.max_num_timeout == 3 and defaults.signal_delay_s == 120 and defaults.partition is None
