@@ -1,0 +1,206 @@
+"""``python -m rfig_exp.status`` and ``python -m rfig_exp.estimate`` on hand-made results trees."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rfig_exp import estimate, status
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "env_steps,update,episode_return\r\n"
+
+
+def run_folder(exp: Path, env: str, bonus: str, variant: str, seed: int, *, windows: int = 0,
+               summary: dict | None = None, total: int = 1000, every: int = 100, torn_row: bool = False) -> Path:
+    """One run directory as training leaves it: config, ``windows`` metrics rows, maybe a summary."""
+    path = exp / env / bonus / variant / f"seed_{seed}"
+    path.mkdir(parents=True)
+    (path / "config.yaml").write_text(f"seed: {seed}\neval_frequency: {every}\nagent:\n  total_timesteps: {total}\n")
+    rows = "".join(f"{every * (w + 1)},{w + 1},1.5\r\n" for w in range(windows))
+    if windows or torn_row:
+        (path / "metrics.csv").write_text(HEADER + rows + ("999,9" if torn_row else ""))
+    if summary is not None:
+        (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+def manifest(exp: Path, *entries: tuple[str, str, str, list[int]]) -> None:
+    exp.mkdir(parents=True, exist_ok=True)
+    with open(exp / "manifest.jsonl", "a") as f:
+        for env, bonus, variant, seeds in entries:
+            f.write(json.dumps({"env": env, "bonus": bonus, "variant": variant, "seeds": seeds,
+                                "overrides": [f"env={env}", f"bonus={bonus}"], "launched_at": "2026-11-26T10:00:00"})
+                    + "\n")
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A sweep of mountaincar x {none, rfig} x seeds 0-3 (as 2 jobs of 2 seeds), half done."""
+    exp = tmp_path / "results" / "paper"
+    manifest(exp, ("mountaincar", "none", "base", [0, 1]), ("mountaincar", "none", "base", [2, 3]),
+             ("mountaincar", "rfig", "base", [0, 1]), ("mountaincar", "rfig", "base", [2, 3]))
+    for seed in (0, 1):
+        run_folder(exp, "mountaincar", "none", "base", seed, windows=10, summary={"status": "complete"})
+    run_folder(exp, "mountaincar", "none", "base", 2, windows=3)                 # partial: 3 of 10 windows
+    run_folder(exp, "mountaincar", "rfig", "base", 0, windows=7, torn_row=True)  # a half-written 8th row
+    run_folder(exp, "mountaincar", "rfig", "base", 1)                            # started, no window yet
+    run_folder(exp, "mountaincar", "rfig", "base", 2, windows=10, summary={"status": "failed"})
+    # a single run outside any sweep, in another variant
+    run_folder(exp, "mountaincar", "rfig", "agent.lr=0.001", 0, windows=10, summary={"status": "complete"})
+    return exp
+
+
+def test_status_counts_complete_partial_missing_and_failed(sweep):
+    groups, notes = status.collect(sweep)
+    by_key = {(g.env, g.bonus, g.variant): g for g in groups}
+    assert list(by_key) == [("mountaincar", "none", "base"), ("mountaincar", "rfig", "agent.lr=0.001"),
+                            ("mountaincar", "rfig", "base")]
+    none = by_key["mountaincar", "none", "base"].as_dict()
+    assert (none["complete"], none["partial"], none["missing"], none["failed"]) == ([0, 1], [2], [3], [])
+    assert none["partial_windows"] == {"2": [3, 10]}
+    rfig = by_key["mountaincar", "rfig", "base"].as_dict()
+    assert (rfig["complete"], rfig["partial"], rfig["missing"], rfig["failed"]) == ([], [0], [1, 3], [2])
+    assert rfig["partial_windows"] == {"0": [7, 10]}  # the torn row is not a window
+    assert by_key["mountaincar", "rfig", "agent.lr=0.001"].as_dict()["complete"] == [0]
+    assert notes["manifest_lines"] == 4 and notes["last_launch"] == "2026-11-26T10:00:00"
+
+
+def test_status_table_and_cli(sweep):
+    out = subprocess.run([sys.executable, "-m", "rfig_exp.status", "--results", str(sweep.parent),
+                          "--experiment", "paper"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("experiment paper: 3 env x bonus x variant groups; 4 manifest lines")
+    row = next(line for line in lines if line.split()[:3] == ["mountaincar", "none", "base"])
+    assert row.split()[3:] == ["2", "1", "(seed@window", "2@3/10)", "1", "(3)", "0"]
+    assert "total: 9 runs; 3 complete, 2 partial, 3 missing, 1 failed" in out.stdout
+    assert "relaunching the same sweep" in out.stdout
+    as_json = subprocess.run([sys.executable, "-m", "rfig_exp.status", "--results", str(sweep.parent), "--json"],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert json.loads(as_json.stdout)["paper"]["groups"][0]["partial"] == [2]
+
+
+def test_status_errors_and_empty_trees(tmp_path):
+    missing = status.main(["--results", str(tmp_path / "nope")])
+    assert missing == 2
+    (tmp_path / "res" / "a").mkdir(parents=True)
+    assert status.main(["--results", str(tmp_path / "res"), "--experiment", "b"]) == 2
+    assert status.main(["--results", str(tmp_path / "res"), "--experiment", "a"]) == 0
+
+
+def test_status_skips_bad_manifest_lines_and_notes_the_old_layout(tmp_path, capsys):
+    exp = tmp_path / "old"
+    manifest(exp, ("cartpole", "none", "base", [0]))
+    with open(exp / "manifest.jsonl", "a") as f:
+        f.write('{"env": "cartpole", "bonus"\n')  # torn by a crash
+    (exp / "cartpole" / "none" / "seed_0").mkdir(parents=True)  # before variants named the folder
+    assert status.main(["--results", str(tmp_path), "--experiment", "old"]) == 0
+    out = capsys.readouterr().out
+    assert "1 unreadable line(s)" in out and "1 run folder(s) in the old" in out
+    assert "total: 1 runs; 0 complete, 0 partial, 1 missing" in out
+
+
+def test_count_rows_matches_a_csv_reader(tmp_path):
+    import csv
+
+    path = tmp_path / "metrics.csv"
+    for text in ("", HEADER, HEADER + "1,2,3\r\n", HEADER + "1,2,3\r\n4,5,6\r\n", HEADER + "1,2,3\n4,5,6\n"):
+        path.write_text(text)
+        with open(path, newline="") as f:
+            assert status.count_rows(path) == len(list(csv.DictReader(f)))
+
+
+def test_status_and_estimate_do_not_import_jax():
+    code = "import sys, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert out.stdout.strip() == "False", out.stderr
+
+
+# --- estimate -------------------------------------------------------------------------------
+
+
+def measured(exp: Path, env: str, bonus: str, seeds: list[int], sps: float, compile_s: float, *,
+             variant: str = "base", host: str = "vm", variant_yaml: str | None = None, **extra) -> None:
+    """The summaries one training process of ``len(seeds)`` vmapped seeds writes."""
+    for seed in seeds:
+        summary = {"status": "complete", "env": env, "bonus": bonus, "seed": seed, "env_steps": 98304,
+                   "num_seeds_in_process": len(seeds), "env_steps_per_second": sps, "compile_time_s": compile_s,
+                   "wall_time_s": compile_s + 98304 * len(seeds) / sps, "host": host, "resumed_from_windows": [],
+                   **extra}
+        path = run_folder(exp, env, bonus, variant, seed, windows=4, summary=summary)
+        if variant_yaml is not None:
+            (path.parent / "variant.yaml").write_text(variant_yaml)
+
+
+def test_rounded_steps_is_whole_windows():
+    assert estimate.rounded_steps(1_000_000) == 41 * 24_576 == 1_007_616
+    assert estimate.rounded_steps(24_576) == 24_576
+
+
+def test_estimate_picks_the_cheapest_measured_job_shape(tmp_path):
+    res = tmp_path / "results"
+    # mountaincar/rfig: one process of 1 seed and one of 8 seeds
+    measured(res / "bench", "mountaincar", "rfig", [0], sps=20_000.0, compile_s=15.0)
+    measured(res / "bench", "mountaincar", "rfig", [8, 9, 10, 11, 12, 13, 14, 15], sps=24_000.0, compile_s=20.0)
+    processes, skipped = estimate.collect_processes(res)
+    assert len(processes) == 2 and skipped == {}  # 8 summaries of one process count once
+    table = estimate.estimate(processes, ["mountaincar", "acrobot"], ["rfig"], 32, 1_007_616)["vm"]
+    best = table["mountaincar", "rfig"]
+    # independent arithmetic: S=1 -> 32 jobs of 15 + 1,007,616/20,000 s; S=8 -> 4 jobs of 20 + 8 x 1,007,616/24,000 s
+    cost = {1: 32 * (15 + 1_007_616 / 20_000), 8: 4 * (20 + 8 * 1_007_616 / 24_000)}
+    assert best.seeds_per_job == min(cost, key=cost.get) == 8
+    assert math.isclose(best.total_hours, cost[8] / 3600) and best.jobs == 4
+    assert table["acrobot", "rfig"] is None
+
+
+def test_estimate_uses_medians_and_separates_hosts(tmp_path):
+    res = tmp_path / "results"
+    for i, sps in enumerate([10_000.0, 30_000.0, 12_000.0]):
+        measured(res / f"e{i}", "acrobot", "none", [0], sps=sps, compile_s=10.0 + i)
+    measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node", device="H100")
+    processes, _ = estimate.collect_processes(res)
+    table = estimate.estimate(processes, ["acrobot"], ["none"], 32, 1_007_616)
+    assert set(table) == {"vm", "gpu-node"}
+    assert table["vm"]["acrobot", "none"].steps_per_second == 12_000.0
+    assert table["vm"]["acrobot", "none"].compile_s == 11.0 and table["vm"]["acrobot", "none"].processes == 3
+    assert table["gpu-node"]["acrobot", "none"].jobs == 16
+
+
+def test_estimate_leaves_out_other_variants_resumed_and_incomplete_runs(tmp_path):
+    exp = tmp_path / "results" / "mixed"
+    measured(exp, "acrobot", "none", [0], 10_000.0, 5.0, variant="agent.total_timesteps=98304",
+             variant_yaml="agent.total_timesteps: 98304\n")                       # speed-neutral: counted
+    measured(exp, "acrobot", "none", [1], 50_000.0, 5.0, variant="agent.num_envs=4",
+             variant_yaml="agent.num_envs: 4\n")                                   # changes the speed
+    measured(exp, "acrobot", "rfig", [0], 5_000.0, 5.0, resumed_from_windows=[3])  # resumed
+    run_folder(exp, "acrobot", "rnd", "base", 0, windows=2)                          # partial, no summary
+    processes, skipped = estimate.collect_processes(tmp_path / "results")
+    assert [(p.env, p.bonus, p.variant) for p in processes] == [("acrobot", "none", "agent.total_timesteps=98304")]
+    assert skipped == {"other variants (hyperparameters that change the speed)": 1, "resumed runs": 1}
+
+
+def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
+    res = tmp_path / "results"
+    measured(res / "bench", "mountaincar", "none", [0, 1], sps=100_000.0, compile_s=12.0)
+    out = subprocess.run([sys.executable, "-m", "rfig_exp.estimate", "--results", str(res)], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "12 envs x 5 bonuses x 32 seeds x 1,000,000 env steps (1,007,616" in text
+    assert "## host vm" in text and "1 training processes from experiment(s) bench" in text
+    assert "| mountaincar | none | 2 | 1 | 100,000 | 12.0 |" in text
+    assert "| sparse_ant | rfig | not measured |" in text
+    assert "Not measured: 59 pairs" in text
+    hours = 16 * (12 + 2 * 1_007_616 / 100_000) / 3600
+    assert f"Total over the 1 measured pairs: {hours:.2f} job-hours" in text
+    bad = subprocess.run([sys.executable, "-m", "rfig_exp.estimate", "--results", str(res), "--seeds", "0"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert bad.returncode == 2 and "--seeds=0 must be >= 1" in bad.stderr
