@@ -53,12 +53,12 @@ def model_io(batch):
     return x, batch.next_obs.reshape(T * B, -1)
 
 
-def per_example_information_gain(params, eps, x, y, hp):
-    """Float64 reference: per-transition gradients with ``vmap(grad)`` of the weight-sample
-    NLL with respect to ``(mu, rho)``, then ``0.5 step^2 sum g^2 / H`` with the reference
-    code's Hessian diagonals ``H_mu = 1/softplus(rho)^2``,
+def per_example_information_gain(params, samples, x, y, hp):
+    """Float64 reference: per-transition gradients with ``vmap(grad)`` of the NLL averaged
+    over the weight samples, with respect to ``(mu, rho)``, then ``0.5 step^2 sum g^2 / H``
+    with the reference code's Hessian diagonals ``H_mu = 1/softplus(rho)^2``,
     ``H_rho = 2 e^{2 rho} / ((1 + e^rho)^2 softplus(rho)^2)``."""
-    def nll(p, xi, yi):
+    def nll_one(p, eps, xi, yi):
         h = xi
         for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
             w = m["w"] + jnp.log1p(jnp.exp(r["w"])) * e["w"]
@@ -67,6 +67,9 @@ def per_example_information_gain(params, eps, x, y, hp):
             if layer < len(p["mu"]) - 1:
                 h = jnp.maximum(h, 0.0)
         return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+
+    def nll(p, xi, yi):
+        return sum(nll_one(p, eps, xi, yi) for eps in samples) / len(samples)
 
     grads = jax.vmap(jax.grad(nll), in_axes=(None, 0, 0))(params, x, y)    # [N, every parameter]
     total = jnp.zeros(x.shape[0], x.dtype)
@@ -125,15 +128,16 @@ def test_shapes_finite_and_non_negative(space):
     np.testing.assert_allclose(float(umetrics["posterior_sigma_mean"]), 0.5, rtol=1e-3)  # init_sigma, one small step
 
 
-def test_trick_equals_per_example_gradients(x64):
+@pytest.mark.parametrize("num_samples", [1, 3])
+def test_trick_equals_per_example_gradients(x64, num_samples):
     bonus, hp = make(hidden=[8, 6], step_size=0.3)
     state = bonus.init(jax.random.PRNGKey(0), None, hp)
     # Spread the sigmas so that H_mu and H_rho differ per weight (at init they are all equal).
     params = jax.tree.map(lambda a: a + 0.5 * jax.random.normal(jax.random.PRNGKey(5), a.shape), state.params)
     x, y = model_io(transitions(1, scale=1.0))
-    eps = sample_noise(jax.random.PRNGKey(7), params["mu"])
-    ref = per_example_information_gain(to64(params), to64(eps), to64(x), to64(y), to64(hp))
-    ours64 = information_gain(to64(params), to64(eps), to64(x), to64(y), to64(hp))
+    eps = [sample_noise(k, params["mu"]) for k in jax.random.split(jax.random.PRNGKey(7), num_samples)]
+    ref = jax.jit(per_example_information_gain)(to64(params), to64(eps), to64(x), to64(y), to64(hp))
+    ours64 = jax.jit(information_gain)(to64(params), to64(eps), to64(x), to64(y), to64(hp))
     to32 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), tree)  # noqa: E731
     ours32 = jax.jit(information_gain)(to32(params), to32(eps), to32(x), to32(y), hp)
     assert ours32.dtype == jnp.float32 and ref.dtype == jnp.float64
@@ -145,40 +149,43 @@ def test_trick_equals_per_example_gradients(x64):
 def test_information_gain_is_the_kl_of_the_second_order_step(x64):
     """The bonus approximates KL(q' || q), q' the posterior after the step
     ``(mu, rho) -= lambda H^-1 g`` on one transition; the error is third order in lambda."""
-    bonus, hp = make(hidden=[4], init_sigma=0.3)
+    bonus, hp = make(hidden=[4], init_sigma=0.3)   # one weight sample: the trick's exactness is tested above
     state = to64(bonus.init(jax.random.PRNGKey(0), None, hp))
     params = jax.tree.map(lambda a: a + 0.3 * jax.random.normal(jax.random.PRNGKey(2), a.shape, a.dtype), state.params)
     x, y = to64(model_io(transitions(4, scale=1.0)))
     x, y = x[:6], y[:6]
     eps = to64(sample_noise(jax.random.PRNGKey(3), params["mu"]))
 
-    def exact_kl_after_step(step, xi, yi):
-        def nll(p):
-            h = xi
-            for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
-                h = h @ (m["w"] + jax.nn.softplus(r["w"]) * e["w"]) + m["b"] + jax.nn.softplus(r["b"]) * e["b"]
-                h = jnp.maximum(h, 0.0) if layer < len(p["mu"]) - 1 else h
-            return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+    def nll(p, xi, yi):
+        h = xi
+        for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
+            h = h @ (m["w"] + jax.nn.softplus(r["w"]) * e["w"]) + m["b"] + jax.nn.softplus(r["b"]) * e["b"]
+            h = jnp.maximum(h, 0.0) if layer < len(p["mu"]) - 1 else h
+        return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
 
-        g = jax.grad(nll)(params)
+    grads = jax.jit(jax.vmap(jax.grad(nll), in_axes=(None, 0, 0)))(params, x, y)   # [N, every parameter]
+    leaves = [np.asarray(a) for a in jax.tree.leaves((params["mu"], params["rho"], grads["mu"], grads["rho"]))]
+    n = len(leaves) // 4
+
+    def exact_kl_after_step(step, i):
         kl = 0.0
-        for m, r, gm, gr in zip(*(jax.tree.leaves(t) for t in (params["mu"], params["rho"], g["mu"], g["rho"]))):
-            s_old = np.log1p(np.exp(np.asarray(r)))
+        for m, r, gm, gr in zip(leaves[:n], leaves[n:2 * n], leaves[2 * n:3 * n], leaves[3 * n:]):
+            s_old = np.log1p(np.exp(r))
             h_mu = 1.0 / s_old ** 2
-            h_rho = 2.0 * np.exp(2.0 * np.asarray(r)) / ((1.0 + np.exp(np.asarray(r))) ** 2 * s_old ** 2)
-            m_new = np.asarray(m) - step * np.asarray(gm) / h_mu
-            s_new = np.log1p(np.exp(np.asarray(r) - step * np.asarray(gr) / h_rho))
+            h_rho = 2.0 * np.exp(2.0 * r) / ((1.0 + np.exp(r)) ** 2 * s_old ** 2)
+            m_new = m - step * gm[i] / h_mu
+            s_new = np.log1p(np.exp(r - step * gr[i] / h_rho))
             # KL(N(m_new, s_new^2) || N(m, s_old^2)), summed over the factorised weights
-            kl += np.sum(np.log(s_old / s_new) + (s_new ** 2 + (m_new - np.asarray(m)) ** 2) / (2 * s_old ** 2) - 0.5)
+            kl += np.sum(np.log(s_old / s_new) + (s_new ** 2 + (m_new - m) ** 2) / (2 * s_old ** 2) - 0.5)
         return kl
 
     errors = {}
     for step in (0.01, 0.001):
-        ig = np.asarray(information_gain(params, eps, x, y, {**to64(hp), "step_size": jnp.float64(step)}))
-        exact = np.array([exact_kl_after_step(step, x[i], y[i]) for i in range(len(x))])
+        ig = np.asarray(jax.jit(information_gain)(params, [eps], x, y, {**to64(hp), "step_size": jnp.float64(step)}))
+        exact = np.array([exact_kl_after_step(step, i) for i in range(len(x))])
         assert np.all(exact > 0) and np.all(ig > 0)
         errors[step] = np.max(np.abs(ig / exact - 1.0))
-    assert errors[0.01] < 2e-2, errors
+    assert errors[0.01] < 1e-3, errors                 # measured 2.8e-5
     assert errors[0.001] < 0.2 * errors[0.01], errors   # the gap closes with the step: O(lambda)
 
 
@@ -189,7 +196,7 @@ def test_reward_uses_the_pre_update_model_and_agent_order():
     batch = transitions(1)
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
     x, y = model_io(batch)
-    expected = information_gain(state.params, sample_noise(state.key, state.params["mu"]), x, y, hp)
+    expected = jax.jit(information_gain)(state.params, [sample_noise(state.key, state.params["mu"])], x, y, hp)
     np.testing.assert_allclose(np.asarray(alone).reshape(-1), np.asarray(expected), rtol=1e-5)
 
     @jax.jit
@@ -260,14 +267,19 @@ def test_more_samples_and_delta_target_run():
     state = bonus.init(jax.random.PRNGKey(0), None, hp)
     batch = transitions(0)
     r, _ = jax.jit(bonus.reward)(state, batch, hp)
-    one, hp1 = make(num_samples=1, target="delta", **SMALL)
-    r1, _ = jax.jit(one.reward)(state, batch, hp1)
-    assert r.shape == (T, B) and np.all(np.isfinite(r)) and not np.allclose(np.asarray(r), np.asarray(r1))
     x, _ = model_io(batch)
-    keys = jax.random.split(state.key, 3)
-    expected = sum(information_gain(state.params, sample_noise(k, state.params["mu"]), x,
-                                    (batch.next_obs - batch.obs).reshape(T * B, -1), hp) for k in keys) / 3
-    np.testing.assert_allclose(np.asarray(r).reshape(-1), np.asarray(expected), rtol=1e-5)
+    y = (batch.next_obs - batch.obs).reshape(T * B, -1)
+
+    @jax.jit
+    def gains(params, keys):   # the 3-sample gain, and each sample's own
+        eps = [sample_noise(k, params["mu"]) for k in keys]
+        return information_gain(params, eps, x, y, hp), jnp.stack([information_gain(params, [e], x, y, hp) for e in eps])
+
+    joint, single = gains(state.params, jax.random.split(state.key, 3))
+    np.testing.assert_allclose(np.asarray(r).reshape(-1), np.asarray(joint), rtol=1e-5)
+    # ||mean_s g_s||^2 <= mean_s ||g_s||^2 (Cauchy-Schwarz), strictly when the samples differ
+    assert np.all(np.asarray(joint) <= np.asarray(single.mean(0)) * (1 + 1e-5))
+    assert float(joint.mean()) < 0.9 * float(single.mean())
     new, _ = jax.jit(bonus.update)(state, batch, jax.random.PRNGKey(1), hp)
     assert int(new.updates) == 1
 

@@ -27,6 +27,9 @@ layer input ``a_i`` and the back-propagated error ``d_i = dNLL_i / dz_i``:
 
 (biases alike with ``a = 1``). All ``d_i`` come from one batched backward pass of the
 summed NLL (the gradient with respect to zero "probes" added to each pre-activation).
+With ``num_samples = S`` weight samples the NLL is averaged over them (as the reference's
+10 Monte-Carlo samples), ``g_i = mean_s a_is d_is^T``, and the quadratic form needs one
+such product per pair of samples (``S (S + 1) / 2`` per layer).
 See docs/bonuses/vime.md for the derivation, the sources and the deviations from the
 reference code.
 """
@@ -129,29 +132,50 @@ def squared_error_nll(out: jax.Array, y: jax.Array, likelihood_sigma) -> jax.Arr
     return jnp.sum(jnp.square(out - y), axis=-1) / (2.0 * jnp.square(likelihood_sigma))
 
 
-def information_gain(params: dict, eps: Layers, x: jax.Array, y: jax.Array, hp) -> jax.Array:
-    """``[N]``: ``0.5 step^2 g_i^T H^-1 g_i`` for every transition, from one weight sample.
-
-    ``x [N, in]``, ``y [N, out]``. One forward and one backward pass over the batch, plus
-    one ``[N, in_l] @ [in_l, out_l]`` product per layer; no ``[N, num_params]`` array.
-    """
+def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likelihood_sigma):
+    """One batched forward and backward pass with the weight sample ``mu + sigma * eps``:
+    the layer inputs ``[(N, in_l)]`` and the per-transition errors ``d_i = dNLL_i/dz_i``
+    ``[(N, out_l)]`` of every layer (the gradient of the summed NLL with respect to zero
+    probes added to the pre-activations)."""
     weights = sample_weights(params, eps)
     probes = tuple(jnp.zeros((x.shape[0], wb["b"].shape[0]), x.dtype) for wb in weights)
 
     def total_nll(probes):
         out, inputs = forward(weights, x, probes)
-        return jnp.sum(squared_error_nll(out, y, hp["likelihood_sigma"])), inputs
+        return jnp.sum(squared_error_nll(out, y, likelihood_sigma)), inputs
 
     errors, inputs = jax.grad(total_nll, has_aux=True)(probes)
+    return inputs, errors
+
+
+def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp) -> jax.Array:
+    """``[N]``: ``0.5 step^2 g_i^T H^-1 g_i`` for every transition, ``g_i`` the gradient of
+    transition ``i``'s NLL averaged over the weight samples ``eps`` (a list of S samples).
+
+    ``x [N, in]``, ``y [N, out]``. S forward and backward passes over the batch, then
+    ``S (S + 1) / 2`` products ``[N, in_l] @ [in_l, out_l]`` per layer, one per pair of
+    samples ``(s, t)``: ``g = mean_s a_s d_s^T`` (per transition), so
+    ``g^T H^-1 g = S^-2 sum_{s,t} ((a_s a_t) @ M_st) . (d_s d_t)`` with
+    ``M_st = sigma^2 (1 + eps_s eps_t / 2)``. No ``[N, num_params]`` array is formed.
+    """
+    passes = [backprop_errors(params, e, x, y, hp["likelihood_sigma"]) for e in eps]
     quad = jnp.zeros((x.shape[0],), x.dtype)
-    for a, d, rho, e in zip(inputs, errors, params["rho"], eps):
-        # H_mu^-1 = sigma^2 and (eps sigmoid(rho))^2 H_rho^-1 = sigma^2 eps^2 / 2: the
-        # sigmoid cancels, so there is no 0/0 for very negative rho.
-        m_w = jnp.square(jax.nn.softplus(rho["w"])) * (1.0 + 0.5 * jnp.square(e["w"]))
-        m_b = jnp.square(jax.nn.softplus(rho["b"])) * (1.0 + 0.5 * jnp.square(e["b"]))
-        d2 = jnp.square(d)
-        quad = quad + jnp.sum((jnp.square(a) @ m_w) * d2, axis=-1) + d2 @ m_b
-    return 0.5 * jnp.square(hp["step_size"]) * quad
+    for s in range(len(eps)):
+        for t in range(s, len(eps)):
+            pair = jnp.zeros((x.shape[0],), x.dtype)
+            for layer, rho in enumerate(params["rho"]):
+                a_s, a_t = passes[s][0][layer], passes[t][0][layer]
+                d_s, d_t = passes[s][1][layer], passes[t][1][layer]
+                e_s, e_t = eps[s][layer], eps[t][layer]
+                # dL/dmu = a d^T and dL/drho = a d^T eps sigmoid(rho); with H_mu^-1 = sigma^2 and
+                # H_rho^-1 = sigma^2 / (2 sigmoid(rho)^2) the sigmoid cancels (no 0/0 for very
+                # negative rho) and both parameters share one matrix M.
+                m_w = jnp.square(jax.nn.softplus(rho["w"])) * (1.0 + 0.5 * e_s["w"] * e_t["w"])
+                m_b = jnp.square(jax.nn.softplus(rho["b"])) * (1.0 + 0.5 * e_s["b"] * e_t["b"])
+                dd = d_s * d_t
+                pair = pair + jnp.sum(((a_s * a_t) @ m_w) * dd, axis=-1) + dd @ m_b
+            quad = quad + (pair if s == t else 2.0 * pair)
+    return 0.5 * jnp.square(hp["step_size"]) * quad / len(eps) ** 2
 
 
 def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
@@ -181,8 +205,8 @@ def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
         return x, y
 
     def noise(state) -> list:
-        """``num_samples`` weight-noise samples from ``state.key``. A Python list, not a
-        vmapped axis: S plain matmuls were ~1.5x faster than one batched matmul on CPU."""
+        """``num_samples`` weight-noise samples from ``state.key`` (a Python list: the
+        passes stay plain 2-D matmuls instead of batched ones)."""
         keys = [state.key] if num_samples == 1 else list(jax.random.split(state.key, num_samples))
         return [sample_noise(k, state.params["mu"]) for k in keys]
 
@@ -195,9 +219,7 @@ def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
 
     def reward(state, batch, hp):
         x, y = inputs_targets(batch)
-        # With S > 1, the mean of S single-sample estimates (see the docs: an estimate of
-        # E||g||^2_{H^-1}, not of the gain of the mean gradient).
-        ig = sum(information_gain(state.params, eps, x, y, hp) for eps in noise(state)) / num_samples
+        ig = information_gain(state.params, noise(state), x, y, hp)
         finite = jnp.isfinite(ig)
         bonus = jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp["clip"], neginf=0.0), 0.0, hp["clip"])
         metrics = {"info_gain_mean": jnp.mean(bonus), "info_gain_max": jnp.max(bonus),
