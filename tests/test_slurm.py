@@ -133,3 +133,43 @@ def test_a_requeued_job_resumes_from_its_checkpoint_and_completes(tmp_path):
     assert summary["resumed_from_windows"], f"the job was not resumed:\n{out[-3000:]}"
     assert 0 < summary["resumed_from_windows"][0] < windows
     assert windows_of(metrics) == [every * (w + 1) for w in range(windows)]
+
+
+@pytest.mark.slow
+def test_a_preempted_job_is_requeued_by_submitit_and_resumes(tmp_path):
+    """A job in partition ``urgent`` that needs every CPU preempts the training job in ``debug``:
+    SLURM sends submitit's USR2, submitit requeues the job itself, and the run resumes.
+    Needs the ``urgent`` partition of scripts/slurm-local.sh."""
+    partitions = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30).stdout
+    if "urgent" not in partitions.split():
+        pytest.skip("no partition urgent (scripts/slurm-local.sh has one)")
+    experiment, log = "slurm_preempt", tmp_path / "launch.log"
+    every, windows = 256, 300
+    proc = launch(["env=cartpole", "bonus=none", "seed=0", *TINY, f"agent.total_timesteps={every * windows}",
+                   f"eval_frequency={every}", f"results_dir={tmp_path}", f"experiment={experiment}"], log)
+    urgent = None
+    try:
+        deadline = time.time() + 400
+        metrics = None
+        while time.time() < deadline and proc.poll() is None:
+            found = list((tmp_path / experiment).glob("cartpole/none/*/seed_0/metrics.csv"))
+            if found and len(found[0].read_text().splitlines()) > 2:
+                metrics = found[0]
+                break
+            time.sleep(0.2)
+        assert metrics is not None, f"the job wrote no metrics in time:\n{log.read_text()[-4000:]}"
+        cpus = subprocess.run(["sinfo", "-h", "-p", "debug", "-o", "%c"], capture_output=True, text=True,
+                              timeout=30).stdout.split()[0]
+        urgent = subprocess.run(["sbatch", "--parsable", "-p", "urgent", "-c", cpus, "-o", os.devnull,
+                                 "--job-name", f"{experiment}-urgent", "--wrap", "sleep 1"],
+                                capture_output=True, text=True, timeout=60)
+        assert urgent.returncode == 0, urgent.stderr
+        out = finish(proc, log, timeout=480)
+    finally:
+        cancel(f"rfig-{experiment}")
+        cancel(f"{experiment}-urgent")
+    submitit_logs = "".join(p.read_text() for p in (tmp_path / experiment).glob(".hydra/multirun_*/.submitit/*/*_log.*"))
+    assert "this job is preempted" in submitit_logs and "Requeued job" in submitit_logs, out[-3000:]
+    summary = json.loads((metrics.parent / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["resumed_from_windows"], summary
+    assert windows_of(metrics) == [every * (w + 1) for w in range(windows)]
