@@ -11,7 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rfig_exp.errors import ConfigError
-from rfig_exp.placement import count_gpus, cpu_block, format_cores, place_job, slot_from_hydra, slot_of
+from rfig_exp.placement import (count_gpus, cpu_block, format_cores, place_job, slot_from_hydra, slot_of,
+                                validate)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"SUBMITIT_EXECUTOR": "local"}
@@ -106,6 +107,8 @@ def test_an_explicit_gpu_list_is_used_in_order():
     env = dict(LOCAL)
     place_job(1, 2, environ=env, gpus=["GPU-aaa", "GPU-bbb"], set_affinity=_no_affinity)
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-bbb"
+    place_job(2, 2, environ=env, gpus=[4, 6], set_affinity=_no_affinity)  # ids as a YAML list of ints
+    assert env["CUDA_VISIBLE_DEVICES"] == "4"
 
 
 def test_without_gpus_each_job_is_pinned_to_its_cores():
@@ -136,6 +139,11 @@ def test_placement_off_and_bad_values():
         place_job(0, 0, environ=dict(LOCAL))
     with pytest.raises(ConfigError, match=r"placement.cores_per_job=0 must be >= 1"):
         place_job(0, 2, cores_per_job=0, environ=dict(LOCAL))
+    with pytest.raises(ConfigError, match=r"placement.gpus='0,1' must be null or a non-empty list"):
+        place_job(0, 2, gpus="0,1", environ=dict(LOCAL))
+    with pytest.raises(ConfigError, match=r"placement.gpus=\[\] must be null"):
+        validate(gpus=[])
+    validate("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
 
 
 def _placed_job():

@@ -113,6 +113,19 @@ def slot_from_hydra(hydra_cfg) -> tuple[int, int | None]:
     return max(int(num if num is not None else 0), 0), (int(batch) if batch else None)
 
 
+def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_job: int | None = None,
+             gpus: Sequence[str] | None = None) -> None:
+    """Check placement settings before any job starts; :class:`ConfigError` names the key."""
+    if mode not in MODES:
+        raise ConfigError(f"placement.mode={mode!r} is not one of: {', '.join(MODES)}")
+    if jobs_in_parallel is not None and (isinstance(jobs_in_parallel, bool) or jobs_in_parallel < 1):
+        raise ConfigError(f"hydra.sweeper.max_batch_size={jobs_in_parallel} must be >= 1")
+    if cores_per_job is not None and (isinstance(cores_per_job, bool) or cores_per_job < 1):
+        raise ConfigError(f"placement.cores_per_job={cores_per_job} must be >= 1")
+    if gpus is not None and (isinstance(gpus, str) or not len(gpus) or not all(str(g).strip() for g in gpus)):
+        raise ConfigError(f"placement.gpus={gpus!r} must be null or a non-empty list of GPU ids (e.g. [0, 1])")
+
+
 def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto",
               gpus: Sequence[str] | None = None, cores_per_job: int | None = None,
               environ: MutableMapping[str, str] | None = None, num_gpus: int | None = None,
@@ -129,12 +142,7 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
     :class:`ConfigError` naming the config key.
     """
     env = os.environ if environ is None else environ
-    if mode not in MODES:
-        raise ConfigError(f"placement.mode={mode!r} is not one of: {', '.join(MODES)}")
-    if jobs_in_parallel is not None and jobs_in_parallel < 1:
-        raise ConfigError(f"hydra.sweeper.max_batch_size={jobs_in_parallel} must be >= 1")
-    if cores_per_job is not None and cores_per_job < 1:
-        raise ConfigError(f"placement.cores_per_job={cores_per_job} must be >= 1")
+    validate(mode, jobs_in_parallel, cores_per_job, gpus)
     if mode == "off":
         return "placement: off (placement.mode=off)"
     if env.get("SLURM_JOB_ID"):
@@ -150,7 +158,7 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
         warn = " (jax was already imported: threads it started keep their old placement)"
     slot = slot_of(job_index, jobs_in_parallel)
     parallel = f"{jobs_in_parallel} in parallel" if jobs_in_parallel else "all jobs at once"
-    pool = list(gpus) if gpus is not None else [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
+    pool = [str(g) for g in gpus] if gpus is not None else [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
     if pool:
         gpu = pool[slot % len(pool)]
         env["CUDA_VISIBLE_DEVICES"] = gpu
