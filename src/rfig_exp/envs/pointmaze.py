@@ -124,9 +124,9 @@ def parse_options(name: str, maze_id: str, options: Mapping[str, Any] | None) ->
         raise ConfigError(f"env.{unknown[0]} is not an option of {name}; valid: {', '.join(OPTIONS)}")
     maze = options.get("maze") or maze_id
     if maze != maze_id:
-        hint = "pointmaze_custom" if maze == "custom" else f"pointmaze_{maze}"
-        raise ConfigError(f"env.maze={maze!r} does not match env.name={name} (maze {maze_id!r}); "
-                          f"choose the env instead, e.g. env={hint}")
+        hint = (f"choose the env instead: env=pointmaze_{maze}" if maze in (*MAZES, "custom")
+                else f"known mazes: {', '.join((*MAZES, 'custom'))}")
+        raise ConfigError(f"env.maze={maze!r} does not match env.name={name} (maze {maze_id!r}); {hint}")
     layout = options.get("layout")
     if maze == "custom":
         if layout is None:
