@@ -94,16 +94,6 @@ def random_policy_batch(env, key, seeds):
     return jax.jit(jax.vmap(one))(jax.random.split(key, seeds))
 
 
-def median_seconds(fn, reps, *args):
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def per_update_cost(env_name, bonus_name, seeds, reps, overrides):
     """Median seconds of ``reward``, ``update`` and both as the agent calls them, all seeds at once."""
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
@@ -113,25 +103,38 @@ def per_update_cost(env_name, bonus_name, seeds, reps, overrides):
     batch = random_policy_batch(env, jax.random.PRNGKey(0), seeds)
     keys = jax.random.split(jax.random.PRNGKey(1), seeds)
     states = jax.jit(jax.vmap(bonus.init, in_axes=(0, 0, None)))(keys, batch.obs.reshape((seeds, -1) + env.obs_shape), hp)
-    reward = jax.jit(jax.vmap(bonus.reward, in_axes=(0, 0, None)))
+    if seeds == 1:  # a lone seed runs unbatched, as in the training loop
+        states, batch, keys = jax.tree.map(lambda x: x[0], (states, batch, keys))
+        lift = lambda f, axes: f  # noqa: E731
+    else:
+        lift = lambda f, axes: jax.vmap(f, in_axes=axes)  # noqa: E731
+    reward = jax.jit(lift(bonus.reward, (0, 0, None)))
 
     def both(state, batch, key, hp):
         r, _ = bonus.reward(state, batch, hp)
         new_state, _ = bonus.update(state, batch, key, hp)
         return new_state, r
 
-    out = {"reward_s": median_seconds(reward, reps, states, batch, hp)}
-    for name, fn in (("update_s", lambda s, b, k, h: bonus.update(s, b, k, h)[0]), ("both_s", lambda *a: both(*a)[0])):
-        step = jax.jit(jax.vmap(fn, in_axes=(0, 0, 0, None)), donate_argnums=0)
-        live = jax.tree.map(jnp.copy, states)
-        live = jax.block_until_ready(step(live, batch, keys, hp))  # compile and warm up
-        times = []
-        for _ in range(reps):
+    # Each returns (new state, rewards or None); the rewards are kept as an output so that XLA
+    # cannot drop the ``reward`` half of ``both``.
+    steps = {name: jax.jit(lift(fn, (0, 0, 0, None)), donate_argnums=0)
+             for name, fn in (("update_s", lambda s, b, k, h: (bonus.update(s, b, k, h)[0], None)),
+                              ("both_s", both))}
+    live = {name: jax.tree.map(jnp.copy, states) for name in steps}
+    jax.block_until_ready(reward(states, batch, hp))           # compile and warm up
+    for name, step in steps.items():
+        live[name] = jax.block_until_ready(step(live[name], batch, keys, hp))[0]
+    # Interleaved, so that the three see the same contention on a shared machine.
+    times = {"reward_s": [], **{name: [] for name in steps}}
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(reward(states, batch, hp))
+        times["reward_s"].append(time.perf_counter() - t0)
+        for name, step in steps.items():
             t0 = time.perf_counter()
-            live = jax.block_until_ready(step(live, batch, keys, hp))
-            times.append(time.perf_counter() - t0)
-        out[name] = statistics.median(times)
-    return out
+            live[name] = jax.block_until_ready(step(live[name], batch, keys, hp))[0]
+            times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def main() -> None:
