@@ -37,11 +37,17 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
+        from rfig_exp.placement import place_job, slot_from_hydra
+
+        gpus = cfg.placement.gpus
+        log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
+                           gpus=list(gpus) if gpus is not None else None))
     from rfig_exp.errors import ConfigError
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
-    hc = HydraConfig.get()
-    multirun = hc.mode == RunMode.MULTIRUN
     try:
         summaries = run_experiment(cfg, command_line=list(hc.overrides.task))
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)

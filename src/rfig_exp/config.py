@@ -122,6 +122,11 @@ def check_storage(cfg) -> None:
     tags = _select(cfg, "wandb.tags")
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise ConfigError(f"wandb.tags={tags!r} must be a list of strings, e.g. wandb.tags=[ablation,v2]")
+    from rfig_exp import placement
+
+    gpus = _select(cfg, "placement.gpus")
+    placement.validate(str(_select(cfg, "placement.mode")), None, _select(cfg, "placement.cores_per_job"),
+                       list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus)
     _int(cfg, "checkpoint.every_windows", 1)
     _int(cfg, "checkpoint.keep", 1)
 
