@@ -199,6 +199,73 @@ def test_inverse_residual():
         assert not np.isfinite(float(L.inverse_residual(a, jnp.asarray(bad, jnp.float32), v)))
 
 
+# ---------------------------------------------------------------- quadratic form
+
+
+def np_block_upper_symmetric(lam, num_blocks):
+    """The symmetric matrix whose upper block triangle (diagonal blocks symmetrised) is lam's."""
+    d = lam.shape[0]
+    m = d // num_blocks
+    out = np.zeros_like(lam)
+    for i in range(num_blocks):
+        for j in range(num_blocks):
+            bi, bj = slice(i * m, (i + 1) * m), slice(j * m, (j + 1) * m)
+            if i < j:
+                out[bi, bj] = lam[bi, bj]
+            elif i > j:
+                out[bi, bj] = lam[bj, bi].T
+            else:
+                out[bi, bj] = 0.5 * (lam[bi, bj] + lam[bi, bj].T)
+    return out
+
+
+@pytest.mark.parametrize("num_blocks", [1, 2, 4, 8])
+def test_quadratic_form_matches_loop_float64(x64, num_blocks):
+    s = RFIGStream(20, num_features=64)
+    for _ in range(3):
+        s.add(s.batch(32))
+    lam = np.linalg.inv(s.sigma)
+    phi = s.batch(40)
+    ref = np.array([row @ lam @ row for row in phi])  # plain loop
+    got = L.quadratic_form(*to(jnp.float64, phi, lam), num_blocks=num_blocks)
+    assert got.shape == (40,) and got.dtype == jnp.float64
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("num_blocks", [1, 4])
+def test_quadratic_form_float32(num_blocks):
+    s = RFIGStream(21, num_features=128)
+    for _ in range(4):
+        s.add(s.batch(64))
+    lam = np.linalg.inv(s.sigma)
+    phi = s.batch(300)
+    ref = np.einsum("nd,de,ne->n", phi, lam, phi)
+    got = L.quadratic_form(*to(jnp.float32, phi, lam), num_blocks=num_blocks)
+    assert got.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5, atol=1e-7)
+
+
+def test_quadratic_form_reads_the_upper_block_triangle(x64):
+    # An asymmetric matrix: the blocked form is the quadratic form of the symmetric matrix
+    # built from its upper block triangle; the dense form (1 block) that of (A + A^T) / 2.
+    rng = np.random.default_rng(22)
+    a = rng.standard_normal((32, 32))
+    phi = rng.standard_normal((10, 32))
+    for b in (1, 2, 4):
+        sym = np_block_upper_symmetric(a, b)
+        want = np.array([row @ sym @ row for row in phi])
+        got = L.quadratic_form(*to(jnp.float64, phi, a), num_blocks=b)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+    assert not np.allclose(np_block_upper_symmetric(a, 4), 0.5 * (a + a.T))  # the cases really differ
+
+
+def test_quadratic_form_rejects_blocks_that_do_not_divide():
+    with pytest.raises(ValueError, match="num_blocks=3"):
+        L.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=3)
+    with pytest.raises(ValueError, match="num_blocks=0"):
+        L.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=0)
+
+
 # ---------------------------------------------------------------- jit / vmap
 
 
@@ -223,6 +290,10 @@ def test_inverse_methods_jit_and_vmap():
     probes = jnp.ones((3, 64, 2))
     res = jax.vmap(L.inverse_residual)(a, wb, probes)
     assert res.shape == (3,) and bool(jnp.all(res < 1e-4))
+    rows = jnp.asarray(np.stack([s.batch(5) for s in streams]), jnp.float32)
+    quad = jax.jit(jax.vmap(functools.partial(L.quadratic_form, num_blocks=4)))(rows, wb)
+    want = np.einsum("snd,sde,sne->sn", np.asarray(rows, np.float64), true, np.asarray(rows, np.float64))
+    np.testing.assert_allclose(np.asarray(quad), want, rtol=1e-4)
 
 
 # ---------------------------------------------------------------- kernels, distances

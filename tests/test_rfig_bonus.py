@@ -19,7 +19,8 @@ T, B, OBS = 8, 16, (3,)
 def rfig_cfg(**overrides):
     base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, lengthscale=1.5,
                 lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
-                inverse="exact", newton_schulz_iters=20, refresh_every=4, divergence_tol=1e-2)
+                inverse="exact", newton_schulz_iters=20, refresh_every=4, refresh_tol=1e-3, divergence_tol=1e-2,
+                quad_blocks=4)
     base.update(overrides)
     return OmegaConf.create(base)
 
@@ -56,9 +57,10 @@ def reference_run(state, batches, keys, reg, subsample):
     return rewards, sigma
 
 
-@pytest.mark.parametrize("inverse", ["exact", "newton_schulz", "woodbury"])
-def test_bonus_matches_float64_algorithm(inverse):
-    bonus, hp = make(inverse=inverse)
+@pytest.mark.parametrize("inverse,quad_blocks", [("exact", 4), ("newton_schulz", 4), ("woodbury", 4),
+                                                 ("woodbury", 1), ("woodbury", 8)])
+def test_bonus_matches_float64_algorithm(inverse, quad_blocks):
+    bonus, hp = make(inverse=inverse, quad_blocks=quad_blocks)
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
     rng = np.random.default_rng(0)
     batches = [rng.normal(size=(T, B) + OBS).astype(np.float32) for _ in range(5)]
@@ -119,11 +121,60 @@ def test_refresh_restores_exact_inverse_and_counts_divergence():
                                rtol=1e-3, atol=1e-4)
 
 
+def test_residual_asks_for_a_refresh_once_it_has_grown():
+    """With no fixed period, a residual above refresh_tol that has at least doubled since the
+    last exact inverse makes the update ask for a refresh; the refresh is not a recovery."""
+    bonus, hp = make(inverse="woodbury", refresh_every=0, refresh_tol=1e-4, divergence_tol=1e-1)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(T, B) + OBS), jnp.float32)
+    update = jax.jit(bonus.update)
+    state, metrics = update(state, batch_of(x), jax.random.PRNGKey(1), hp)
+    assert float(metrics["inverse_residual"]) < 1e-4          # float32 Woodbury, exact enough
+    assert not bool(bonus.needs_refresh(state)) and float(metrics["refresh_count"]) == 0.0
+
+    # A precision 0.3% off: the next update inherits the error (residual ~3e-3).
+    off = state._replace(precision=state.precision * 1.003)
+    stale, metrics = update(off, batch_of(x), jax.random.PRNGKey(2), hp)
+    assert 1e-3 < float(metrics["inverse_residual"]) < 1e-2
+    assert bool(bonus.needs_refresh(stale)) and float(metrics["refresh_count"]) == 1.0
+    assert float(metrics["divergence_count"]) == 0.0
+    fresh = bonus.refresh(stale, hp)
+    assert int(fresh.refreshes) == 1 and int(fresh.recoveries) == 0 and not bool(bonus.needs_refresh(fresh))
+    want = np.linalg.inv(np.asarray(fresh.sigma, np.float64))
+    np.testing.assert_allclose(np.asarray(fresh.precision), want, rtol=1e-3, atol=1e-4)
+    assert float(fresh.residual) == float(fresh.refreshed_residual) < 1e-4
+
+    # The same error after an exact inverse that itself had a residual of 2e-3: a refresh
+    # could not get far below that, so none is asked for (float32's floor near refresh_tol).
+    floor_high = off._replace(refreshed_residual=jnp.float32(2e-3))
+    kept, metrics = update(floor_high, batch_of(x), jax.random.PRNGKey(2), hp)
+    assert 1e-3 < float(metrics["inverse_residual"]) < 4e-3
+    assert not bool(bonus.needs_refresh(kept)) and float(metrics["refresh_count"]) == 0.0
+
+    # The largest residual of any update is what describe reports.
+    described = bonus.describe(stale)
+    assert float(described["max_inverse_residual"]) == pytest.approx(float(stale.residual))
+    assert int(bonus.describe(fresh)["refreshes"]) == 1
+
+
+def test_exact_inverse_never_asks_for_a_refresh_without_divergence():
+    bonus, hp = make(inverse="exact", refresh_tol=1e-9)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+    x = jnp.asarray(np.random.default_rng(4).normal(size=(T, B) + OBS), jnp.float32)
+    state, metrics = bonus.update(state, batch_of(x), jax.random.PRNGKey(1), hp)
+    assert float(metrics["inverse_residual"]) > 1e-9            # above the (tiny) refresh_tol
+    assert not bool(bonus.needs_refresh(state))
+
+
 @pytest.mark.parametrize("key,value,fragment", [
     ("rho", 0.0, "bonus.rho"), ("rho", 1.5, "bonus.rho"), ("rho", 0.001, "bonus.rho"),
     ("reg", -1.0, "bonus.reg"), ("reg", 0.0, "bonus.reg"), ("inverse", "lu", "exact, newton_schulz, woodbury"),
     ("lengthscale", -2.0, "bonus.lengthscale"), ("lengthscale", "big", "bonus.lengthscale"),
     ("num_features", 0, "bonus.num_features"), ("lengthscale_method", "guess", "participation_ratio"),
+    ("refresh_every", -1, "bonus.refresh_every"), ("refresh_every", 2.5, "bonus.refresh_every"),
+    ("refresh_tol", 0.0, "bonus.refresh_tol"), ("refresh_tol", 0.5, "bonus.refresh_tol"),
+    ("refresh_tol", "often", "bonus.refresh_tol"), ("quad_blocks", 0, "bonus.quad_blocks"),
+    ("quad_blocks", 3, "bonus.quad_blocks"), ("quad_blocks", 2.0, "bonus.quad_blocks"),
 ])
 def test_impossible_values_fail_with_the_key(key, value, fragment):
     with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):

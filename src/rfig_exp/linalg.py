@@ -23,17 +23,30 @@ Maintaining ``Lambda = Sigma^-1`` with ``Sigma = reg I + sum_t Phi_t^T Phi_t``:
   scaled warm start that always converges.
 * :func:`woodbury_update` -- rank-k update, O(k D^2); rounding error accumulates over
   many updates, so check it with :func:`inverse_residual` and refresh with
-  :func:`exact_inverse` periodically.
+  :func:`exact_inverse` when the residual grows.
+
+:func:`quadratic_form` evaluates ``phi^T Lambda phi`` for a batch of rows from the upper
+block triangle of ``Lambda`` only (the bonus's dominant cost, ~5/8 of the dense matmul).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
 
-import jax
-import jax.numpy as jnp
-from jax.scipy.linalg import cho_factor, cho_solve, solve_triangular
+# JAX runs its CPU Cholesky and triangular solves through scipy's OpenBLAS, loaded at the
+# first such call, which then starts one thread per core. When the cores are shared (a
+# sweep's concurrent runs, other jobs) those threads spin-wait for each other at every
+# synchronisation point. Measured on the 2-core machine with other processes running, paired
+# runs: a rank-256 Woodbury update took 140-190 ms instead of 24-31 ms, a 1024 x 1024 exact
+# inverse 410-430 ms instead of 120-130 ms (docs/rfig_speed.md). On a quiet machine one
+# thread was no slower. Set before OpenBLAS loads; an explicit setting is respected.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax.scipy.linalg import cho_factor, cho_solve, solve_triangular  # noqa: E402
 
 __all__ = [
     "symmetrize",
@@ -42,6 +55,7 @@ __all__ = [
     "newton_schulz_warm_start",
     "woodbury_update",
     "inverse_residual",
+    "quadratic_form",
     "sq_distances",
     "rbf_kernel",
     "rbf_gram",
@@ -141,7 +155,14 @@ def woodbury_update(lam: jax.Array, phi: jax.Array) -> jax.Array:
     ``Lam - Lam Phi^T (I_k + Phi Lam Phi^T)^-1 Phi Lam``. The k x k matrix
     ``S = I_k + Phi Lam Phi^T`` is SPD with eigenvalues >= 1 (well conditioned); with
     its Cholesky factor ``S = C C^T`` the correction is ``V^T V``, ``V = C^-1 Phi Lam``:
-    one triangular solve, and the correction is symmetric PSD by construction. O(k D^2).
+    one triangular solve, and the correction is symmetric PSD by construction. O(k D^2):
+    two ``[k, D] x [D, D]``-sized matmuls (``Phi Lam`` and ``V^T V``), one pass over ``lam``.
+
+    No symmetrisation afterwards: ``(V^T V)_ij`` and ``(V^T V)_ji`` are the same products
+    summed in the same order by the matmul, so a symmetric ``lam`` stays bitwise symmetric
+    (``tests/test_linalg.py`` checks it over 60 updates in float32 and float64). A separate
+    ``(A + A^T) / 2`` pass cost about as much as the subtraction and the rank-k product
+    together on CPU (transposed reads of a [D, D] matrix).
 
     Args:
       lam: [D, D] current inverse (symmetric).
@@ -153,7 +174,7 @@ def woodbury_update(lam: jax.Array, phi: jax.Array) -> jax.Array:
     s = jnp.eye(phi.shape[0], dtype=lam.dtype) + u @ phi.T  # [k, k]
     c = jnp.linalg.cholesky(symmetrize(s))  # [k, k] lower
     v = solve_triangular(c, u, lower=True)  # [k, D] = C^-1 Phi Lam
-    return symmetrize(lam - v.T @ v)
+    return lam - v.T @ v
 
 
 @jax.jit
@@ -174,6 +195,51 @@ def inverse_residual(sigma: jax.Array, lam: jax.Array, probe: jax.Array) -> jax.
     """
     r = sigma @ (lam @ probe) - probe
     return jnp.linalg.norm(r) / jnp.linalg.norm(probe)
+
+
+@functools.partial(jax.jit, static_argnames=("num_blocks",))
+def quadratic_form(phi: jax.Array, lam: jax.Array, num_blocks: int = 1) -> jax.Array:
+    """``phi_n^T lam phi_n`` for every row of ``phi``, reading only lam's upper block triangle.
+
+    With ``lam`` symmetric and split into ``b x b`` blocks of size ``m = D / b`` (``phi``
+    into the matching column blocks ``phi_j``)::
+
+        phi^T lam phi = sum_j phi_j^T (lam_jj phi_j + 2 sum_{i<j} lam_ij^T phi_i)
+
+    which needs the ``b (b + 1) / 2`` blocks ``lam_ij``, ``i <= j``: ``N D^2 (b + 1) / b``
+    multiply-adds instead of the dense ``2 N D^2`` of ``sum((phi @ lam) * phi, -1)``
+    (0.625 of it at b = 4). Each block product is a plain ``[N, m] x [m, m]`` matmul, which
+    stays a fast GEMM on CPU, also when vmapped. ``num_blocks = 1`` is the dense form.
+    The result is the quadratic form of the symmetric matrix whose upper block triangle is
+    ``lam``'s, so a slightly asymmetric ``lam`` (rounding) is read as a symmetric one.
+
+    Args:
+      phi: [N, D] rows.
+      lam: [D, D] symmetric matrix.
+      num_blocks: static number of diagonal blocks ``b``; must divide D.
+    Returns:
+      [N] quadratic forms.
+    """
+    num_features = lam.shape[-1]
+    if num_blocks < 1 or num_features % num_blocks:
+        raise ValueError(f"num_blocks={num_blocks} must be >= 1 and divide D={num_features}")
+    if num_blocks == 1:
+        # Matmul + row sum: a 3-operand einsum lowers, once vmapped over seeds, to a
+        # batched contraction ~2.4x slower on CPU.
+        return jnp.sum((phi @ lam) * phi, axis=-1)
+    m = num_features // num_blocks
+    cols = [phi[:, j * m:(j + 1) * m] for j in range(num_blocks)]  # [N, m] each
+    total = jnp.zeros(phi.shape[:-1], phi.dtype)
+    for j in range(num_blocks):
+        block = slice(j * m, (j + 1) * m)
+        diag = cols[j] @ lam[block, block]
+        if j:
+            off = cols[0] @ lam[:m, block]
+            for i in range(1, j):
+                off = off + cols[i] @ lam[i * m:(i + 1) * m, block]
+            diag = diag + 2.0 * off
+        total = total + jnp.sum(diag * cols[j], axis=-1)
+    return total
 
 
 # --------------------------------------------------------------------------------------

@@ -14,11 +14,19 @@ The inverse is a config choice (``bonus.inverse``):
 - ``newton_schulz``: K iterations of ``X <- X (2I - Sigma X)`` warm-started from the
   previous inverse (the paper's appendix, K = 20), scaled by ``2 / (2 + tr(Phi Lambda Phi^T))``
   so that the iteration provably converges (see ``linalg.newton_schulz_warm_start``);
-- ``woodbury``: rank-k update of Lambda (k = floor(N rho)), exact refresh every
-  ``refresh_every`` updates to wash out float32 rounding.
+- ``woodbury``: rank-k update of Lambda (k = floor(N rho)); float32 rounding accumulates,
+  so an exact refresh (Cholesky inverse of Sigma) runs whenever the residual check below
+  exceeds ``refresh_tol`` and has at least doubled since the last exact inverse (also for
+  ``newton_schulz``), and every ``refresh_every`` updates if that is > 0.
 Every method checks ``||Sigma Lambda v - v|| / ||v||`` on fixed probe vectors each update;
-a non-finite or too-large residual triggers an exact inverse, counted in
-``bonus/recoveries``.
+a non-finite residual or one above ``divergence_tol`` triggers an exact inverse, counted in
+``recoveries``. ``describe`` reports ``refreshes`` (all exact refreshes, recoveries
+included) and ``max_inverse_residual`` (the largest residual any update produced, i.e.
+before any refresh it triggered), so a run's summary.json records both.
+
+The bonus's quadratic form ``phi^T Lambda phi`` over the whole batch is its dominant cost;
+it reads only the upper block triangle of Lambda (``linalg.quadratic_form``,
+``quad_blocks`` blocks: 5/8 of the dense matmul's work at 4 blocks). See docs/rfig_speed.md.
 
 The length-scale is ``bonus.lengthscale`` or, with ``auto``, ``sqrt(d_eff)`` estimated
 from the random-policy warm-up states (``bonus.lengthscale_method``; see linalg.py).
@@ -51,7 +59,12 @@ class RFIGState(NamedTuple):
     probes: jax.Array              # [D, NUM_PROBES] fixed residual probes
     updates_since_refresh: jax.Array  # [] int32
     diverged: jax.Array            # [] bool, set by update, cleared by refresh
+    stale: jax.Array               # [] bool, residual above refresh_tol: set by update, cleared by refresh
     recoveries: jax.Array          # [] int32, exact inverses forced by divergence
+    residual: jax.Array            # [] float32, residual of the current precision
+    refreshed_residual: jax.Array  # [] float32, residual of the last exact inverse (0 for Lambda_0)
+    max_residual: jax.Array        # [] float32, largest residual an update produced
+    refreshes: jax.Array           # [] int32, exact refreshes run (recoveries included)
 
 
 def validate(cfg, batch_size: int) -> dict:
@@ -72,10 +85,17 @@ def validate(cfg, batch_size: int) -> dict:
     iters = cfg.get("newton_schulz_iters")
     require(isinstance(iters, int) and iters >= 1, f"bonus.newton_schulz_iters={iters!r} must be an integer >= 1")
     refresh_every = cfg.get("refresh_every")
-    require(isinstance(refresh_every, int) and refresh_every >= 1,
-            f"bonus.refresh_every={refresh_every!r} must be an integer >= 1")
+    require(isinstance(refresh_every, int) and not isinstance(refresh_every, bool) and refresh_every >= 0,
+            f"bonus.refresh_every={refresh_every!r} must be an integer >= 0 (0: refresh only when the residual asks)")
     tol = float(as_scalar(cfg.get("divergence_tol"), "bonus.divergence_tol"))
     require(tol > 0.0, f"bonus.divergence_tol={tol} must be > 0")
+    refresh_tol = float(as_scalar(cfg.get("refresh_tol"), "bonus.refresh_tol"))
+    require(0.0 < refresh_tol <= tol,
+            f"bonus.refresh_tol={refresh_tol} must be > 0 and <= bonus.divergence_tol={tol}")
+    quad_blocks = cfg.get("quad_blocks")
+    require(isinstance(quad_blocks, int) and not isinstance(quad_blocks, bool) and quad_blocks >= 1
+            and isinstance(num_features, int) and num_features % quad_blocks == 0,
+            f"bonus.quad_blocks={quad_blocks!r} must be a positive integer dividing bonus.num_features={num_features}")
     lengthscale = cfg.get("lengthscale")
     auto = lengthscale == "auto"
     if not auto:
@@ -89,8 +109,8 @@ def validate(cfg, batch_size: int) -> dict:
     samples = cfg.get("lengthscale_samples")
     require(isinstance(samples, int) and samples >= 2, f"bonus.lengthscale_samples={samples!r} must be an integer >= 2")
     return dict(num_features=num_features, subsample=subsample, inverse=inverse, newton_schulz_iters=iters,
-                refresh_every=refresh_every, auto_lengthscale=auto, lengthscale_method=method,
-                lengthscale_samples=samples)
+                refresh_every=refresh_every, quad_blocks=quad_blocks, auto_lengthscale=auto,
+                lengthscale_method=method, lengthscale_samples=samples)
 
 
 def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
@@ -101,6 +121,7 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
         "lengthscale": jnp.asarray(jnp.nan if static["auto_lengthscale"] else float(cfg.get("lengthscale")), jnp.float32),
         "lengthscale_gamma": as_scalar(cfg.get("lengthscale_gamma"), "bonus.lengthscale_gamma"),
         "divergence_tol": as_scalar(cfg.get("divergence_tol"), "bonus.divergence_tol"),
+        "refresh_tol": as_scalar(cfg.get("refresh_tol"), "bonus.refresh_tol"),
     }
     obs_ndim = len(obs_shape)
     num_features = static["num_features"]
@@ -127,14 +148,14 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
             sigma=hp["reg"] * eye, precision=eye / hp["reg"],
             probes=jax.random.normal(k_probe, (num_features, NUM_PROBES), jnp.float32),
             updates_since_refresh=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
-            recoveries=jnp.zeros((), jnp.int32),
+            stale=jnp.zeros((), bool), recoveries=jnp.zeros((), jnp.int32), residual=jnp.zeros((), jnp.float32),
+            refreshed_residual=jnp.zeros((), jnp.float32), max_residual=jnp.zeros((), jnp.float32),
+            refreshes=jnp.zeros((), jnp.int32),
         )
 
     def reward(state, batch, hp):
         phi = features(state, batch.next_obs)                       # [T*B, D]
-        # phi^T Lambda phi as matmul + row sum: the 3-operand einsum, once vmapped over
-        # seeds, lowers to a batched contraction ~2.4x slower on CPU (measured at D = 1024).
-        quad = jnp.sum((phi @ state.precision) * phi, axis=-1)
+        quad = linalg.quadratic_form(phi, state.precision, static["quad_blocks"])
         r = 0.5 * jnp.log1p(jnp.maximum(quad, 0.0))
         return r.reshape(batch.terminated.shape), {}
 
@@ -154,27 +175,48 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
             precision = linalg.woodbury_update(state.precision, phi)
         residual = linalg.inverse_residual(sigma, precision, state.probes)
         diverged = jnp.logical_or(~jnp.isfinite(residual), residual > hp["divergence_tol"])
+        # Stale: above refresh_tol, and at least twice the residual of the last exact inverse.
+        # The second condition keeps a refresh from repeating every update once float32's own
+        # floor (about eps * cond(Sigma), growing with the data) nears refresh_tol: a refresh
+        # cannot go below that floor. The exact method would recompute the matrix it has.
+        if static["inverse"] == "exact":
+            stale = jnp.zeros((), bool)
+        else:
+            stale = (residual > hp["refresh_tol"]) & (residual > 2.0 * state.refreshed_residual)
         new_state = state._replace(
-            sigma=sigma, precision=precision, diverged=diverged,
-            updates_since_refresh=state.updates_since_refresh + 1,
+            sigma=sigma, precision=precision, diverged=diverged, stale=stale,
+            updates_since_refresh=state.updates_since_refresh + 1, residual=residual,
+            # NaN-propagating max: a diverged update stays visible in the run's summary.
+            max_residual=jnp.maximum(state.max_residual, residual),
         )
-        return new_state, {"inverse_residual": residual, "divergence_count": diverged.astype(jnp.float32)}
+        # The agent refreshes exactly when needs_refresh says so (right after this update),
+        # so counting it here gives the per-window number of refreshes in metrics.csv.
+        return new_state, {"inverse_residual": residual, "divergence_count": diverged.astype(jnp.float32),
+                           "refresh_count": needs_refresh(new_state).astype(jnp.float32)}
 
     def needs_refresh(state):
-        scheduled = static["inverse"] == "woodbury"
-        due = state.updates_since_refresh >= static["refresh_every"] if scheduled else jnp.zeros((), bool)
-        return jnp.logical_or(state.diverged, due)
+        """An exact refresh is due: divergence, or (woodbury, newton_schulz) a stale residual
+        (above ``refresh_tol`` and doubled since the last exact inverse), or (woodbury)
+        ``refresh_every`` updates since the last one."""
+        need = jnp.logical_or(state.diverged, state.stale)
+        if static["inverse"] == "woodbury" and static["refresh_every"] > 0:
+            need = jnp.logical_or(need, state.updates_since_refresh >= static["refresh_every"])
+        return need
 
     def refresh(state, hp):
+        precision = linalg.exact_inverse(state.sigma)
+        residual = linalg.inverse_residual(state.sigma, precision, state.probes)
         return state._replace(
-            precision=linalg.exact_inverse(state.sigma),
+            precision=precision, residual=residual, refreshed_residual=residual,
             recoveries=state.recoveries + state.diverged.astype(jnp.int32),
-            diverged=jnp.zeros((), bool),
+            refreshes=state.refreshes + 1,
+            diverged=jnp.zeros((), bool), stale=jnp.zeros((), bool),
             updates_since_refresh=jnp.zeros((), jnp.int32),
         )
 
     def describe(state):
         return {"lengthscale": state.lengthscale, "effective_dim": state.effective_dim,
-                "recoveries": state.recoveries}
+                "recoveries": state.recoveries, "refreshes": state.refreshes,
+                "max_inverse_residual": state.max_residual}
 
     return Bonus("rfig", init, reward, update, needs_refresh, refresh, describe), hparams
