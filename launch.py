@@ -23,6 +23,17 @@ from omegaconf import DictConfig  # noqa: E402
 log = logging.getLogger("rfig_exp")
 
 
+class _SacctNoise(logging.Filter):
+    """submitit polls sacct; on a cluster without accounting storage every poll fails and
+    submitit falls back to its result files, logging a warning each time."""
+
+    def filter(self, record):
+        return "Bypassing sacct error" not in record.getMessage()
+
+
+logging.getLogger("submitit").addFilter(_SacctNoise())
+
+
 def _fail(message: str, code: int, multirun: bool):
     """One line on stderr; a sweep's failing job raises instead, so the other jobs go on."""
     if multirun:

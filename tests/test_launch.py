@@ -172,10 +172,10 @@ LONG = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", 
 
 
 def test_a_killed_run_never_looks_complete_and_resumes_to_identical_metrics(tmp_path):
-    budget = "agent.total_timesteps=2560"  # 40 windows
+    budget = "agent.total_timesteps=12800"  # 200 windows
     reference = launch(*LONG, budget, f"results_dir={tmp_path / 'ref'}")
     assert reference.returncode == 0, reference.stderr[-3000:]
-    args = [*LONG, budget, f"results_dir={tmp_path / 'run'}"]
+    args = [*LONG, budget, "checkpoint.every_windows=2", f"results_dir={tmp_path / 'run'}"]
     proc = _start(args)
     try:
         run = tmp_path / "run" / "default" / "cartpole" / "none"
@@ -199,7 +199,7 @@ def test_a_killed_run_never_looks_complete_and_resumes_to_identical_metrics(tmp_
     got = [{k: v for k, v in r.items() if k not in drop} for r in rows(metrics.parent)]
     want = [{k: v for k, v in r.items() if k not in drop}
             for r in rows(find_run(tmp_path / "ref", "cartpole", "none"))]
-    assert [int(r["env_steps"]) for r in got] == list(range(64, 2561, 64)), "each window exactly once"
+    assert [int(r["env_steps"]) for r in got] == list(range(64, 12801, 64)), "each window exactly once"
     assert got == want, "a resumed run must match an uninterrupted one"
 
 

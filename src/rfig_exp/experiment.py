@@ -12,6 +12,7 @@ last checkpoint; saved with another config -> refused (``overwrite=true`` replac
 from __future__ import annotations
 
 import math
+import os
 import platform
 import signal
 import socket
@@ -172,6 +173,7 @@ class _Run:
         self.every = int(cfg.checkpoint.every_windows)
         self.keep = int(cfg.checkpoint.keep)
         self.stop_signal: int | None = None
+        self._submitit_usr2 = None  # submitit's own SIGUSR2 handler (requeue), called after our checkpoint
         self.failures: dict[int, str] = {}
 
     # -- resume ---------------------------------------------------------------------------
@@ -263,6 +265,10 @@ class _Run:
                                        [last_rows[s]["episode_return"] for s in seeds],
                                        [last_rows[s]["intrinsic_reward"] for s in seeds],
                                        (spec.num_windows - w) * train_time / max(w - done_windows, 1)))
+                if self.stop_signal == signal.SIGUSR2 and callable(self._submitit_usr2):
+                    log.info("[%s] SIGUSR2 (time limit or preemption) after window %d: checkpoint saved, "
+                             "handing over to submitit to requeue", self.tag, w)
+                    self._submitit_usr2(signal.SIGUSR2, None)  # requeues the job and exits
                 if self.stop_signal is not None:
                     raise Interrupted(f"terminated (signal {self.stop_signal}) after window {w} of "
                                       f"{spec.num_windows}; its checkpoint is saved: relaunch the same command "
@@ -284,19 +290,25 @@ class _Run:
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGTERM, previous_handler)
+            if self._submitit_usr2 is not None:
+                signal.signal(signal.SIGUSR2, self._submitit_usr2)
             for writer in writers.values():
                 writer.close()
             wandb_runs.finish_all(failed=failed)
 
     def _catch_sigterm(self):
         """SIGTERM (a scheduler's stop, ``kill``) ends training after the current window, with
-        a checkpoint, instead of killing it mid-window."""
+        a checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 likewise."""
         if threading.current_thread() is not threading.main_thread():
             return None
 
         def handler(signum, frame):
             self.stop_signal = signum
 
+        if os.environ.get("SUBMITIT_EXECUTOR"):
+            # submitit requeues on SIGUSR2 (time limit, preemption) by exiting at once; let the
+            # current window finish and checkpoint first, then call its handler.
+            self._submitit_usr2 = signal.signal(signal.SIGUSR2, handler)
         return signal.signal(signal.SIGTERM, handler)
 
     def _checkpoint(self, states, window: int, train_time: float, resumed_from: list[int], wandb_ids: dict) -> None:
