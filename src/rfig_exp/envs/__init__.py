@@ -25,6 +25,11 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "minatar_asterix": ("gymnax", "Asterix-MinAtar"),
     "minatar_freeway": ("gymnax", "Freeway-MinAtar"),
     "minatar_space_invaders": ("gymnax", "SpaceInvaders-MinAtar"),
+    "sparse_ant": ("brax", "ant"),
+    "sparse_halfcheetah": ("brax", "halfcheetah"),
+    "sparse_hopper": ("brax", "hopper"),
+    "sparse_walker2d": ("brax", "walker2d"),
+    "sparse_humanoid": ("brax", "humanoid"),
     "deepsea": ("gymnax", "DeepSea-bsuite"),
     "pointmaze_umaze": ("pointmaze", "umaze"),
     "pointmaze_open": ("pointmaze", "open"),
@@ -37,6 +42,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
 # suite -> (module, factory); a factory is ``make(name, suite_id, options) -> Env``
 SUITES: dict[str, tuple[str, str]] = {
     "gymnax": ("rfig_exp.envs.gymnax_suite", "make_gymnax_env"),
+    "brax": ("rfig_exp.envs.brax_suite", "make_brax_env"),
     "pointmaze": ("rfig_exp.envs.pointmaze", "make_pointmaze_env"),
 }
 
