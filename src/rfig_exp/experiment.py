@@ -122,6 +122,16 @@ def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
     return plans
 
 
+def use_compile_cache(directory: str | None) -> None:
+    """Point JAX's persistent compilation cache at ``directory`` (None: leave it off)."""
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", str(directory))
+        # Cache everything that takes a second to compile: the windows, inits and features.
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
@@ -151,6 +161,7 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
                  f"{spec.requested_timesteps:,}", spec.num_windows, f"{spec.eval_frequency:,}",
                  f"{spec.total_env_steps:,}")
     results.write_variant(todo[0].path.parent, spec.variant_overrides)
+    use_compile_cache(cfg.get("compile_cache"))
     return _Run(cfg, spec, env, bonus, hparams, todo, f"{name} seeds {_seed_range([p.seed for p in todo])}",
                 list(command_line)).train()
 
