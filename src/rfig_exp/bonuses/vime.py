@@ -98,10 +98,17 @@ def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: jax.Array) -
 
 
 def sample_noise(key: jax.Array, mu: Layers) -> Layers:
-    """One standard-normal ``eps`` per weight, shaped like ``mu``."""
+    """One standard-normal ``eps`` per weight, shaped like ``mu``.
+
+    Drawn as one flat vector and cut into leaves: one random-bits kernel instead of one per
+    leaf (XLA's CPU lowering of each is large, and compile time grew with their number).
+    """
     leaves, tree = jax.tree.flatten(mu)
-    keys = jax.random.split(key, len(leaves))
-    return jax.tree.unflatten(tree, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+    flat = jax.random.normal(key, (sum(x.size for x in leaves),), leaves[0].dtype)
+    offsets = [0]
+    for x in leaves:
+        offsets.append(offsets[-1] + x.size)
+    return jax.tree.unflatten(tree, [flat[a:b].reshape(x.shape) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)])
 
 
 def sample_weights(params: dict, eps: Layers) -> Layers:
