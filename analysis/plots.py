@@ -74,7 +74,11 @@ class ReadableFormatter(Formatter):
             digits = max(0, int(math.floor(math.log10(mag))) - int(math.floor(math.log10(step))))
             return f"{x:.{min(digits, 8)}e}"
         decimals = max(0, -int(math.floor(math.log10(step) + 1e-9)))
-        return f"{x:.{min(decimals, 8)}f}"
+        # Ticks such as 0.2, 0.35, 0.5 need two decimals although their spacing needs one:
+        # add digits until every tick's label is its exact value.
+        while decimals < 8 and np.any(np.abs(np.round(locs, decimals) - locs) > step * 1e-6):
+            decimals += 1
+        return f"{x:.{decimals}f}"
 
     def get_offset(self) -> str:
         return ""

@@ -453,3 +453,14 @@ def test_analysis_never_imports_jax_or_the_trainer():
             for n in names:
                 assert n.split(".")[0] not in {"jax", "jaxlib", "flax", "optax", "rfig_exp", "gymnax", "brax"}, \
                     f"{path.name} imports {n}"
+
+
+def test_tick_labels_are_the_ticks_exact_values():
+    # 0.2, 0.35, 0.5, ... used to print as 0.2, 0.3, 0.5 (one decimal for a 0.15 spacing),
+    # so a curve at 0.75 read as 0.8.
+    from analysis.plots import ReadableFormatter
+
+    fmt = ReadableFormatter()
+    for locs in ([0.2, 0.35, 0.5, 0.65, 0.8], [0.15, 0.3, 0.45, 0.6, 0.75], [-200, -150, -100], [0, 250000]):
+        fmt.set_locs(locs)
+        assert [float(fmt(x)) for x in locs] == locs

@@ -84,7 +84,7 @@ def coverage_curves_maker(ctx: ReportContext, out_dir: Path):
     if not has_column(coll, COVERAGE_COLUMN):
         return None
     files = plot_env_curves(coll, out_dir / "coverage", column=COVERAGE_COLUMN,
-                            ylabel="State coverage (fraction of grid cells visited)")
+                            ylabel="State coverage (fraction of cells)")
     if not files:
         return None
     caption = ("*Fraction of the env's coverage-grid cells visited so far, per evaluation window: IQM over seeds, "
