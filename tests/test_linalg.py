@@ -296,6 +296,34 @@ def test_inverse_methods_jit_and_vmap():
     np.testing.assert_allclose(np.asarray(quad), want, rtol=1e-4)
 
 
+def test_sequential_vmap_matches_vmap():
+    """One example after another under vmap (CPU), with pytrees, shared arguments and nesting."""
+    def fn(x, params, scale):
+        return {"y": x @ params["w"] * scale, "n": jnp.sum(x * x)}
+
+    rng = np.random.default_rng(23)
+    x = jnp.asarray(rng.standard_normal((3, 5, 4)), jnp.float32)
+    params = {"w": jnp.asarray(rng.standard_normal((4, 2)), jnp.float32)}
+    scale = jnp.float32(1.5)
+    seq = L.sequential_vmap(fn)
+    got = jax.jit(jax.vmap(seq, in_axes=(0, None, None)))(x, params, scale)
+    for i in range(3):
+        np.testing.assert_allclose(np.asarray(got["y"][i]), np.asarray(x[i] @ params["w"] * 1.5), rtol=1e-6)
+        assert float(got["n"][i]) == pytest.approx(float(jnp.sum(x[i] * x[i])), rel=1e-6)
+    # On CPU the vmap is a loop (a scan) of unbatched matmuls, not a batched dot.
+    jaxpr = str(jax.make_jaxpr(jax.vmap(seq, in_axes=(0, None, None)))(x, params, scale))
+    plain = str(jax.make_jaxpr(jax.vmap(fn, in_axes=(0, None, None)))(x, params, scale))
+    if jax.default_backend() == "cpu":
+        assert "scan[" in jaxpr and "scan[" not in plain
+    # Nested (e.g. seeds x hyperparameters) and batched in a different argument.
+    xs = jnp.stack([x, 2 * x])
+    nested = jax.vmap(jax.vmap(seq, in_axes=(0, None, None)), in_axes=(0, None, None))(xs, params, scale)
+    np.testing.assert_allclose(np.asarray(nested["y"][1, 2]), np.asarray(2 * x[2] @ params["w"] * 1.5), rtol=1e-6)
+    ws = {"w": jnp.stack([params["w"], -params["w"]])}
+    by_w = jax.vmap(seq, in_axes=(None, 0, None))(x[0], ws, scale)
+    np.testing.assert_allclose(np.asarray(by_w["y"][1]), np.asarray(-(x[0] @ params["w"]) * 1.5), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- kernels, distances
 
 

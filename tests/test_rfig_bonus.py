@@ -157,6 +157,30 @@ def test_residual_asks_for_a_refresh_once_it_has_grown():
     assert int(bonus.describe(fresh)["refreshes"]) == 1
 
 
+def test_vmapped_seeds_match_each_seed_alone():
+    # reward, update and refresh run one seed after another under vmap on CPU
+    # (linalg.sequential_vmap); the result must be the per-seed one.
+    bonus, hp = make(inverse="woodbury", refresh_every=0)
+    keys = jax.random.split(jax.random.PRNGKey(5), 2)
+    states = jax.vmap(bonus.init, in_axes=(0, None, None))(keys, jnp.zeros((10,) + OBS), hp)
+    x = jnp.asarray(np.random.default_rng(6).normal(size=(2, T, B) + OBS), jnp.float32)
+    batches = jax.vmap(batch_of)(x)
+    upd_keys = jax.random.split(jax.random.PRNGKey(7), 2)
+    r, _ = jax.jit(jax.vmap(bonus.reward, in_axes=(0, 0, None)))(states, batches, hp)
+    new, metrics = jax.jit(jax.vmap(bonus.update, in_axes=(0, 0, 0, None)))(states, batches, upd_keys, hp)
+    fresh = jax.jit(jax.vmap(bonus.refresh, in_axes=(0, None)))(new, hp)
+    for i in range(2):
+        one = jax.tree.map(lambda a: a[i], states)
+        r_i, _ = bonus.reward(one, batch_of(x[i]), hp)
+        new_i, metrics_i = bonus.update(one, batch_of(x[i]), upd_keys[i], hp)
+        np.testing.assert_allclose(np.asarray(r[i]), np.asarray(r_i), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(new.precision[i]), np.asarray(new_i.precision), rtol=1e-5, atol=1e-7)
+        assert float(metrics["inverse_residual"][i]) == pytest.approx(float(metrics_i["inverse_residual"]), rel=1e-3)
+        np.testing.assert_allclose(np.asarray(fresh.precision[i]), np.asarray(bonus.refresh(new_i, hp).precision),
+                                   rtol=1e-5, atol=1e-7)
+    assert not np.allclose(np.asarray(r[0]), np.asarray(r[1]))  # the seeds really differ
+
+
 def test_exact_inverse_never_asks_for_a_refresh_without_divergence():
     bonus, hp = make(inverse="exact", refresh_tol=1e-9)
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)

@@ -46,6 +46,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from jax.custom_batching import custom_vmap  # noqa: E402
 from jax.scipy.linalg import cho_factor, cho_solve, solve_triangular  # noqa: E402
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "woodbury_update",
     "inverse_residual",
     "quadratic_form",
+    "sequential_vmap",
     "sq_distances",
     "rbf_kernel",
     "rbf_gram",
@@ -240,6 +242,41 @@ def quadratic_form(phi: jax.Array, lam: jax.Array, num_blocks: int = 1) -> jax.A
             diag = diag + 2.0 * off
         total = total + jnp.sum(diag * cols[j], axis=-1)
     return total
+
+
+def sequential_vmap(fn):
+    """``fn`` whose ``jax.vmap`` runs one example after another (``lax.map``) on CPU.
+
+    XLA's CPU backend turns a vmapped matmul into a batched dot that costs far more than the
+    same plain matmuls one after another: for 8 seeds' ``[4096, 1024] x [1024, 1024]``
+    quadratic forms, 60 ms of CPU time per seed batched against 39 ms in a loop, and the
+    blocked :func:`quadratic_form` lost its whole advantage when batched (60 vs 30 ms;
+    docs/rfig_speed.md). RFIG's per-seed matrices are large enough that a loop over seeds
+    costs nothing in parallelism on CPU. Other backends keep the batched form.
+
+    ``fn`` takes positional pytree arguments; under ``jax.vmap`` the unbatched ones are
+    shared by every example, and every output is batched along axis 0.
+    """
+    wrapped = custom_vmap(fn)
+
+    @wrapped.def_vmap
+    def rule(axis_size, in_batched, *args):
+        if jax.default_backend() != "cpu":
+            in_axes = tuple(jax.tree.map(lambda b: 0 if b else None, flags) for flags in in_batched)
+            out = jax.vmap(fn, in_axes=in_axes)(*args)
+            return out, jax.tree.map(lambda _: True, out)
+        leaves, treedef = jax.tree.flatten(args)
+        flags = jax.tree.leaves(in_batched)
+        batched = [x for x, b in zip(leaves, flags) if b]
+
+        def one(sliced):
+            it = iter(sliced)
+            return wrapped(*jax.tree.unflatten(treedef, [next(it) if b else x for x, b in zip(leaves, flags)]))
+
+        out = jax.lax.map(one, batched)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return wrapped
 
 
 # --------------------------------------------------------------------------------------

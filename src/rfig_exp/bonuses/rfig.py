@@ -219,4 +219,9 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
                 "recoveries": state.recoveries, "refreshes": state.refreshes,
                 "max_inverse_residual": state.max_residual}
 
+    # Under the agent's vmap over seeds, one seed after another on CPU: batched matmuls are
+    # far slower there than a loop of plain ones (linalg.sequential_vmap).
+    reward = linalg.sequential_vmap(reward)
+    update = linalg.sequential_vmap(update)
+    refresh = linalg.sequential_vmap(refresh)
     return Bonus("rfig", init, reward, update, needs_refresh, refresh, describe), hparams
