@@ -205,15 +205,19 @@ def test_bonus_of_a_repeated_batch_falls_well_below_novel_states():
     bonus, hp = make(hidden=[32, 32])
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     rng = np.random.default_rng(5)
-    # Two clusters in opposite directions: a ReLU encoder with zero biases is positively
-    # homogeneous, so its rounded code depends on a state's direction, not its norm.
-    seen = as_batch(rng.normal(size=(N,) + OBS) * 0.5 + 2.0)
-    novel = as_batch(rng.normal(size=(N,) + OBS) * 0.5 - 2.0)
+    seen = rng.normal(size=(N,) + OBS) * 0.5 + 2.0
+    # Eight novel states in the opposite orthant: a ReLU encoder with zero biases is positively
+    # homogeneous, so its code depends on a state's direction more than on its norm. They are
+    # scored inside a batch of seen states, so that the batch's own counts do not pile onto them.
+    novel = rng.normal(size=(8,) + OBS)
+    novel = -3.0 * np.abs(novel) / np.linalg.norm(novel, axis=1, keepdims=True)
+    mixed = seen.copy()
+    mixed[:8] = novel
     update = jax.jit(bonus.update)
     for i in range(30):
-        state, _ = update(state, seen, jax.random.PRNGKey(i), hp)
-    r_seen = float(bonus.reward(state, seen, hp)[0].mean())
-    r_novel = float(bonus.reward(state, novel, hp)[0].mean())
+        state, _ = update(state, as_batch(seen), jax.random.PRNGKey(i), hp)
+    r = np.asarray(bonus.reward(state, as_batch(mixed), hp)[0]).reshape(-1)
+    r_novel, r_seen = r[:8].mean(), r[8:].mean()
     assert r_seen < 0.3 * r_novel, (r_seen, r_novel)
 
 
@@ -234,6 +238,15 @@ def test_jit_and_vmap_over_seeds_match_each_seed_alone():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
         np.testing.assert_array_equal(np.asarray(r[s]), np.asarray(reward(one, batch_of(xs[s]), hp)[0]))
     assert not np.array_equal(np.asarray(new.projection[0]), np.asarray(new.projection[1]))
+
+
+def test_vmapped_init_needs_no_lapack():
+    # A LAPACK QR (orthogonal init) vmapped over 8 seeds inside the agent's jitted init wedged
+    # XLA's CPU runtime (see nets.mlp_init): the bonus's init must compile to plain kernels.
+    bonus, hp = make()
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    hlo = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None))).lower(keys, jnp.zeros((4,) + OBS), hp).as_text()
+    assert "lapack" not in hlo.lower() and "geqrf" not in hlo.lower()
 
 
 @pytest.mark.parametrize("key,value,match", [

@@ -164,6 +164,15 @@ def test_jit_and_vmap_over_seeds_match_each_seed_alone():
     assert not np.allclose(np.asarray(r[0]), np.asarray(r[1]))  # seeds draw different networks
 
 
+def test_vmapped_init_needs_no_lapack():
+    # A LAPACK QR (orthogonal init) vmapped over 8 seeds inside the agent's jitted init wedged
+    # XLA's CPU runtime (see nets.mlp_init): the bonus's init must compile to plain kernels.
+    bonus, hp = make()
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    hlo = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None))).lower(keys, jnp.zeros((4,) + OBS), hp).as_text()
+    assert "lapack" not in hlo.lower() and "geqrf" not in hlo.lower()
+
+
 @pytest.mark.parametrize("key,value,match", [
     ("lr", -1.0, "bonus.lr=-1.0 must be > 0"),
     ("lr", "fast", "bonus.lr='fast' must be a number"),
