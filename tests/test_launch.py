@@ -248,3 +248,24 @@ def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
     good = find_run(tmp_path, "cartpole", "none", variant="agent.max_grad_norm=*")  # lr 3e-4 is the default
     assert json.loads((bad / "summary.json").read_text())["status"] == "failed"
     assert json.loads((good / "summary.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow  # five compilations, RFIG's at D = 1024: minutes on 2 cores
+def test_a_smoke_sweep_over_all_five_bonuses_and_its_report(tmp_path):
+    out = launch("-m", "env=cartpole", "bonus=none,rfig,rnd,vime,hashexplo", *TINY, "num_seeds=2",
+                 f"results_dir={tmp_path}", "experiment=five", timeout=900)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    for bonus in ("none", "rfig", "rnd", "vime", "hashexplo"):
+        for seed in (0, 1):
+            run = find_run(tmp_path, "cartpole", bonus, seed=seed, experiment="five")
+            assert json.loads((run / "summary.json").read_text())["status"] == "complete"
+            assert (run / "visits.npy").exists()
+    report = tmp_path / "report"
+    out = subprocess.run([sys.executable, "-m", "analysis", "--results", str(tmp_path), "--experiment", "five",
+                          "--out", str(report), "--reps", "200", "--allow-incomplete"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    index = (report / "index.md").read_text()
+    for label in ("PPO", "RFIG", "RND", "VIME", "#Explo"):
+        assert label in index
+    assert (report / "curves.png").exists() and (report / "coverage.png").exists()
