@@ -251,6 +251,7 @@ def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
 
 
 @pytest.mark.slow  # five compilations, RFIG's at D = 1024: minutes on 2 cores
+@pytest.mark.timeout(1500)
 def test_a_smoke_sweep_over_all_five_bonuses_and_its_report(tmp_path):
     out = launch("-m", "env=cartpole", "bonus=none,rfig,rnd,vime,hashexplo", *TINY, "num_seeds=2",
                  f"results_dir={tmp_path}", "experiment=five", timeout=900)
