@@ -51,7 +51,7 @@ def test_a_damaged_checkpoint_makes_the_run_start_afresh_and_still_complete(tiny
 
 def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]",
+    cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]", "checkpoint.every_windows=1",
                       "agent.total_timesteps=384", f"results_dir={tmp_path}")
     import rfig_exp.experiment as experiment
 
