@@ -37,6 +37,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_rfig.py
 	$(PY) benchmarks/bench_linalg.py
 	$(PY) benchmarks/bench_envs.py
+	$(PY) benchmarks/bench_brax.py
+	$(PY) benchmarks/bench_checkpoint.py
 
 # Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
 # problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
