@@ -36,7 +36,7 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"env={env_name}", f"bonus={bonus_name}", *overrides])
     spec = build_run_spec(cfg)
-    env = make_env(spec.env_name)
+    env = make_env(cfg.env)
     bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                  (spec.train.num_steps, spec.train.num_envs))
     hp = {**agent_hparams(cfg), "bonus": bonus_hp}

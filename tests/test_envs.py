@@ -15,7 +15,8 @@ def test_unknown_env_lists_valid_names():
         assert name in str(err.value)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if REGISTRY[n][0] == "brax" else n
+                                  for n in sorted(REGISTRY)])  # brax: one Brax env runs end to end in test_grid
 def test_every_registered_env_steps(name):
     env = make_env(compose_config(f"env={name}").env)  # its conf/env node: some envs need options (a layout)
     obs, state = env.reset(jax.random.PRNGKey(0))

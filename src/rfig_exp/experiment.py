@@ -37,7 +37,7 @@ from rfig_exp.envs import make_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.tracking import WandbRuns, log, progress_line
 
-PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "hydra-core", "numpy", "wandb")
+PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "hydra-core", "numpy", "wandb")
 REPO = Path(__file__).resolve().parents[2]
 
 
