@@ -181,13 +181,18 @@ def test_vmapped_seeds_match_each_seed_alone():
     assert not np.allclose(np.asarray(r[0]), np.asarray(r[1]))  # the seeds really differ
 
 
-def test_exact_inverse_never_asks_for_a_refresh_without_divergence():
-    bonus, hp = make(inverse="exact", refresh_tol=1e-9)
+@pytest.mark.parametrize("inverse", ["exact", "newton_schulz"])
+def test_exact_and_newton_schulz_ask_for_a_refresh_only_on_divergence(inverse):
+    bonus, hp = make(inverse=inverse, refresh_tol=1e-9)
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
     x = jnp.asarray(np.random.default_rng(4).normal(size=(T, B) + OBS), jnp.float32)
     state, metrics = bonus.update(state, batch_of(x), jax.random.PRNGKey(1), hp)
     assert float(metrics["inverse_residual"]) > 1e-9            # above the (tiny) refresh_tol
     assert not bool(bonus.needs_refresh(state))
+    woodbury, hp_w = make(inverse="woodbury", refresh_tol=1e-9)  # the same residual asks there
+    state_w = woodbury.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp_w)
+    state_w, metrics_w = woodbury.update(state_w, batch_of(x), jax.random.PRNGKey(1), hp_w)
+    assert float(metrics_w["inverse_residual"]) > 1e-9 and bool(woodbury.needs_refresh(state_w))
 
 
 @pytest.mark.parametrize("key,value,fragment", [
