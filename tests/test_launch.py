@@ -220,8 +220,13 @@ def test_sigterm_checkpoints_and_exits_143_then_resumes(tmp_path):
     assert saved and saved[-1] == len(rows(metrics.parent)), "the checkpoint is no older than the last window"
 
 
-def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
-    proc = _start([*LONG, "agent.total_timesteps=50000000", f"results_dir={tmp_path}"])
+@pytest.mark.parametrize("every, says", [
+    (1, "relaunch the same command to resume from window "),  # a checkpoint exists whenever Ctrl-C lands
+    (1000, "relaunch the same command to start it again"),    # none yet: no promise of a resume
+])
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, every, says):
+    proc = _start([*LONG, "agent.total_timesteps=50000000", f"checkpoint.every_windows={every}",
+                   f"results_dir={tmp_path}"])
     run = tmp_path / "default" / "cartpole" / "none"
     while not list(run.glob("*/seed_0/metrics.csv")):
         assert proc.poll() is None, proc.stderr.read()[-3000:]
@@ -232,7 +237,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("interrupted at window ")
-    assert "relaunch the same command to resume" in err
+    assert says in err
 
 
 def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
