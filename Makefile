@@ -33,8 +33,10 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference_ppo.py
 	$(PY) benchmarks/bench_throughput.py
+	$(PY) benchmarks/bench_throughput.py --envs pointmaze_medium --bonuses none
 	$(PY) benchmarks/bench_bonuses.py
-	$(PY) benchmarks/bench_rfig.py
+	$(PY) benchmarks/bench_rfig.py --seeds 1
+	$(PY) benchmarks/bench_rfig.py --seeds 8 --inverses woodbury,exact --rounds 5 --agent-rounds 3
 	$(PY) benchmarks/bench_linalg.py
 	$(PY) benchmarks/bench_envs.py
 	$(PY) benchmarks/bench_brax.py
