@@ -275,3 +275,16 @@ def test_a_smoke_sweep_over_all_five_bonuses_and_its_report(tmp_path):
     for label in ("PPO", "RFIG", "RND", "VIME", "#Explo"):
         assert label in index
     assert (report / "curves.png").exists() and (report / "coverage.png").exists()
+
+
+def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
+    # stall_timeout_s so small that the watchdog (polling once a second) judges the first window,
+    # made seconds long, a stall: the real exit path (message, exit code, no summary) without
+    # having to wedge XLA.
+    done = launch(*LONG, "agent.total_timesteps=50000000", "eval_frequency=1048576", "stall_timeout_s=0.001",
+                  f"results_dir={tmp_path}")
+    assert done.returncode == 75, done.stderr[-3000:]
+    err = done.stdout + done.stderr
+    assert "the process looks wedged" in err and "relaunch the same command to resume" in err
+    run = next((tmp_path / "default" / "cartpole" / "none").glob("*/seed_0"))
+    assert (run / "config.yaml").exists() and not (run / "summary.json").exists()

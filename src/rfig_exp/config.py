@@ -128,6 +128,7 @@ def check_storage(cfg) -> None:
     placement.validate(str(_select(cfg, "placement.mode")), None, _select(cfg, "placement.cores_per_job"),
                        list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus)
     _int(cfg, "checkpoint.every_windows", 1)
+    _float(cfg, "stall_timeout_s", 0.0)
     _int(cfg, "checkpoint.keep", 1)
 
 

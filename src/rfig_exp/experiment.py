@@ -36,6 +36,7 @@ from rfig_exp.config import RunSpec, agent_hparams, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.tracking import WandbRuns, log, progress_line
+from rfig_exp.watchdog import Watchdog
 
 PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "hydra-core", "numpy", "wandb")
 REPO = Path(__file__).resolve().parents[2]
@@ -242,16 +243,19 @@ class _Run:
         failed = True
         previous_handler = self._catch_sigterm()
         window_w = done_windows
+        watchdog = None
         try:
             window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(states, self.hparams).compile()
             compile_time = time.perf_counter() - start
             self._describe(states)
             train_time = float(extra.get("train_time_s", 0.0))
             last_rows: dict[int, dict] = {}
+            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).__enter__()  # after compiling
             for w in range(done_windows + 1, spec.num_windows + 1):
                 t0 = time.perf_counter()
                 states, metrics = window_fn(states, self.hparams)
                 metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
+                watchdog.beat()
                 train_time += time.perf_counter() - t0
                 window_w = w
                 env_steps = w * spec.eval_frequency
@@ -299,6 +303,8 @@ class _Run:
                               f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
                               "command to start it again", 130) from None
         finally:
+            if watchdog is not None:
+                watchdog.__exit__()
             if previous_handler is not None:
                 signal.signal(signal.SIGTERM, previous_handler)
             if self._submitit_usr2 is not None:

@@ -88,7 +88,8 @@ def help_text() -> str:
         "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
         "",
         "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
-        "exit codes: 0 done (or already complete), 2 bad config, 130 interrupted, 143 terminated (resumable)",
+        "exit codes: 0 done (or already complete), 2 bad config, 75 stalled (a wedged XLA call; resumable),",
+        "  130 interrupted, 143 terminated (resumable)",
         "Hydra's own help: python launch.py --hydra-help",
     ])
 

@@ -1,0 +1,81 @@
+"""Ends a process whose training loop has stopped making progress (an XLA CPU wedge).
+
+jaxlib 0.10 on CPU can wedge for ever inside a jitted call: every thread idle, the main thread in
+``block_until_ready`` (README, *XLA CPU wedges*). Nothing in Python can interrupt that call, so a
+wedged sweep would sit until someone notices. The watchdog is a daemon thread: the training loop
+calls :meth:`Watchdog.beat` after every window; when no beat has come for ``max(min_s,
+factor * slowest window so far)`` seconds (``first_s`` before the first window), it logs what
+happened and ends the process with :data:`EXIT_STALLED`. Checkpoints already on disk are kept and
+no summary is written, so the run never looks complete and relaunching the same command resumes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Callable
+
+log = logging.getLogger("rfig_exp")
+
+EXIT_STALLED = 75  # EX_TEMPFAIL: try again (the relaunch resumes from the last checkpoint)
+
+
+class Watchdog:
+    """Calls ``on_stall(message)`` (default: log it and ``os._exit(EXIT_STALLED)``) once no
+    :meth:`beat` has come for too long. ``min_s <= 0`` disables it."""
+
+    def __init__(self, tag: str, min_s: float, factor: float = 20.0, first_s: float | None = None,
+                 on_stall: Callable[[str], None] | None = None, poll_s: float = 1.0):
+        self.tag, self.min_s, self.factor = tag, float(min_s), float(factor)
+        self.first_s = float(first_s) if first_s is not None else 3.0 * self.min_s
+        self.on_stall = on_stall or _exit
+        self.poll_s = poll_s
+        self.windows = 0
+        self.slowest = 0.0
+        self.last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def limit(self) -> float:
+        if not self.windows:
+            return self.first_s
+        return max(self.min_s, self.factor * self.slowest)
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        self.slowest = max(self.slowest, now - self.last)
+        self.windows += 1
+        self.last = now
+
+    def __enter__(self) -> "Watchdog":
+        if self.min_s > 0:
+            self.last = time.monotonic()
+            self._thread = threading.Thread(target=self._watch, name="rfig-watchdog", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            idle, limit = time.monotonic() - self.last, self.limit()
+            if idle > limit:
+                done = f"after window {self.windows}" if self.windows else "before its first window"
+                self.on_stall(
+                    f"[{self.tag}] no progress for {idle:.0f} s {done} (limit {limit:.0f} s = "
+                    f"max(stall_timeout_s, {self.factor:g} x the slowest window)): the process looks wedged "
+                    "(README: XLA CPU wedges); ending it with exit code "
+                    f"{EXIT_STALLED}. Its checkpoints are kept: relaunch the same command to resume")
+                return
+
+
+def _exit(message: str) -> None:
+    log.error(message)
+    for handler in logging.getLogger().handlers + log.handlers:
+        handler.flush()
+    os._exit(EXIT_STALLED)
