@@ -250,7 +250,7 @@ class _Run:
             self._describe(states)
             train_time = float(extra.get("train_time_s", 0.0))
             last_rows: dict[int, dict] = {}
-            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).__enter__()  # after compiling
+            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
             for w in range(done_windows + 1, spec.num_windows + 1):
                 t0 = time.perf_counter()
                 states, metrics = window_fn(states, self.hparams)
@@ -304,7 +304,7 @@ class _Run:
                               "command to start it again", 130) from None
         finally:
             if watchdog is not None:
-                watchdog.__exit__()
+                watchdog.stop()
             if previous_handler is not None:
                 signal.signal(signal.SIGTERM, previous_handler)
             if self._submitit_usr2 is not None:

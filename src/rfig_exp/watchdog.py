@@ -49,17 +49,23 @@ class Watchdog:
         self.windows += 1
         self.last = now
 
-    def __enter__(self) -> "Watchdog":
+    def start(self) -> "Watchdog":
         if self.min_s > 0:
             self.last = time.monotonic()
             self._thread = threading.Thread(target=self._watch, name="rfig-watchdog", daemon=True)
             self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+    def __enter__(self) -> "Watchdog":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     def _watch(self) -> None:
         while not self._stop.wait(self.poll_s):
