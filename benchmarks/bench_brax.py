@@ -31,10 +31,12 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from rfig_exp.agents.ppo.train import _random_actions, make_trainer  # noqa: E402
+from rfig_exp.agents.ppo.train import _random_actions  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
-from rfig_exp.config import agent_hparams, build_run_spec  # noqa: E402
+from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+
+from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 NUM_ENVS = 32
 
@@ -83,11 +85,7 @@ def measure_ppo(env_name: str, backend: str, num_seeds: int, updates: int, windo
     env = make_env(cfg.env)
     bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                  (spec.train.num_steps, spec.train.num_envs))
-    hp = {**agent_hparams(cfg), "bonus": bonus_hp}
-    trainer = make_trainer(spec.train, env, bonus)
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
-    states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp))
-    run_window = jax.jit(trainer.run_window, donate_argnums=0).lower(states, hp).compile()
+    run_window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     compile_s = time.perf_counter() - t0
     states, metrics = run_window(states, hp)  # warm-up
     jax.block_until_ready(metrics)

@@ -69,11 +69,12 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from jax.scipy.linalg import solve_triangular  # noqa: E402
 
 from rfig_exp import linalg, theory  # noqa: E402
-from rfig_exp.agents.ppo.train import make_trainer  # noqa: E402
 from rfig_exp.bonuses import Bonus, BonusBatch, make_bonus  # noqa: E402
 from rfig_exp.bonuses.base import flat_states  # noqa: E402
-from rfig_exp.config import agent_hparams, build_run_spec  # noqa: E402
+from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+
+from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from rfig_exp.errors import ConfigError  # noqa: E402
 from rfig_exp.shuffle import subsample  # noqa: E402
 
@@ -406,11 +407,7 @@ def build_agent(env_name: str, case: str, num_seeds: int, overrides):
     else:
         bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                      (spec.train.num_steps, spec.train.num_envs))
-    hp = {**agent_hparams(cfg), "bonus": bonus_hp}
-    trainer = make_trainer(spec.train, env, bonus)
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
-    states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp))
-    window = jax.jit(trainer.run_window, donate_argnums=0).lower(states, hp).compile()
+    window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     return window, states, hp, spec.train.updates_per_window
 
 

@@ -39,12 +39,18 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
     env = make_env(cfg.env)
     bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                  (spec.train.num_steps, spec.train.num_envs))
+    return (*compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds), spec)
+
+
+def compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds: int):
+    """Initialise ``num_seeds`` vmapped seeds and compile one window of the training loop, as
+    ``experiment.py`` does: ``(run_window, states, hparams)``. Shared by the other benchmarks."""
     hp = {**agent_hparams(cfg), "bonus": bonus_hp}
     trainer = make_trainer(spec.train, env, bonus)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
     states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp))
     run_window = jax.jit(trainer.run_window, donate_argnums=0).lower(states, hp).compile()
-    return run_window, states, hp, spec
+    return run_window, states, hp
 
 
 def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overrides: list[str]) -> dict:
