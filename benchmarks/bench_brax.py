@@ -36,7 +36,7 @@ from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 
-from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from bench_throughput import compile_window, time_windows  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 NUM_ENVS = 32
 
@@ -87,14 +87,7 @@ def measure_ppo(env_name: str, backend: str, num_seeds: int, updates: int, windo
                                  (spec.train.num_steps, spec.train.num_envs))
     run_window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     compile_s = time.perf_counter() - t0
-    states, metrics = run_window(states, hp)  # warm-up
-    jax.block_until_ready(metrics)
-    seconds = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        states, metrics = run_window(states, hp)
-        jax.block_until_ready(metrics)
-        seconds.append(time.perf_counter() - t0)
+    seconds = time_windows(run_window, states, hp, windows)
     steps = spec.train.updates_per_window * spec.train.batch_size * num_seeds
     return dict(compile_s=compile_s, steps_per_s=steps / statistics.median(seconds))
 

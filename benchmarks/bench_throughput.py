@@ -53,11 +53,10 @@ def compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds: int):
     return run_window, states, hp
 
 
-def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overrides: list[str]) -> dict:
-    t0 = time.perf_counter()
-    run_window, states, hp, spec = build(env_name, bonus_name, num_seeds, overrides)
-    compile_s = time.perf_counter() - t0
-    states, metrics = run_window(states, hp)  # warm-up: the first call after compiling is slower
+def time_windows(run_window, states, hp, windows: int) -> list[float]:
+    """Seconds of each of ``windows`` windows, after one warm-up (the first call after compiling
+    is slower). Shared by the other benchmarks."""
+    states, metrics = run_window(states, hp)
     jax.block_until_ready(metrics)
     seconds = []
     for _ in range(windows):
@@ -65,7 +64,14 @@ def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overri
         states, metrics = run_window(states, hp)
         jax.block_until_ready(metrics)
         seconds.append(time.perf_counter() - t0)
-    window_s = statistics.median(seconds)
+    return seconds
+
+
+def measure(env_name: str, bonus_name: str, num_seeds: int, windows: int, overrides: list[str]) -> dict:
+    t0 = time.perf_counter()
+    run_window, states, hp, spec = build(env_name, bonus_name, num_seeds, overrides)
+    compile_s = time.perf_counter() - t0
+    window_s = statistics.median(time_windows(run_window, states, hp, windows))
     updates = spec.train.updates_per_window
     steps = updates * spec.train.batch_size * num_seeds
     return dict(env=env_name, bonus=bonus_name, seeds=num_seeds, compile_s=compile_s,
