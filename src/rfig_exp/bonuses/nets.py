@@ -29,22 +29,16 @@ Layer = dict  # {"w": [in, out], "b": [out]}
 MLPParams = tuple  # tuple[Layer, ...]
 
 
-INITS = ("scaled_normal", "orthogonal")
-
-
 def mlp_init(key: jax.Array, sizes: Sequence[int], gain: float = math.sqrt(2.0),
-             out_gain: Optional[float] = None, init: str = "scaled_normal", dtype=jnp.float32) -> MLPParams:
-    """Weights with per-entry variance ``gain^2 / fan_in`` (``out_gain`` for the last layer,
-    default ``gain``), zero biases. ``sizes = (in_dim, h_1, ..., h_k, out_dim)``.
+             out_gain: Optional[float] = None, dtype=jnp.float32) -> MLPParams:
+    """Truncated-normal weights with per-entry variance ``gain^2 / fan_in`` (``out_gain`` for the
+    last layer, default ``gain``), zero biases. ``sizes = (in_dim, h_1, ..., h_k, out_dim)``.
 
-    ``init="scaled_normal"`` (default) draws a truncated normal (He et al. 2015 for gain sqrt(2);
-    flax's default ``lecun_normal`` for gain 1). ``init="orthogonal"`` gives the same scale with
-    orthogonal matrices (Burda et al.'s RND code, CleanRL) but needs a LAPACK QR: vmapped over
-    8 seeds inside the agent's jitted init it wedged XLA's CPU runtime (jaxlib 0.10, every thread
-    idle; reproduced 3 times out of 3 with ``bonus=hashexplo``), so it is not the default.
+    He et al. (2015) for gain sqrt(2); flax's default ``lecun_normal`` for gain 1. Burda et al.'s
+    RND code and CleanRL use orthogonal matrices of the same scale, but those need a LAPACK QR:
+    vmapped over 8 seeds inside the agent's jitted init it wedged XLA's CPU runtime (jaxlib 0.10,
+    every thread idle; reproduced 3 times out of 3 with ``bonus=hashexplo``).
     """
-    if init not in INITS:
-        raise ValueError(f"init={init!r} is not one of {INITS}")
     sizes = tuple(int(s) for s in sizes)
     if len(sizes) < 2:
         raise ValueError(f"an MLP needs at least input and output sizes, got {sizes}")
@@ -52,10 +46,7 @@ def mlp_init(key: jax.Array, sizes: Sequence[int], gain: float = math.sqrt(2.0),
     layers = []
     for i, (k, n_in, n_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
         g = out_gain if (out_gain is not None and i == len(sizes) - 2) else gain
-        if init == "orthogonal":
-            w = jax.nn.initializers.orthogonal(scale=g)(k, (n_in, n_out), dtype)
-        else:
-            w = jax.nn.initializers.variance_scaling(g * g, "fan_in", "truncated_normal")(k, (n_in, n_out), dtype)
+        w = jax.nn.initializers.variance_scaling(g * g, "fan_in", "truncated_normal")(k, (n_in, n_out), dtype)
         layers.append({"w": w, "b": jnp.zeros((n_out,), dtype)})
     return tuple(layers)
 
@@ -128,5 +119,5 @@ def config_widths(value, key: str) -> tuple[int, ...]:
     return widths
 
 
-__all__ = ["ACTIVATIONS", "INITS", "MLPParams", "adam_init", "adam_step", "config_float", "config_positive_int",
+__all__ = ["ACTIVATIONS", "MLPParams", "adam_init", "adam_step", "config_float", "config_positive_int",
            "config_widths", "mlp_apply", "mlp_init", "mlp_sizes"]

@@ -91,7 +91,7 @@ def softplus_inverse(sigma: jax.Array) -> jax.Array:
 
 
 def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: jax.Array) -> dict:
-    """Means as ``nets.mlp_init`` (orthogonal, gain sqrt(2), zero biases), every ``sigma = init_sigma``."""
+    """Means as ``nets.mlp_init`` (variance 2 / fan_in, zero biases), every ``sigma = init_sigma``."""
     mu = mlp_init(key, sizes)
     rho0 = softplus_inverse(jnp.asarray(init_sigma, jnp.float32))
     return {"mu": mu, "rho": jax.tree.map(lambda m: jnp.full(m.shape, rho0, m.dtype), mu)}
