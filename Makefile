@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install run test test-all bench figures smoke coverage status estimate clean
+.PHONY: install run test test-all bench figures smoke coverage repro status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ smoke: $(STAMP)
 coverage: $(STAMP)
 	$(PY) launch.py -m sweep=coverage
 	$(MAKE) figures EXPERIMENT=coverage
+
+# The reproduction (docs/results/repro/): every stage of scripts/repro.sh, or STAGES="core brax ...".
+# Stop it at any point and run it again: complete seeds are skipped, partial ones resume.
+STAGES ?=
+repro: $(STAMP)
+	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)

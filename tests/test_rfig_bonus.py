@@ -18,15 +18,15 @@ T, B, OBS = 8, 16, (3,)
 
 def rfig_cfg(**overrides):
     base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, lengthscale=1.5,
-                lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
+                lengthscale_scale=1.0, lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
                 inverse="exact", newton_schulz_iters=20, refresh_every=4, refresh_tol=1e-3, divergence_tol=1e-2,
                 quad_blocks=4)
     base.update(overrides)
     return OmegaConf.create(base)
 
 
-def make(**overrides):
-    return make_bonus(rfig_cfg(**overrides), OBS, DiscreteSpace(2), (T, B))
+def make(obs_shape=OBS, **overrides):
+    return make_bonus(rfig_cfg(**overrides), obs_shape, DiscreteSpace(2), (T, B))
 
 
 def batch_of(next_obs):
@@ -57,13 +57,17 @@ def reference_run(state, batches, keys, reg, subsample):
     return rewards, sigma
 
 
-@pytest.mark.parametrize("inverse,quad_blocks", [("exact", 4), ("newton_schulz", 4), ("woodbury", 4),
-                                                 ("woodbury", 1), ("woodbury", 8)])
-def test_bonus_matches_float64_algorithm(inverse, quad_blocks):
-    bonus, hp = make(inverse=inverse, quad_blocks=quad_blocks)
-    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + OBS), hp)
+@pytest.mark.parametrize("inverse,quad_blocks,obs_shape", [
+    ("exact", 4, OBS), ("newton_schulz", 4, OBS), ("woodbury", 4, OBS), ("woodbury", 1, OBS), ("woodbury", 8, OBS),
+    # 2-D (DeepSea) and 3-D (MinAtar) observations: the update once flattened its flat
+    # subsample a second time, which for a 2-D observation merged the states into one row.
+    ("woodbury", 4, (4, 5)), ("exact", 4, (3, 3, 2)),
+])
+def test_bonus_matches_float64_algorithm(inverse, quad_blocks, obs_shape):
+    bonus, hp = make(obs_shape, inverse=inverse, quad_blocks=quad_blocks)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((10,) + obs_shape), hp)
     rng = np.random.default_rng(0)
-    batches = [rng.normal(size=(T, B) + OBS).astype(np.float32) for _ in range(5)]
+    batches = [rng.normal(size=(T, B) + obs_shape).astype(np.float32) for _ in range(5)]
     keys = list(jax.random.split(jax.random.PRNGKey(1), 5))
     want_rewards, want_sigma = reference_run(state, batches, keys, 1.0, math.floor(T * B * 0.25))
     reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
@@ -99,6 +103,18 @@ def test_auto_lengthscale_is_sqrt_of_effective_dimension():
     state = bonus.init(jax.random.PRNGKey(0), warm, hp)
     assert float(state.lengthscale) == pytest.approx(math.sqrt(float(state.effective_dim)), rel=1e-5)
     assert 1 <= float(state.effective_dim) <= 64
+
+
+def test_lengthscale_scale_multiplies_the_automatic_and_the_given_lengthscale():
+    warm = jax.random.normal(jax.random.PRNGKey(3), (64,) + OBS)
+    bonus, hp = make(lengthscale="auto")
+    auto = bonus.init(jax.random.PRNGKey(0), warm, hp)
+    bonus, hp = make(lengthscale="auto", lengthscale_scale=0.25)
+    scaled = bonus.init(jax.random.PRNGKey(0), warm, hp)
+    assert float(scaled.lengthscale) == pytest.approx(0.25 * float(auto.lengthscale), rel=1e-6)
+    assert float(scaled.effective_dim) == float(auto.effective_dim)
+    bonus, hp = make(lengthscale=1.5, lengthscale_scale=4.0)
+    assert float(bonus.init(jax.random.PRNGKey(0), warm, hp).lengthscale) == pytest.approx(6.0)
 
 
 def test_refresh_restores_exact_inverse_and_counts_divergence():
@@ -199,7 +215,8 @@ def test_exact_and_newton_schulz_ask_for_a_refresh_only_on_divergence(inverse):
     ("rho", 0.0, "bonus.rho"), ("rho", 1.5, "bonus.rho"), ("rho", 0.001, "bonus.rho"),
     ("reg", -1.0, "bonus.reg"), ("reg", 0.0, "bonus.reg"), ("inverse", "lu", "exact, newton_schulz, woodbury"),
     ("lengthscale", -2.0, "bonus.lengthscale"), ("lengthscale", "big", "bonus.lengthscale"),
-    ("num_features", 0, "bonus.num_features"), ("lengthscale_method", "guess", "participation_ratio"),
+    ("num_features", 0, "bonus.num_features"), ("lengthscale_scale", 0.0, "bonus.lengthscale_scale"),
+    ("lengthscale_scale", -1.0, "bonus.lengthscale_scale"), ("lengthscale_method", "guess", "participation_ratio"),
     ("refresh_every", -1, "bonus.refresh_every"), ("refresh_every", 2.5, "bonus.refresh_every"),
     ("refresh_tol", 0.0, "bonus.refresh_tol"), ("refresh_tol", 0.5, "bonus.refresh_tol"),
     ("refresh_tol", "often", "bonus.refresh_tol"), ("quad_blocks", 0, "bonus.quad_blocks"),

@@ -104,6 +104,8 @@ def validate(cfg, batch_size: int) -> dict:
     if not auto:
         value = float(as_scalar(lengthscale, "bonus.lengthscale"))
         require(value > 0.0, f"bonus.lengthscale={value} must be > 0 or 'auto'")
+    scale = float(as_scalar(cfg.get("lengthscale_scale"), "bonus.lengthscale_scale"))
+    require(scale > 0.0, f"bonus.lengthscale_scale={scale} must be > 0")
     method = cfg.get("lengthscale_method")
     require(method in LENGTHSCALE_METHODS,
             f"bonus.lengthscale_method={method!r} is not known; valid: {', '.join(LENGTHSCALE_METHODS)}")
@@ -123,6 +125,7 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
         "reg": as_scalar(cfg.get("reg"), "bonus.reg"),
         "lengthscale": jnp.asarray(jnp.nan if static["auto_lengthscale"] else float(cfg.get("lengthscale")), jnp.float32),
         "lengthscale_gamma": as_scalar(cfg.get("lengthscale_gamma"), "bonus.lengthscale_gamma"),
+        "lengthscale_scale": as_scalar(cfg.get("lengthscale_scale"), "bonus.lengthscale_scale"),
         "divergence_tol": as_scalar(cfg.get("divergence_tol"), "bonus.divergence_tol"),
         "refresh_tol": as_scalar(cfg.get("refresh_tol"), "bonus.refresh_tol"),
     }
@@ -130,8 +133,13 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
     num_features = static["num_features"]
     in_dim = math.prod(obs_shape)
 
+    def rff(state, flat):
+        """``[n, in_dim]`` already-flat states -> ``[n, D]`` features."""
+        return theory.rff_features(flat, state.omega_unit, state.bias, state.lengthscale)
+
     def features(state, x):
-        return theory.rff_features(flat_states(x, obs_ndim), state.omega_unit, state.bias, state.lengthscale)
+        """``[*lead, *obs_shape]`` -> ``[prod(lead), D]``."""
+        return rff(state, flat_states(x, obs_ndim))
 
     def init(key, warmup_obs, hp):
         k_rff, k_sub, k_probe = jax.random.split(key, 3)
@@ -145,6 +153,8 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
             d_eff = jnp.asarray(d_eff, jnp.float32)
         else:
             lengthscale, d_eff = hp["lengthscale"], jnp.asarray(jnp.nan, jnp.float32)
+        # A sensitivity study scales the automatic value per env (x0.25 .. x4) in one sweep.
+        lengthscale = lengthscale * hp["lengthscale_scale"]
         eye = jnp.eye(num_features, dtype=jnp.float32)
         return RFIGState(
             omega_unit=omega_unit, bias=bias, lengthscale=lengthscale, effective_dim=d_eff,
@@ -165,7 +175,9 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
     def update(state, batch, key, hp):
         states = flat_states(batch.next_obs, obs_ndim)
         idx = subsample(key, states.shape[0], static["subsample"])
-        phi = features(state, states[idx])                          # [k, D]
+        # ``states`` is flat already: flattening it again as observations would, for a
+        # 2-D observation (DeepSea), merge the k states into one long row.
+        phi = rff(state, states[idx])                               # [k, D]
         sigma = state.sigma + phi.T @ phi
         if static["inverse"] == "exact":
             precision = linalg.exact_inverse(sigma)
