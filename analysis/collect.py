@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .methods import BASE, Method, build_methods, format_overrides
+from .methods import BASE, Method, build_methods, format_overrides, format_value
 from .names import env_sort_key, method_label, sort_envs, sort_methods
 
 RETURN_COLUMN = "episode_return"
@@ -102,10 +102,53 @@ class Run:
     flat_layout: bool = False           # old layout: seed_<k> directly under <bonus>
     variant_overrides: dict = field(default_factory=dict)
     method: str | None = None           # method key, set by collect()
+    # Where the run lives: the env and variant folder names. ``env`` and ``variant`` above are
+    # what the analysis compares: an ``env.*`` override (DeepSea's size, a Brax backend) makes
+    # another *task*, ``<env>[size=30]``, and leaves the method's variant (see split_env_options).
+    env_folder: str = ""
+    variant_folder: str = ""
 
     @property
     def variant_dir(self) -> Path:
         return self.path.parent
+
+
+ENV_OPTION_PREFIX = "env."
+
+
+def task_name(env: str, env_options: dict) -> str:
+    """``deepsea`` + ``{"env.size": 30}`` -> ``deepsea[size=30]`` (``env`` alone when no options)."""
+    if not env_options:
+        return env
+    opts = ",".join(f"{k[len(ENV_OPTION_PREFIX):]}={format_value(v)}" for k, v in sorted(env_options.items()))
+    return f"{env}[{opts}]"
+
+
+def method_variant_name(overrides: dict) -> str:
+    """The variant a method is known by once env options are taken out: ``base`` or ``k=v,...``."""
+    return ",".join(f"{k}={format_value(v)}" for k, v in sorted(overrides.items())) or BASE
+
+
+def split_env_options(runs: list["Run"]) -> None:
+    """Env options are part of the task, not of the method.
+
+    A run whose variant overrides hold ``env.*`` keys (``env.size=30``, ``env.backend=spring``)
+    is compared as the task ``<env>[size=30]``, and its method is the bonus with the remaining
+    overrides (``base`` when none remain). So DeepSea at four sizes is four tasks on which the
+    same five methods are compared, and a Brax env run on another backend is the same methods
+    on a differently-named task. The folders stay where they are (``env_folder``,
+    ``variant_folder``).
+    """
+    for r in runs:
+        r.env_folder = r.env_folder or r.env
+        r.variant_folder = r.variant_folder or r.variant
+        env_opts = {k: v for k, v in r.variant_overrides.items() if k.startswith(ENV_OPTION_PREFIX)}
+        if not env_opts:
+            continue
+        rest = {k: v for k, v in r.variant_overrides.items() if k not in env_opts}
+        r.env = task_name(r.env_folder, env_opts)
+        r.variant = method_variant_name(rest)
+        r.variant_overrides = rest
 
 
 @dataclass
@@ -563,9 +606,9 @@ def _fmt_list(xs: list, limit: int = 6) -> str:
 
 def _summary_identity(run: Run, issues: list[Issue]) -> None:
     s = run.summary or {}
-    expected = {"env": run.env, "bonus": run.bonus, "seed": run.seed, "experiment": run.experiment}
+    expected = {"env": run.env_folder or run.env, "bonus": run.bonus, "seed": run.seed, "experiment": run.experiment}
     if not run.flat_layout:
-        expected["variant"] = run.variant
+        expected["variant"] = run.variant_folder or run.variant
     diffs = [f"{k}={s[k]!r}" for k, v in expected.items() if k in s and s[k] != v]
     if run.flat_layout and s.get("variant") not in (None, BASE):
         diffs.append(f"variant={s['variant']!r} (the old layout has no variant folder: read as base)")
@@ -720,6 +763,7 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
             if (want_envs is None or r.env in want_envs) and (want_bonuses is None or r.bonus in want_bonuses)
             and (want_variants is None or r.variant in want_variants)]
     _resolve_variant_overrides(runs, issues)
+    split_env_options(runs)
 
     def groups_of(rs):
         out: dict[tuple[str, str], dict] = {}

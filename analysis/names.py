@@ -122,15 +122,39 @@ def _canonical_env(env: str) -> str:
     return f"minatar_{env}" if env in _MINATAR else env
 
 
+def split_task(env: str) -> tuple[str, str]:
+    """``deepsea[size=30]`` -> (``deepsea``, ``size=30``); a plain env name -> (name, ``""``).
+
+    A task is an env with env options (analysis.collect.split_env_options)."""
+    if env.endswith("]") and "[" in env:
+        base, opts = env[:-1].split("[", 1)
+        return base, opts
+    return env, ""
+
+
+def _option_key(opts: str) -> tuple:
+    """Option values in order: numbers by value (size 9 before 10), text alphabetically."""
+    out = []
+    for part in opts.split(","):
+        k, _, v = part.partition("=")
+        try:
+            out.append((k, 0, float(v), ""))
+        except ValueError:
+            out.append((k, 1, 0.0, v))
+    return tuple(out)
+
+
 def env_sort_key(env: str) -> tuple:
-    canon = _canonical_env(env)
+    base, opts = split_task(env)
+    canon = _canonical_env(base)
+    options = _option_key(opts) if opts else ()
     if canon in ENV_ORDER:
-        return (ENV_ORDER.index(canon), 0, env)
+        return (ENV_ORDER.index(canon), 0, base, options)
     if canon.startswith("pointmaze_"):
         layout = canon[len("pointmaze_"):].lower()
         rank = next((i for i, m in enumerate(_MAZE_ORDER) if layout.startswith(m)), len(_MAZE_ORDER))
-        return (ENV_ORDER.index("pointmaze_*"), rank, env)
-    return (len(ENV_ORDER), 0, env)
+        return (ENV_ORDER.index("pointmaze_*"), rank, base, options)
+    return (len(ENV_ORDER), 0, base, options)
 
 
 def sort_envs(envs) -> list[str]:
@@ -138,6 +162,9 @@ def sort_envs(envs) -> list[str]:
 
 
 def env_label(env: str) -> str:
+    base, opts = split_task(env)
+    if opts:
+        return f"{env_label(base)} ({opts.replace(',', ', ')})"
     canon = _canonical_env(env)
     if canon in ENV_LABELS:
         return ENV_LABELS[canon]

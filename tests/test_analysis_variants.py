@@ -352,3 +352,35 @@ def test_final_scores_per_method(lr_tree):
     for env in coll.envs:
         np.testing.assert_allclose(fs[env][f"none/{LR_A}"][1], truth[(env, 1e-4)][:, -1])
         np.testing.assert_allclose(fs[env][f"none/{LR_B}"][1], truth[(env, 1e-3)][:, -1])
+
+
+def test_env_options_make_tasks_and_leave_the_methods_alone(tmp_path):
+    """DeepSea at two sizes and a Brax env on another backend: env options name a task
+    (``deepsea[size=30]``), the methods stay PPO and RFIG, each with its fixed colour."""
+    rng = np.random.default_rng(0)
+    for seed in range(3):
+        for bonus, level in (("none", 0.0), ("rfig", 1.0)):
+            write_run(tmp_path, "exp", "deepsea", bonus, seed, STEPS, level + rng.normal(size=T) * 0.01)
+            write_run(tmp_path, "exp", "deepsea", bonus, seed, STEPS, 2 * level + rng.normal(size=T) * 0.01,
+                      overrides={"env.size": 30})
+            write_run(tmp_path, "exp", "deepsea", bonus, seed, STEPS, 3 * level + rng.normal(size=T) * 0.01,
+                      overrides={"env.size": 9})
+            write_run(tmp_path, "exp", "sparse_halfcheetah", bonus, seed, STEPS, level + rng.normal(size=T) * 0.01,
+                      overrides={"env.backend": "spring"})
+        write_run(tmp_path, "exp", "deepsea", "rfig", seed, STEPS, rng.normal(size=T),
+                  overrides={"env.size": 30, "bonus.reg": 10.0})
+    coll = collect(tmp_path, "exp")
+    assert coll.envs == ["sparse_halfcheetah[backend=spring]", "deepsea", "deepsea[size=9]", "deepsea[size=30]"]
+    assert coll.methods == ["none", "rfig", "rfig/bonus.reg=10"]
+    assert coll.method_info["rfig"].colour == PALETTE["rfig"]
+    assert not [i for i in coll.issues if i.kind in ("mismatch", "variant")], coll.issues
+    scores = final_scores(coll)
+    assert scores["deepsea[size=30]"]["rfig"][1] == pytest.approx([2.0] * 3, abs=0.1)
+    assert set(scores["deepsea[size=30]"]) == {"none", "rfig", "rfig/bonus.reg=10"}
+    assert set(scores["sparse_halfcheetah[backend=spring]"]) == {"none", "rfig"}
+    # The folders are where the launcher put them.
+    r = next(r for r in coll.runs if r.env == "deepsea[size=30]" and r.method == "rfig/bonus.reg=10")
+    assert (r.env_folder, r.variant_folder) == ("deepsea", "bonus.reg=10,env.size=30")
+    from analysis.names import env_label
+    assert env_label("deepsea[size=30]") == "DeepSea (size=30)"
+    assert env_label("sparse_halfcheetah[backend=spring]") == "Sparse-HalfCheetah (backend=spring)"
