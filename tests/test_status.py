@@ -204,3 +204,63 @@ def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "rfig_exp.estimate", "--results", str(res), "--seeds", "0"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--seeds=0 must be >= 1" in bad.stderr
+
+
+# --- estimate --sweep: a preset's cost before it runs ----------------------------------------
+
+TABLE = [
+    {"device": "cpu", "env": "mountaincar", "bonus": "none", "seeds": 8, "env_steps_per_second": 240000.0,
+     "compile_s": 6.0, "source": "t"},
+    {"device": "cpu", "env": "mountaincar", "bonus": "rfig", "seeds": 8, "env_steps_per_second": 80000.0,
+     "compile_s": 10.0, "source": "t"},
+    {"device": "cpu", "env": "minatar_breakout", "bonus": "none", "seeds": 8, "env_steps_per_second": 100000.0,
+     "compile_s": 7.0, "source": "t"},
+    {"device": "cpu", "env": "minatar_breakout", "bonus": "none", "seeds": 1, "env_steps_per_second": 50000.0,
+     "compile_s": 5.0, "source": "t"},
+]
+
+
+def test_table_rate_measured_scaled_extrapolated_and_guessed():
+    exact = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 8)
+    assert (exact.steps_per_second, exact.compile_s) == (80000.0, 10.0) and "extrapolated" not in exact.source
+    # Another seed count: the nearest measured one, per-seed speed held.
+    scaled = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 4)
+    assert scaled.steps_per_second == pytest.approx(40000.0) and "scaled per seed" in scaled.source
+    # Breakout has no RFIG row: its PPO speed times RFIG's slowdown on MountainCar (1/3).
+    extra = estimate.table_rate(TABLE, "cpu", "minatar_breakout", "rfig", 8)
+    assert extra.steps_per_second == pytest.approx(100000.0 / 3) and "extrapolated" in extra.source
+    # An env never measured: the bonus's median per-seed speed over the measured envs.
+    guess = estimate.table_rate(TABLE, "cpu", "acrobot", "none", 8)
+    assert guess.steps_per_second == pytest.approx(170000.0) and "guessed" in guess.source
+    assert estimate.table_rate(TABLE, "h100", "mountaincar", "none", 8) is None
+
+
+def test_wall_hours_spreads_the_longest_jobs_first():
+    assert estimate.wall_hours([1.0, 2.0, 2.0, 3.0], 2) == 4.0
+    assert estimate.wall_hours([1.0, 2.0, 2.0, 3.0], 1) == 8.0
+    assert estimate.wall_hours([5.0, 1.0], 8) == 5.0
+
+
+def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_here(tmp_path, capsys):
+    import socket
+
+    assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "30 jobs" in out and out.count("| env=") == 30
+    assert "env=minatar_breakout bonus=rfig | 8 | 1,007,616 | 51,070 |" in out
+    total = float(out.split("Total: ")[1].split(" job-hours")[0])
+    wall = float(out.split("slot(s): ")[1].split(" h")[0])
+    assert total / 2 <= wall < total
+    # A complete run of this host replaces the table's number for that env x bonus.
+    measured(tmp_path / "r" / "exp", "mountaincar", "rfig", list(range(8)), 12345.0, 3.0, host=socket.gethostname())
+    assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "env=mountaincar bonus=rfig | 8 | 1,007,616 | 12,345 | 3 |" in out and "measured here" in out
+
+
+def test_estimate_of_a_sweep_says_what_is_wrong(tmp_path, capsys):
+    assert estimate.main(["--sweep", "nosuch", "--results", str(tmp_path)]) == 2
+    assert "sweep=nosuch" in capsys.readouterr().err
+    assert estimate.main(["--sweep", "repro", "--device", "tpu", "--results", str(tmp_path)]) == 2
+    assert "valid: cpu, h100" in capsys.readouterr().err
+    assert estimate.main(["--sweep", "repro", "--slots", "0", "--results", str(tmp_path)]) == 2

@@ -24,6 +24,17 @@ Each host (``summary.json["host"]``) is estimated separately: a GPU run gives GP
 The output states the basis (which runs, which host, which S) and marks every env x bonus of
 the grid without a measurement; the totals cover measured pairs only. Nothing here imports
 JAX. Exit status 0; 2 when the results folder does not exist.
+
+**A sweep preset before it runs** (``--sweep NAME [--override k=v ...]``): every job of
+``python launch.py -m sweep=NAME k=v ...`` is composed as the launcher would (no JAX), and
+costed from, in this order: complete runs of the same env x bonus x seeds-per-job under
+``--results`` on this host (speed-neutral variants only); the committed table of measured
+throughput ``benchmarks/throughput.csv`` for ``--device`` (``cpu``: this 2-core machine, one
+job per core; ``h100``: one GPU); or, for an env x bonus the table lacks, the env's plain-PPO
+throughput times the bonus's measured slowdown on another env of the same device (said as
+*extrapolated*). It prints each job's hours, the total on one slot, and the wall time on
+``--slots`` parallel slots (cores, GPUs or SLURM nodes: ``--slots 2`` for this machine's two
+lanes, ``--slots 8`` for eight GPU nodes), longest-job-first.
 """
 
 from __future__ import annotations
@@ -220,6 +231,155 @@ def format_report(estimates, processes: list[Process], skipped: dict, envs, bonu
     return "\n".join(lines)
 
 
+THROUGHPUT_TABLE = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput.csv"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Measured (or extrapolated) speed of one env x bonus at S vmapped seeds on one device."""
+
+    steps_per_second: float     # all S seeds together
+    compile_s: float
+    seeds: int
+    source: str                 # where the number comes from, said in the output
+
+
+@dataclass(frozen=True)
+class JobCost:
+    job: tuple[str, ...]
+    env: str
+    bonus: str
+    seeds: int
+    steps_per_seed: int
+    rate: Rate | None
+    hours: float                # nan when nothing measured
+
+
+def read_throughput_table(path: Path = THROUGHPUT_TABLE) -> list[dict]:
+    """Rows of ``benchmarks/throughput.csv`` (device, env, bonus, seeds, env_steps_per_second,
+    compile_s, source)."""
+    import csv
+
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    for r in rows:
+        r["seeds"] = int(r["seeds"])
+        r["env_steps_per_second"] = float(r["env_steps_per_second"])
+        r["compile_s"] = float(r["compile_s"])
+    return rows
+
+
+def _closest_seeds(rows: list[dict], seeds: int) -> dict | None:
+    """The row whose seed count is nearest ``seeds`` (ties: the larger one)."""
+    return min(rows, key=lambda r: (abs(math.log(r["seeds"] / seeds)), -r["seeds"])) if rows else None
+
+
+def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int) -> Rate | None:
+    """Speed of ``env x bonus`` at ``seeds`` seeds from the table: measured at the nearest seed
+    count (per-seed speed held constant across seed counts when they differ), else
+    extrapolated as the env's plain-PPO speed times the bonus's slowdown measured on the
+    device's other envs (median over them)."""
+    mine = [r for r in rows if r["device"] == device]
+    hit = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == bonus], seeds)
+    if hit is not None:
+        sps = hit["env_steps_per_second"] * (seeds / hit["seeds"] if hit["seeds"] != seeds else 1.0)
+        note = "" if hit["seeds"] == seeds else f" (measured at {hit['seeds']} seeds, scaled per seed)"
+        return Rate(sps, hit["compile_s"], seeds, f"{device} table: {hit['source']}{note}")
+    base = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == "none"], seeds)
+    if base is None:
+        # No row of this env at all: the bonus's median per-seed speed over the device's envs.
+        others = [r for r in (_closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
+                              for e in sorted({r["env"] for r in mine})) if r is not None]
+        if not others:
+            return None
+        per_seed = statistics.median(r["env_steps_per_second"] / r["seeds"] for r in others)
+        return Rate(per_seed * seeds, statistics.median(r["compile_s"] for r in others), seeds,
+                    f"{device} table, guessed: {env} never measured; {bonus}'s median speed over "
+                    f"{len(others)} measured env(s)")
+    ratios = []
+    for other in sorted({r["env"] for r in mine if r["env"] != env}):
+        b = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == bonus], seeds)
+        n = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == "none"], seeds)
+        if b is not None and n is not None:
+            ratios.append((b["env_steps_per_second"] / b["seeds"]) / (n["env_steps_per_second"] / n["seeds"]))
+    if not ratios:
+        return None
+    ratio = statistics.median(ratios)
+    sps = base["env_steps_per_second"] / base["seeds"] * seeds * ratio
+    return Rate(sps, base["compile_s"], seeds,
+                f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
+                f"(median over {len(ratios)} other env(s))")
+
+
+def measured_rate(processes: list[Process], host: str, env: str, bonus: str, seeds: int) -> Rate | None:
+    """Median speed of complete runs of env x bonus with the same seeds per job on ``host``."""
+    group = [p for p in processes if p.host == host and p.env == env and p.bonus == bonus and p.seeds == seeds]
+    if not group:
+        return None
+    return Rate(statistics.median(p.steps_per_second for p in group), statistics.median(p.compile_s for p in group),
+                seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}")
+
+
+def sweep_jobs(preset: str, overrides: list[str]) -> list[tuple[tuple[str, ...], dict]]:
+    """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``);
+    raises ``PreflightError`` (from rfig_exp.preflight) with the errors of a bad command line."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from rfig_exp.preflight import CONF_DIR, expand_jobs
+
+    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True)
+    out = []
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for job in jobs:
+            cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
+            out.append((tuple(job), OmegaConf.to_container(cfg, resolve=False)))
+    return out
+
+
+def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], device: str) -> list[JobCost]:
+    costs = []
+    for job, cfg in jobs:
+        env, bonus = cfg["env"]["name"], cfg["bonus"]["name"]
+        seeds = int(cfg["num_seeds"])
+        steps = rounded_steps(int(cfg["agent"]["total_timesteps"]), int(cfg["eval_frequency"]))
+        rate = measured_rate(processes, host, env, bonus, seeds) or table_rate(table, device, env, bonus, seeds)
+        hours = (rate.compile_s + seeds * steps / rate.steps_per_second) / 3600 if rate else float("nan")
+        costs.append(JobCost(job, env, bonus, seeds, steps, rate, hours))
+    return costs
+
+
+def wall_hours(hours: list[float], slots: int) -> float:
+    """Wall time of independent jobs on ``slots`` parallel slots, longest job first (LPT)."""
+    lanes = [0.0] * max(1, slots)
+    for h in sorted(hours, reverse=True):
+        lanes[lanes.index(min(lanes))] += h
+    return max(lanes)
+
+
+def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost], device: str, slots: int,
+                        host: str) -> str:
+    head = f"python launch.py -m sweep={preset}" + "".join(f" {o}" for o in overrides)
+    lines = [f"# Cost of `{head}` on {device} ({len(costs)} jobs; measured rates from host {host} first)", "",
+             "| job | seeds | env steps per seed | env steps/s (all seeds) | compile (s) | minutes | source |",
+             "|---|---|---|---|---|---|---|"]
+    for c in costs:
+        shown = " ".join(o for o in c.job if not o.startswith("sweep="))
+        if c.rate is None:
+            lines.append(f"| {shown} | {c.seeds} | {c.steps_per_seed:,} | not measured | | | |")
+            continue
+        lines.append(f"| {shown} | {c.seeds} | {c.steps_per_seed:,} | {c.rate.steps_per_second:,.0f} | "
+                     f"{c.rate.compile_s:.0f} | {c.hours * 60:.1f} | {c.rate.source} |")
+    known = [c.hours for c in costs if c.rate is not None]
+    unknown = len(costs) - len(known)
+    total = sum(known)
+    lines += ["", f"Total: {total:.2f} job-hours on one slot; wall time on {slots} slot(s): "
+              f"{wall_hours(known, slots):.2f} h (jobs spread longest first)."]
+    if unknown:
+        lines.append(f"Not measured on {device}: {unknown} job(s), left out of the totals.")
+    return "\n".join(lines)
+
+
 def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()] if text else list(default)
 
@@ -234,8 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=PAPER_STEPS, help="env steps per seed; default 1,000,000")
     parser.add_argument("--eval-frequency", type=int, default=EVAL_FREQUENCY,
                         help="env steps per window (the budget is rounded up to whole windows); default 24576")
+    parser.add_argument("--sweep", default=None,
+                        help="cost the jobs of `launch.py -m sweep=NAME` (before running them) instead of the grid")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --sweep: a command-line override of the sweep (repeatable)")
+    parser.add_argument("--device", default="cpu",
+                        help="with --sweep: the device rows of benchmarks/throughput.csv to use (cpu, h100)")
+    parser.add_argument("--slots", type=int, default=1,
+                        help="with --sweep: jobs run at once (cores used one per job, GPUs, or SLURM nodes)")
     args = parser.parse_args(argv)
     results = Path(args.results)
+    if args.sweep is not None:
+        return _main_sweep(args, results)
     if not results.is_dir():
         print(f"error: --results {results} is not a folder", file=sys.stderr)
         return 2
@@ -254,6 +424,33 @@ def main(argv: list[str] | None = None) -> int:
     estimates = estimate(processes, envs, bonuses, args.seeds, steps_per_seed)
     print(format_report(estimates, processes, skipped, envs, bonuses, args.seeds, args.steps, steps_per_seed,
                         args.eval_frequency))
+    return 0
+
+
+def _main_sweep(args, results: Path) -> int:
+    import socket
+
+    from rfig_exp.preflight import PreflightError
+
+    if args.slots < 1:
+        print(f"error: --slots={args.slots} must be >= 1", file=sys.stderr)
+        return 2
+    table = read_throughput_table()
+    devices = sorted({r["device"] for r in table})
+    if args.device not in devices:
+        print(f"error: --device={args.device} has no rows in {THROUGHPUT_TABLE.name}; valid: {', '.join(devices)}",
+              file=sys.stderr)
+        return 2
+    try:
+        jobs = sweep_jobs(args.sweep, args.override)
+    except PreflightError as err:
+        for line in err.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    processes, _ = collect_processes(results) if results.is_dir() else ([], {})
+    host = socket.gethostname()
+    costs = cost_jobs(jobs, processes if args.device == "cpu" else [], host, table, args.device)
+    print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host))
     return 0
 
 
