@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install run test test-all bench figures smoke coverage repro status estimate clean
+.PHONY: install run test test-all bench figures smoke coverage repro repro-publish status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,9 +44,16 @@ bench: $(STAMP)
 
 # Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
 # problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
+# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) from its
+# committed data; then it reports on $(RESULTS) when that folder exists.
 figures: $(STAMP)
-	$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete)
+	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
+		echo "$(PY) -m analysis.reproduction build --readme README.md"; \
+		$(PY) -m analysis.reproduction build --readme README.md || exit $$?; fi
+	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
+		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
+		$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete); fi
 
 # All five bonuses x two seeds on CartPole in a few minutes, then the report.
 smoke: $(STAMP)
@@ -58,19 +65,30 @@ coverage: $(STAMP)
 	$(PY) launch.py -m sweep=coverage
 	$(MAKE) figures EXPERIMENT=coverage
 
-# The reproduction (docs/results/repro/): every stage of scripts/repro.sh, or STAGES="core brax ...".
-# Stop it at any point and run it again: complete seeds are skipped, partial ones resume.
+# The reproduction (docs/results/repro/): every stage of scripts/repro.sh on two lanes of one core
+# each, or STAGES="core brax ..." in one lane. Stop it at any point and run it again: complete
+# seeds are skipped, partial ones resume. Then `make repro-publish` exports the data and rebuilds
+# the report.
 STAGES ?=
 repro: $(STAMP)
 	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
+
+repro-publish: $(STAMP)
+	$(PY) -m analysis.reproduction export --results $(RESULTS)
+	$(PY) -m analysis.reproduction build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
 	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
 
-# Compute the paper's grid needs, from the runs measured so far.
+# Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
+# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes).
+SWEEP ?=
+DEVICE ?= cpu
+SLOTS ?= 1
 estimate: $(STAMP)
-	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
+	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache

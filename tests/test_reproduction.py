@@ -1,0 +1,137 @@
+"""The reproduction report: compact data round trip, claim verdicts, DeepSea scaling and
+sensitivity, checked on synthetic results trees whose answers are known."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.stats
+
+try:
+    from analysis_fixtures import STEPS, T, write_run
+except ImportError:  # tests/ imported as a package
+    from tests.analysis_fixtures import STEPS, T, write_run
+
+from analysis import collect, final_scores
+from analysis.aggregate import compute_aggregates
+from analysis.claims import (INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, claims_table, paired_poi, solved_fractions,
+                             wilson)
+from analysis.repro_data import export_tree, rebuild_tree
+from analysis.reproduction import build
+
+REPS = 200
+SEEDS = range(8)
+
+
+def _grid(root, levels: dict, experiment="repro", env="mountaincar", overrides=None, noise=1.0, extra=None):
+    """Runs whose last-window return is ``levels[bonus]`` + noise (8 seeds, known)."""
+    rng = np.random.default_rng(abs(hash((env, str(overrides)))) % 2**32)
+    for bonus, level in levels.items():
+        for s in SEEDS:
+            r = np.linspace(level - 50, level, T) + rng.normal(0, noise, T)
+            write_run(root, experiment, env, bonus, s, STEPS, r, overrides=overrides, extra=extra)
+
+
+def test_probability_of_improvement_is_mann_whitney_u_over_pairs():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(1, 1, 8), rng.normal(0, 1, 8)
+    u = scipy.stats.mannwhitneyu(x, y).statistic
+    poi = paired_poi({"e": x}, {"e": y}, REPS, 0)
+    assert poi.point == pytest.approx(u / 64)
+    assert poi.lo <= poi.point <= poi.hi
+
+
+def test_wilson_interval_matches_the_closed_form_at_the_edges():
+    lo, hi = wilson(0, 8)
+    assert lo == 0.0 and hi == pytest.approx(1.96**2 / (8 + 1.96**2), rel=1e-6)
+    lo, hi = wilson(8, 8)
+    assert hi == 1.0 and lo == pytest.approx(8 / (8 + 1.96**2), rel=1e-6)
+
+
+@pytest.mark.parametrize("rfig_level,verdict", [(-120.0, SUPPORTED), (-300.0, NOT_SUPPORTED)])
+def test_rfig_beats_ppo_verdict_follows_the_data(tmp_path, rfig_level, verdict):
+    _grid(tmp_path, {"none": -200.0, "rfig": rfig_level, "rnd": -130.0})
+    coll = collect(tmp_path, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    claims = {c.claim: c for c in claims_table(coll, agg, reps=REPS)}
+    assert claims["PPO+RFIG beats PPO (final score)"].verdict == verdict
+    assert claims["PPO+RFIG beats PPO (area under the curve)"].verdict == verdict
+    # MountainCar is solved when the mean return beats the 200-step limit (-200).
+    solved = solved_fractions(coll)["mountaincar"]
+    assert solved["rfig"] == ((8, 8) if rfig_level > -200 else (0, 8))
+    competitive = claims["RFIG is competitive with RND, VIME and #Explo on every env"].verdict
+    assert competitive == (SUPPORTED if rfig_level > -130 else NOT_SUPPORTED)
+
+
+def test_equal_methods_are_inconclusive(tmp_path):
+    rng = np.random.default_rng(3)
+    runs = [-150 + rng.normal(0, 5, T) for _ in SEEDS]
+    for bonus in ("none", "rfig"):  # the same eight runs for both methods
+        for s in SEEDS:
+            write_run(tmp_path, "repro", "mountaincar", bonus, s, STEPS, runs[s])
+    coll = collect(tmp_path, "repro")
+    claims = {c.claim: c for c in claims_table(coll, compute_aggregates(coll, reps=REPS), reps=REPS)}
+    assert claims["PPO+RFIG beats PPO (final score)"].verdict == INCONCLUSIVE
+
+
+def test_export_and_rebuild_give_the_same_analysis(tmp_path):
+    raw, data, back = tmp_path / "raw", tmp_path / "data", tmp_path / "back"
+    _grid(raw, {"none": -200.0, "rfig": -120.0}, extra={"coverage": np.linspace(0, 0.5, T), "loss_total": np.ones(T)})
+    write_run(raw, "repro", "deepsea", "rfig", 0, STEPS, np.linspace(-0.1, 0.9, T), overrides={"env.size": 10},
+              visits=np.arange(100).reshape(10, 10))
+    write_run(raw, "repro", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
+    counts = export_tree(raw, data)
+    assert counts["runs"] == 18 and counts["complete"] == 17
+    rebuild_tree(data, back)
+    a, b = collect(raw, "repro"), collect(back, "repro")
+    assert a.envs == b.envs and a.methods == b.methods
+    fa, fb = final_scores(a), final_scores(b)
+    for e in fa:
+        for m in fa[e]:
+            np.testing.assert_allclose(fa[e][m][1], fb[e][m][1], rtol=1e-5)
+    assert {(i.kind, i.env, i.seed) for i in a.issues} == {(i.kind, i.env, i.seed) for i in b.issues}
+    visits = back / "repro/deepsea/rfig/env.size=10/seed_0/visits.npy"
+    np.testing.assert_array_equal(np.load(visits), np.arange(100).reshape(10, 10))
+    # Columns no report reads are left out of the committed data.
+    assert "loss_total" not in (back / "repro/mountaincar/rfig/base/seed_0/metrics.csv").read_text()
+    # The same data gives the same bytes (a rebuilt export is not a change to commit).
+    before = {p.name: p.read_bytes() for p in data.iterdir()}
+    export_tree(raw, data)
+    assert before == {p.name: p.read_bytes() for p in data.iterdir()}
+
+
+def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
+    raw, data, out = tmp_path / "raw", tmp_path / "data", tmp_path / "report"
+    _grid(raw, {"none": -200.0, "rfig": -120.0, "rnd": -125.0})
+    # DeepSea: RFIG solves every size, PPO only the smallest.
+    for size, ppo in ((10, 0.99), (20, -0.05), (30, -0.05)):
+        overrides = None if size == 20 else {"env.size": size}
+        for bonus, level in (("none", ppo), ("rfig", 0.99)):
+            for s in SEEDS:
+                write_run(raw, "repro", "deepsea", bonus, s, STEPS, np.full(T, level), overrides=overrides)
+    # Sensitivity: RFIG flat in its knob, RND swings with its learning rate.
+    common = {"agent.total_timesteps": 500000}
+    for value, rfig_level, rnd_level in ((0.5, -150.0, -190.0), (1.0, -150.0, -150.0), (2.0, -151.0, -110.0)):
+        for bonus, key, level in (("rfig", "bonus.lengthscale_scale", rfig_level), ("rnd", "bonus.lr", rnd_level)):
+            ov = dict(common) if value == 1.0 else {**common, key: value * (1e-4 if bonus == "rnd" else 1.0)}
+            for s in SEEDS:
+                write_run(raw, "sensitivity", "mountaincar", bonus, s, STEPS, np.full(T, level) + s * 0.1,
+                          overrides=ov, defaults={"bonus.lengthscale_scale": 1.0, "bonus.lr": 1e-4})
+    export_tree(raw, data)
+    (data / "meta.json").write_text(json.dumps({"commit": "abc1234", "estimate_before_minutes": {"core": 1.0}}))
+    index = build(data, out, reps=REPS)
+    text = index.read_text()
+    for heading in ("## Learning curves", "## Every claim, with a verdict", "## Deep exploration: DeepSea scaling",
+                    "## Sensitivity, measured", "abc1234"):
+        assert heading in text
+    assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()
+    assert (out / "sensitivity.png").is_file()
+    assert "| 30 | 0/8 [0.00, 0.32] | 8/8 [0.68, 1.00] |" in text
+    sens = json.loads((out / "sensitivity.json").read_text())
+    assert sens["rfig"]["mean_range"] < 0.1 < sens["rnd"]["mean_range"]
+    claims = {c["claim"]: c for c in json.loads((out / "claims.json").read_text())}
+    assert claims["RFIG has low sensitivity; RND medium; VIME and #Explo high (the paper's table)"]["verdict"] == \
+        SUPPORTED
+    assert claims["PPO+RFIG beats PPO (final score)"]["verdict"] == SUPPORTED
