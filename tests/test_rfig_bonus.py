@@ -20,7 +20,7 @@ def rfig_cfg(**overrides):
     base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, lengthscale=1.5,
                 lengthscale_scale=1.0, lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
                 inverse="exact", newton_schulz_iters=20, refresh_every=4, refresh_tol=1e-3, divergence_tol=1e-2,
-                quad_blocks=4)
+                quad_blocks=4, matmul_precision="highest")
     base.update(overrides)
     return OmegaConf.create(base)
 
@@ -215,7 +215,8 @@ def test_exact_and_newton_schulz_ask_for_a_refresh_only_on_divergence(inverse):
     ("rho", 0.0, "bonus.rho"), ("rho", 1.5, "bonus.rho"), ("rho", 0.001, "bonus.rho"),
     ("reg", -1.0, "bonus.reg"), ("reg", 0.0, "bonus.reg"), ("inverse", "lu", "exact, newton_schulz, woodbury"),
     ("lengthscale", -2.0, "bonus.lengthscale"), ("lengthscale", "big", "bonus.lengthscale"),
-    ("num_features", 0, "bonus.num_features"), ("lengthscale_scale", 0.0, "bonus.lengthscale_scale"),
+    ("num_features", 0, "bonus.num_features"), ("matmul_precision", "tf32", "TF32_TF32_F32_X3"),
+    ("lengthscale_scale", 0.0, "bonus.lengthscale_scale"),
     ("lengthscale_scale", -1.0, "bonus.lengthscale_scale"), ("lengthscale_method", "guess", "participation_ratio"),
     ("refresh_every", -1, "bonus.refresh_every"), ("refresh_every", 2.5, "bonus.refresh_every"),
     ("refresh_tol", 0.0, "bonus.refresh_tol"), ("refresh_tol", 0.5, "bonus.refresh_tol"),
@@ -225,3 +226,84 @@ def test_exact_and_newton_schulz_ask_for_a_refresh_only_on_divergence(inverse):
 def test_impossible_values_fail_with_the_key(key, value, fragment):
     with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
         make(**{key: value})
+
+
+def _dot_precisions(fn, *args) -> list[str]:
+    """The ``precision = [...]`` of every dot_general in the lowered program of ``fn(*args)``."""
+    import re
+
+    text = jax.jit(fn).lower(*args).as_text()
+    dots = [line for line in text.splitlines() if "stablehlo.dot_general" in line]
+    return [m.group(1) if (m := re.search(r"precision = \[([A-Z_]+), ", line)) else "unset" for line in dots]
+
+
+@pytest.mark.parametrize("inverse", ["woodbury", "exact", "newton_schulz"])
+def test_every_bonus_matmul_keeps_its_precision_under_any_process_default(inverse):
+    """On a GPU the process default is TF32, under which the Woodbury-updated inverse is lost;
+    every matmul of init, reward, update and refresh must carry the bonus's own precision,
+    one seed or vmapped, whatever ``jax_default_matmul_precision`` the process sets."""
+    # "default" leaves the process's TF32 showing through (lowered as HIGH): the check can fail.
+    for precision, want in (("highest", "HIGHEST"), ("default", "HIGH")):
+        bonus, hp = make(inverse=inverse, lengthscale="auto", matmul_precision=precision)
+        warm = jnp.zeros((64,) + OBS)
+        state = bonus.init(jax.random.PRNGKey(0), warm, hp)
+        batch = batch_of(jnp.ones((T, B) + OBS))
+        two = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+        with jax.default_matmul_precision("tensorfloat32"):  # what a GPU process gets by default
+            found = (_dot_precisions(lambda k, w: bonus.init(k, w, hp), jax.random.PRNGKey(0), warm)
+                     + _dot_precisions(lambda st: bonus.reward(st, batch, hp), state)
+                     + _dot_precisions(lambda st: bonus.update(st, batch, jax.random.PRNGKey(1), hp), state)
+                     + _dot_precisions(lambda st: bonus.refresh(st, hp), state)
+                     + _dot_precisions(jax.vmap(lambda st: bonus.update(st, batch, jax.random.PRNGKey(1), hp)), two))
+        assert len(found) >= 8
+        assert set(found) == {want}, found
+    assert jax.config.jax_default_matmul_precision is None  # nothing leaks out of the bonus
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 to TF32's 10-bit mantissa (round to nearest even), as tensor cores read it."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    bits = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32)
+
+
+def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_inside():
+    """Emulated TF32 matmuls (inputs rounded to 10 mantissa bits, float32 accumulation) against
+    float32 ones, in the Woodbury update of Lambda over RFF batches of a MountainCar-like state
+    stream: the residual ||Sigma Lambda v - v|| / ||v|| leaves refresh_tol within a few updates
+    under TF32 and stays inside it in float32, which is what bonus.matmul_precision=highest keeps."""
+    from rfig_exp import linalg
+
+    rng = np.random.default_rng(0)
+    d, k = 256, 64
+    omega = rng.normal(size=(2, d)) / 0.5
+    bias = rng.uniform(0, 2 * np.pi, d)
+    probes = rng.normal(size=(d, 4)).astype(np.float32)
+
+    def run(mm):
+        lam = np.eye(d, dtype=np.float32)
+        sigma = np.eye(d, dtype=np.float32)
+        worst = 0.0
+        for t in range(20):
+            x = rng_states[t]
+            phi = (np.sqrt(2.0 / d) * np.cos(x @ omega + bias)).astype(np.float32)
+            sigma = sigma + mm(phi.T, phi)
+            u = mm(phi, lam)
+            s = np.eye(k, dtype=np.float32) + mm(u, phi.T)
+            c = np.linalg.cholesky(s.astype(np.float64)).astype(np.float32)
+            v = np.linalg.solve(c, u.astype(np.float64)).astype(np.float32)
+            lam = lam - mm(v.T, v)
+            r = mm(sigma, mm(lam, probes)) - probes
+            worst = max(worst, float(np.linalg.norm(r) / np.linalg.norm(probes)))
+        return worst
+
+    rng_states = [rng.normal(size=(k, 2)) * 0.5 for _ in range(20)]
+    f32 = run(lambda a, b: (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32))
+    tf32 = run(lambda a, b: (_tf32(a) @ _tf32(b)).astype(np.float32))
+    tol = 1e-3  # conf/bonus/rfig.yaml refresh_tol
+    assert f32 < tol < tf32, (f32, tf32)
+    # The project's own Woodbury step agrees with this float32 emulation.
+    lam = np.eye(d, dtype=np.float32)
+    phi = (np.sqrt(2.0 / d) * np.cos(rng_states[0] @ omega + bias)).astype(np.float32)
+    got = np.asarray(linalg.woodbury_update(jnp.asarray(lam), jnp.asarray(phi)))
+    np.testing.assert_allclose(got, np.linalg.inv(np.eye(d) + phi.T.astype(np.float64) @ phi), atol=1e-5)

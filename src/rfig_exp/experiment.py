@@ -35,7 +35,7 @@ from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.errors import ConfigError
-from rfig_exp.tracking import WandbRuns, log, progress_line
+from rfig_exp.tracking import WandbRuns, inverse_note, log, progress_line
 from rfig_exp.watchdog import Watchdog
 
 PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "hydra-core", "numpy", "wandb")
@@ -279,7 +279,8 @@ class _Run:
                                        steps_done * len(seeds) / train_time,
                                        [last_rows[s]["episode_return"] for s in seeds],
                                        [last_rows[s]["intrinsic_reward"] for s in seeds],
-                                       (spec.num_windows - w) * train_time / max(w - done_windows, 1)))
+                                       (spec.num_windows - w) * train_time / max(w - done_windows, 1),
+                                       self._inverse_upkeep(metrics, spec, len(seeds))))
                 if self.stop_signal == signal.SIGUSR2 and callable(self._submitit_usr2):
                     log.info("[%s] SIGUSR2 (time limit or preemption) after window %d: checkpoint saved, "
                              "handing over to submitit to requeue", self.tag, w)
@@ -312,6 +313,21 @@ class _Run:
             for writer in writers.values():
                 writer.close()
             wandb_runs.finish_all(failed=failed)
+
+    def _inverse_upkeep(self, metrics, spec, num_seeds: int) -> str:
+        """The progress line's note on a bonus's exact-inverse upkeep (RFIG), with a warning the
+        first time every update of a window needed a recovery (its inverse was wrong each time)."""
+        if "bonus/refresh_count" not in metrics:
+            return ""
+        seed_updates = spec.train.updates_per_window * num_seeds
+        refreshes = float(sum(metrics["bonus/refresh_count"]))
+        recoveries = float(sum(metrics.get("bonus/divergence_count", [0.0])))
+        if recoveries >= seed_updates and not getattr(self, "_warned_recoveries", False):
+            self._warned_recoveries = True
+            log.warning("[%s] every update of this window replaced a diverged inverse by an exact one: the "
+                        "Woodbury update is losing precision (bonus.matmul_precision=%s; on a GPU, TF32 "
+                        "matmuls do this)", self.tag, self.cfg.bonus.get("matmul_precision", "n/a"))
+        return inverse_note(refreshes, recoveries, seed_updates)
 
     def _catch_sigterm(self):
         """SIGTERM (a scheduler's stop, ``kill``) ends training after the current window, with

@@ -17,13 +17,21 @@ def _fmt(value: float) -> str:
 
 
 def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
-                  steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float], eta_s: float) -> str:
+                  steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float], eta_s: float,
+                  extra: str = "") -> str:
     finite = [r for r in returns if not math.isnan(r)]
     median = statistics.median(finite) if finite else float("nan")
     r_int = sum(intrinsic) / max(len(intrinsic), 1)
     return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
             f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
-            f"return {_fmt(median)} (median of {len(returns)} seeds) | r_int {_fmt(r_int)} | eta {eta_s:.0f}s")
+            f"return {_fmt(median)} (median of {len(returns)} seeds) | r_int {_fmt(r_int)}"
+            + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
+
+
+def inverse_note(refreshes: float, recoveries: float, seed_updates: int) -> str:
+    """RFIG's precision-matrix upkeep in one window: exact refreshes (recoveries included) and
+    recoveries (an inverse so wrong it was replaced) over ``seed_updates`` = updates x seeds."""
+    return f"inverse: {int(round(refreshes))} refreshes, {int(round(recoveries))} recoveries in {seed_updates} updates"
 
 
 class WandbRuns:

@@ -37,6 +37,7 @@ from the random-policy warm-up states (``bonus.lengthscale_method``; see linalg.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -48,6 +49,11 @@ from rfig_exp.bonuses.base import Bonus, as_scalar, flat_states, require
 from rfig_exp.shuffle import subsample
 
 INVERSE_METHODS = ("exact", "newton_schulz", "woodbury")
+# jax.default_matmul_precision values RFIG's matmuls may run at. On CPU all of them are float32.
+# On Ampere/Hopper GPUs "default" is TF32 (10-bit mantissa inputs), under which the Woodbury
+# update loses Lambda (measured: a recovery nearly every update); "highest" is true float32;
+# "TF32_TF32_F32_X3" is three TF32 passes, close to float32 and faster on tensor cores.
+MATMUL_PRECISIONS = ("highest", "TF32_TF32_F32_X3", "F32_F32_F32", "high", "default")
 LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
 NUM_PROBES = 4
 
@@ -111,11 +117,14 @@ def validate(cfg, batch_size: int) -> dict:
             f"bonus.lengthscale_method={method!r} is not known; valid: {', '.join(LENGTHSCALE_METHODS)}")
     gamma = float(as_scalar(cfg.get("lengthscale_gamma"), "bonus.lengthscale_gamma"))
     require(gamma > 0.0, f"bonus.lengthscale_gamma={gamma} must be > 0")
+    matmul_precision = cfg.get("matmul_precision")
+    require(matmul_precision in MATMUL_PRECISIONS,
+            f"bonus.matmul_precision={matmul_precision!r} is not known; valid: {', '.join(MATMUL_PRECISIONS)}")
     samples = cfg.get("lengthscale_samples")
     require(isinstance(samples, int) and samples >= 2, f"bonus.lengthscale_samples={samples!r} must be an integer >= 2")
     return dict(num_features=num_features, subsample=subsample, inverse=inverse, newton_schulz_iters=iters,
                 refresh_every=refresh_every, quad_blocks=quad_blocks, auto_lengthscale=auto,
-                lengthscale_method=method, lengthscale_samples=samples)
+                lengthscale_method=method, lengthscale_samples=samples, matmul_precision=matmul_precision)
 
 
 def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
@@ -239,4 +248,20 @@ def make_rfig_bonus(cfg, obs_shape, action_space, batch_shape):
     reward = linalg.sequential_vmap(reward)
     update = linalg.sequential_vmap(update)
     refresh = linalg.sequential_vmap(refresh)
-    return Bonus("rfig", init, reward, update, needs_refresh, refresh, describe), hparams
+    # Every matmul of the bonus at its own precision, whatever the process default (the PPO
+    # networks keep theirs): the context is read when the agent's jit traces these functions.
+    at = functools.partial(at_matmul_precision, precision=static["matmul_precision"])
+    return Bonus("rfig", at(init), at(reward), at(update), needs_refresh, at(refresh), describe), hparams
+
+
+def at_matmul_precision(fn, precision: str):
+    """``fn`` traced under ``jax.default_matmul_precision(precision)`` (``default``: unchanged)."""
+    if precision == "default":
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with jax.default_matmul_precision(precision):
+            return fn(*args, **kwargs)
+
+    return wrapped
