@@ -299,6 +299,9 @@ def _meta_md(meta: dict, walls: dict[str, float]) -> str:
     if meta.get("reductions"):
         lines.append("- **Reductions from the paper:**")
         lines += [f"  - {r}" for r in meta["reductions"]]
+    if meta.get("notes"):
+        lines.append("- **Notes:**")
+        lines += [f"  - {n}" for n in meta["notes"]]
     est = meta.get("estimate_before_minutes") or {}
     if est or walls:
         rows = []
