@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install run test test-all bench figures smoke coverage repro repro-publish status estimate clean
+.PHONY: install install-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The same environment with jax's CUDA wheels (CUDA=12 or 13): `make install-gpu`, then `make run`.
+CUDA ?= 12
+install-gpu: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,cuda$(CUDA)]"
+	$(PY) -c "import jax; print('jax', jax.__version__, 'devices:', jax.devices())"
 
 # The default experiment: MountainCar + RFIG, 1 seed, 1M env steps (about a minute on 2 CPU cores).
 run: $(STAMP)
