@@ -67,10 +67,10 @@ stage() {
 # No stages named: the whole reproduction on two lanes, one core each (the form it was measured in;
 # placed processes ran faster than two unpinned ones sharing both cores, README: Scale-out).
 if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-    echo "[repro] two lanes: core 0 runs core deepsea sens-rnd sens-vime; core 1 runs brax sens-rfig sens-hashexplo"
-    taskset -c 0 "$0" core deepsea sens-rnd sens-vime &
+    echo "[repro] two lanes: core 0 runs core deepsea sens-rnd sens-vime sens-hashexplo; core 1 runs brax sens-rfig"
+    taskset -c 0 "$0" core deepsea sens-rnd sens-vime sens-hashexplo &
     lane_a=$!
-    taskset -c 1 "$0" brax sens-rfig sens-hashexplo &
+    taskset -c 1 "$0" brax sens-rfig &
     lane_b=$!
     wait "$lane_a"; code_a=$?
     wait "$lane_b"; code_b=$?

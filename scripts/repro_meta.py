@@ -42,8 +42,8 @@ STAGES = {
                     ("sensitivity", ["bonus=hashexplo", "bonus.lr=1e-5,1e-4,1e-3"]),
                     ("sensitivity", ["bonus=hashexplo", "bonus.hash_bits=16,64"])],
 }
-LANES = ["taskset -c 0 scripts/repro.sh core deepsea sens-rnd sens-vime",
-         "taskset -c 1 scripts/repro.sh brax sens-rfig sens-hashexplo"]
+LANES = ["taskset -c 0 scripts/repro.sh core deepsea sens-rnd sens-vime sens-hashexplo",
+         "taskset -c 1 scripts/repro.sh brax sens-rfig"]
 REDUCTIONS = [
     "8 seeds per env x bonus instead of the paper's 32 (8 vmapped in one process).",
     "7 of the paper's 12 envs (the 4 other MinAtar games and 3 other sparse Brax envs did not fit 2 CPU cores "
