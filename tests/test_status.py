@@ -229,10 +229,16 @@ def test_table_rate_measured_scaled_extrapolated_and_guessed():
     # Breakout has no RFIG row: its PPO speed times RFIG's slowdown on MountainCar (1/3).
     extra = estimate.table_rate(TABLE, "cpu", "minatar_breakout", "rfig", 8)
     assert extra.steps_per_second == pytest.approx(100000.0 / 3) and "extrapolated" in extra.source
-    # An env never measured: the bonus's median per-seed speed over the measured envs.
+    # An env never measured: the bonus's median per-seed speed over the measured envs of its family.
     guess = estimate.table_rate(TABLE, "cpu", "acrobot", "none", 8)
-    assert guess.steps_per_second == pytest.approx(170000.0) and "guessed" in guess.source
+    assert guess.steps_per_second == pytest.approx(240000.0) and "guessed" in guess.source
+    assert estimate.table_rate(TABLE, "cpu", "sparse_ant", "none", 8) is None  # no Brax env measured
     assert estimate.table_rate(TABLE, "h100", "mountaincar", "none", 8) is None
+    # Another device: the env's speed there times the two devices' measured ratio.
+    gpu = TABLE + [{"device": "h100", "env": "minatar_breakout", "bonus": "none", "seeds": 8,
+                    "env_steps_per_second": 1000000.0, "compile_s": 15.0, "source": "g"}]
+    cross = estimate.table_rate(gpu, "h100", "mountaincar", "none", 8)
+    assert cross.steps_per_second == pytest.approx(240000.0 * 10) and "extrapolated from cpu" in cross.source
 
 
 def test_wall_hours_spreads_the_longest_jobs_first():

@@ -274,11 +274,31 @@ def _closest_seeds(rows: list[dict], seeds: int) -> dict | None:
     return min(rows, key=lambda r: (abs(math.log(r["seeds"] / seeds)), -r["seeds"])) if rows else None
 
 
-def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int) -> Rate | None:
-    """Speed of ``env x bonus`` at ``seeds`` seeds from the table: measured at the nearest seed
-    count (per-seed speed held constant across seed counts when they differ), else
-    extrapolated as the env's plain-PPO speed times the bonus's slowdown measured on the
-    device's other envs (median over them)."""
+def suite(env: str) -> str:
+    """The family whose speed an unmeasured env shares: sparse Brax, MinAtar, PointMaze, classic."""
+    for prefix in ("sparse_", "minatar_", "pointmaze_"):
+        if env.startswith(prefix):
+            return prefix.rstrip("_")
+    return "classic"
+
+
+def _per_seed(row: dict) -> float:
+    return row["env_steps_per_second"] / row["seeds"]
+
+
+def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, _cross: bool = True) -> Rate | None:
+    """Speed of ``env x bonus`` at ``seeds`` seeds from the table, in this order:
+
+    1. measured on ``device`` at the nearest seed count (per-seed speed held constant when the
+       seed counts differ);
+    2. *extrapolated*: the env's plain-PPO speed on ``device`` times the bonus's slowdown
+       measured on the device's other envs (median over them);
+    3. *extrapolated from another device*: the env x bonus speed on a device that measured it,
+       times the median speed ratio of the two devices for this bonus over envs both measured;
+    4. *guessed*: the bonus's median per-seed speed over the device's envs of the same family
+       (sparse Brax, MinAtar, PointMaze, classic control).
+
+    None when nothing applies (the job is then reported as not measured)."""
     mine = [r for r in rows if r["device"] == device]
     hit = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == bonus], seeds)
     if hit is not None:
@@ -286,29 +306,43 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int) 
         note = "" if hit["seeds"] == seeds else f" (measured at {hit['seeds']} seeds, scaled per seed)"
         return Rate(sps, hit["compile_s"], seeds, f"{device} table: {hit['source']}{note}")
     base = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == "none"], seeds)
-    if base is None:
-        # No row of this env at all: the bonus's median per-seed speed over the device's envs.
-        others = [r for r in (_closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
-                              for e in sorted({r["env"] for r in mine})) if r is not None]
-        if not others:
-            return None
-        per_seed = statistics.median(r["env_steps_per_second"] / r["seeds"] for r in others)
-        return Rate(per_seed * seeds, statistics.median(r["compile_s"] for r in others), seeds,
-                    f"{device} table, guessed: {env} never measured; {bonus}'s median speed over "
-                    f"{len(others)} measured env(s)")
-    ratios = []
-    for other in sorted({r["env"] for r in mine if r["env"] != env}):
-        b = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == bonus], seeds)
-        n = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == "none"], seeds)
-        if b is not None and n is not None:
-            ratios.append((b["env_steps_per_second"] / b["seeds"]) / (n["env_steps_per_second"] / n["seeds"]))
-    if not ratios:
+    if base is not None:
+        ratios = []
+        for other in sorted({r["env"] for r in mine if r["env"] != env}):
+            b = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == bonus], seeds)
+            n = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == "none"], seeds)
+            if b is not None and n is not None:
+                ratios.append(_per_seed(b) / _per_seed(n))
+        if ratios:
+            ratio = statistics.median(ratios)
+            return Rate(_per_seed(base) * seeds * ratio, base["compile_s"], seeds,
+                        f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
+                        f"(median over {len(ratios)} other env(s))")
+    if _cross:
+        for other_device in sorted({r["device"] for r in rows} - {device}):
+            there = table_rate(rows, other_device, env, bonus, seeds, _cross=False)
+            if there is None or "guessed" in there.source:
+                continue
+            ratios = []
+            for e in sorted({r["env"] for r in mine}):
+                a = _closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
+                b = _closest_seeds([r for r in rows if r["device"] == other_device and r["env"] == e
+                                    and r["bonus"] == bonus], seeds)
+                if a is not None and b is not None:
+                    ratios.append(_per_seed(a) / _per_seed(b))
+            if ratios:
+                ratio = statistics.median(ratios)
+                return Rate(there.steps_per_second * ratio, there.compile_s, seeds,
+                            f"{device} table, extrapolated from {other_device}: {env} {bonus} there x "
+                            f"{device}/{other_device} speed ratio {ratio:.1f} (median over {len(ratios)} env(s))")
+    family = [r for r in (_closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
+                          for e in sorted({r["env"] for r in mine if suite(r["env"]) == suite(env)})) if r is not None]
+    if not family:
         return None
-    ratio = statistics.median(ratios)
-    sps = base["env_steps_per_second"] / base["seeds"] * seeds * ratio
-    return Rate(sps, base["compile_s"], seeds,
-                f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
-                f"(median over {len(ratios)} other env(s))")
+    return Rate(statistics.median(_per_seed(r) for r in family) * seeds,
+                statistics.median(r["compile_s"] for r in family), seeds,
+                f"{device} table, guessed: {env} never measured; {bonus}'s median speed over {len(family)} "
+                f"measured {suite(env)} env(s)")
 
 
 def measured_rate(processes: list[Process], host: str, env: str, bonus: str, seeds: int) -> Rate | None:
