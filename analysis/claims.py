@@ -213,8 +213,9 @@ def claims_table(coll: Collection, agg, reps: int = 2000, seed: int = 0,
             env = next((e for e in coll.envs if _base(e) == target), None)
             name = f"{coll.label(method)} peaks on {env_label(target)}"
             if env is None or method not in agg.per_env.get(env, {}):
-                claims.append(Claim(name, "highest IQM final score, CI above the others", "—", NOT_MEASURED,
-                                    "env not in this reproduction (README: sweep=paper)"))
+                why = ("env not in this reproduction (README: sweep=paper)" if env is None
+                       else f"no complete {coll.label(method)} runs on {env_label(env)}")
+                claims.append(Claim(name, "highest IQM final score, CI above the others", "—", NOT_MEASURED, why))
                 continue
             cells = agg.per_env[env]
             mine = cells[method]["iqm"]
