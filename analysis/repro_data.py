@@ -9,7 +9,7 @@ reports read, in three files under ``data/``:
 - ``runs.json.gz``: per run, its ``summary.json`` (without the fields no report reads; absent
   for an incomplete run), ``variant.yaml`` and the ``env``/``bonus``/``agent`` part of its
   ``config.yaml``;
-- ``visits.npz``: the final visit-count grid of the runs of :data:`VISIT_ENVS` (small grids).
+- ``visits.npz``: the final visit-count grid of every run of :data:`VISIT_EXPERIMENTS`.
 
 ``rebuild_tree`` writes these back as a results tree (the same contract launch.py writes), so
 a report built from the committed data goes through exactly the code that reads live results.
@@ -32,7 +32,7 @@ KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_len
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
 ID_COLUMNS = ("experiment", "env", "bonus", "variant", "seed")
 DROPPED_SUMMARY_KEYS = ("versions", "overrides")  # long, and no report reads them
-VISIT_ENVS = ("deepsea",)
+VISIT_EXPERIMENTS = ("repro",)  # the main grid's heat maps; the sensitivity runs' are left out
 RUNS_CSV, RUNS_JSON, VISITS = "runs.csv.gz", "runs.json.gz", "visits.npz"
 
 
@@ -66,7 +66,7 @@ def export_tree(results: str | Path, data_dir: str | Path, experiments=None) -> 
                 cfg = yaml.safe_load((path / "config.yaml").read_text()) or {}
                 rec["config"] = {k: cfg[k] for k in ("env", "bonus", "agent", "num_seeds", "eval_frequency")
                                  if k in cfg}
-            if env in VISIT_ENVS and (path / "visits.npy").is_file():
+            if exp in VISIT_EXPERIMENTS and (path / "visits.npy").is_file():
                 visits[_visit_key(exp, env, bonus, variant, seed)] = np.load(path / "visits.npy")
             records.append(rec)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(ID_COLUMNS))
