@@ -307,3 +307,12 @@ def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_insid
     phi = (np.sqrt(2.0 / d) * np.cos(rng_states[0] @ omega + bias)).astype(np.float32)
     got = np.asarray(linalg.woodbury_update(jnp.asarray(lam), jnp.asarray(phi)))
     np.testing.assert_allclose(got, np.linalg.inv(np.eye(d) + phi.T.astype(np.float64) @ phi), atol=1e-5)
+
+
+def test_flat_states_refuses_states_that_are_flat_already():
+    from rfig_exp.bonuses.base import flat_states
+
+    assert flat_states(jnp.zeros((8, 16, 4, 5)), 2).shape == (128, 20)
+    assert flat_states(jnp.zeros((4, 5)), 2).shape == (1, 20)   # one observation
+    with pytest.raises(ValueError, match="fewer axes"):
+        flat_states(jnp.zeros((25, 400)), 3)                   # MinAtar states flattened before

@@ -67,7 +67,14 @@ class Bonus:
 
 
 def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:
-    """``[*lead, *obs_shape] -> [prod(lead), prod(obs_shape)]``."""
+    """``[*lead, *obs_shape] -> [prod(lead), prod(obs_shape)]``.
+
+    Raises ValueError for an array with fewer axes than an observation: flattening states that
+    are flat already (``[N, d]`` of a 2-D or 3-D observation) would otherwise silently merge
+    rows or keep them by accident, depending on the observation's rank."""
+    if x.ndim < obs_ndim:
+        raise ValueError(f"flat_states: an array of shape {x.shape} has fewer axes than one "
+                         f"{obs_ndim}-D observation (already flat?)")
     lead = x.shape[: x.ndim - obs_ndim]
     n = 1
     for s in lead:
