@@ -75,3 +75,96 @@ def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatc
     assert summary["resumed_from_windows"] == [2]
     offline = sorted((run / "wandb").glob("offline-run-*"))
     assert offline and all(p.name.endswith(first_id) for p in offline), [p.name for p in offline]
+
+
+def test_checkpoint_cadence_by_windows_or_wall_clock():
+    assert not checkpoint.due(4, 0, 10.0, 0.0, None, None)          # both off
+    assert checkpoint.due(5, 0, 1.0, 0.0, 5, None) and not checkpoint.due(4, 0, 1.0, 0.0, 5, None)
+    assert checkpoint.due(1, 0, 300.0, 0.0, None, 300.0) and not checkpoint.due(9, 0, 299.0, 0.0, None, 300.0)
+    assert checkpoint.due(2, 0, 1.0, 0.0, 2, 300.0) and checkpoint.due(1, 0, 301.0, 0.0, 2, 300.0)
+
+
+def test_checkpoints_are_written_by_the_background_writer_in_order_and_errors_surface(tmp_path):
+    import threading
+
+    import pytest
+
+    writer = checkpoint.BackgroundWriter(saved_window=0)
+    where = []
+
+    def write(w):
+        def go():
+            where.append(threading.current_thread().name)
+            checkpoint.save(tmp_path, w, _leaves(w), {}, keep=5)
+        return go
+
+    for w in (1, 2, 3):
+        writer.submit(w, write(w))
+    assert writer.wait() == 3 and checkpoint.windows(tmp_path) == [1, 2, 3]
+    assert all(name.startswith("checkpoint-writer") for name in where)
+
+    def full_disk():
+        raise OSError(28, "No space left on device")
+
+    writer.submit(4, full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        writer.wait()
+    assert writer.saved_window == 3  # the failed write is not counted as saved
+    writer.close()
+
+
+def _count_saves(monkeypatch):
+    import rfig_exp.experiment as experiment
+
+    calls, real_save = [], checkpoint.save
+
+    def counting_save(run_dir, window, leaves, extra, keep=2):
+        calls.append(window)
+        real_save(run_dir, window, leaves, extra, keep)
+
+    monkeypatch.setattr(experiment.checkpoint, "save", counting_save)
+    return calls
+
+
+def test_a_short_run_at_the_default_cadence_writes_no_checkpoint(tiny_config, tmp_path, monkeypatch):
+    calls = _count_saves(monkeypatch)
+    (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", f"results_dir={tmp_path}"))
+    assert summary["status"] == "complete" and calls == []  # every 300 s: a short run writes none
+
+
+def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_identically(
+        tiny_config, tmp_path, monkeypatch):
+    cfg = tiny_config("env=cartpole", "bonus=none", "checkpoint.every_seconds=1e-9", "agent.total_timesteps=384",
+                      f"results_dir={tmp_path}")
+    calls = _count_saves(monkeypatch)
+    run_experiment(cfg)
+    run = find_run(tmp_path, "cartpole", "none")
+    reference = (run / "metrics.csv").read_text()
+    assert calls == [1, 2]  # windows 1 and 2 of 3; none after the last (its summary follows)
+    # Kill it (as SIGKILL would) right after window 2's checkpoint reached the disk, then relaunch.
+    real_save = checkpoint.save
+
+    def save_then_die(run_dir, window, leaves, extra, keep=2):
+        real_save(run_dir, window, leaves, extra, keep)
+        if window == 2:
+            raise SystemExit("killed")
+
+    import rfig_exp.experiment as experiment
+    monkeypatch.setattr(experiment.checkpoint, "save", save_then_die)
+    cfg2 = tiny_config("env=cartpole", "bonus=none", "checkpoint.every_seconds=1e-9", "agent.total_timesteps=384",
+                       f"results_dir={tmp_path}", "overwrite=true")
+    try:
+        run_experiment(cfg2)
+    except SystemExit:
+        pass
+    assert not (run / "summary.json").exists()
+    monkeypatch.setattr(experiment.checkpoint, "save", real_save)
+    (summary,) = run_experiment(cfg)
+    assert summary["resumed_from_windows"] == [2]
+
+    def without_wall_time(text):  # every column but the one that measures time
+        rows = [r.split(",") for r in text.splitlines()]
+        drop = rows[0].index("wall_time_s")
+        return [[c for i, c in enumerate(r) if i != drop] for r in rows]
+
+    assert without_wall_time((run / "metrics.csv").read_text()) == without_wall_time(reference)

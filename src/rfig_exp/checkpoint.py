@@ -36,6 +36,50 @@ FOLDER = "checkpoint"
 _NAME = re.compile(r"^window_(\d+)\.json$")
 
 
+def due(window: int, last_window: int, now: float, last_time: float, every_windows: int | None,
+        every_seconds: float | None) -> bool:
+    """Is a checkpoint due after ``window``? ``last_window`` / ``last_time``: the last one saved
+    (or the run's start); a cadence that is None is off."""
+    return bool((every_windows is not None and window - last_window >= every_windows)
+                or (every_seconds is not None and now - last_time >= every_seconds))
+
+
+class BackgroundWriter:
+    """Writes checkpoints in one background thread, one at a time.
+
+    The caller copies the run state to host memory first (the next window takes the device
+    buffers over), hands a function that writes it, and trains on while the files are written,
+    fsynced and renamed. ``submit`` waits for the write before it, so at most one is in flight
+    and they land in order; ``wait`` returns the window of the newest checkpoint on disk and
+    raises what a failed write raised (a full disk, say), so no failure goes unseen.
+    """
+
+    def __init__(self, saved_window: int = 0):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
+        self._pending: tuple[int, Any] | None = None
+        self.saved_window = saved_window
+
+    def submit(self, window: int, write) -> None:
+        self.wait()
+        self._pending = (window, self._pool.submit(write))
+
+    def wait(self) -> int:
+        if self._pending is not None:
+            window, future = self._pending
+            self._pending = None
+            future.result()
+            self.saved_window = window
+        return self.saved_window
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
 class Checkpoint(NamedTuple):
     window: int
     leaves: list[np.ndarray]

@@ -127,9 +127,18 @@ def check_storage(cfg) -> None:
     gpus = _select(cfg, "placement.gpus")
     placement.validate(str(_select(cfg, "placement.mode")), None, _select(cfg, "placement.cores_per_job"),
                        list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus)
-    _int(cfg, "checkpoint.every_windows", 1)
+    checkpoint_cadence(cfg)
     _float(cfg, "stall_timeout_s", 0.0)
     _int(cfg, "checkpoint.keep", 1)
+
+
+def checkpoint_cadence(cfg) -> tuple[int | None, float | None]:
+    """``(checkpoint.every_windows, checkpoint.every_seconds)``, each None when off (null or 0)."""
+    windows = _select(cfg, "checkpoint.every_windows")
+    seconds = _select(cfg, "checkpoint.every_seconds")
+    windows = None if windows in (None, 0) else _int(cfg, "checkpoint.every_windows", 1)
+    seconds = None if seconds in (None, 0) else _float(cfg, "checkpoint.every_seconds", 0.0, low_open=True)
+    return windows, seconds
 
 
 def build_run_spec(cfg) -> RunSpec:

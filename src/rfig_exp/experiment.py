@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 from rfig_exp import checkpoint, results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
-from rfig_exp.config import RunSpec, agent_hparams, build_run_spec
+from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
 from rfig_exp.envs import make_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.tracking import WandbRuns, inverse_note, log, progress_line
@@ -182,7 +182,7 @@ class _Run:
         self.plans, self.tag, self.command_line = plans, tag, command_line
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
-        self.every = int(cfg.checkpoint.every_windows)
+        self.every_windows, self.every_seconds = checkpoint_cadence(cfg)
         self.keep = int(cfg.checkpoint.keep)
         self.stop_signal: int | None = None
         self._submitit_usr2 = None  # submitit's own SIGUSR2 handler (requeue), called after our checkpoint
@@ -244,6 +244,7 @@ class _Run:
         previous_handler = self._catch_sigterm()
         window_w = done_windows
         watchdog = None
+        writer = checkpoint.BackgroundWriter(saved_window=done_windows)
         try:
             window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(states, self.hparams).compile()
             compile_time = time.perf_counter() - start
@@ -251,6 +252,7 @@ class _Run:
             train_time = float(extra.get("train_time_s", 0.0))
             last_rows: dict[int, dict] = {}
             watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
+            last_saved_w, last_saved_t = done_windows, time.perf_counter()
             for w in range(done_windows + 1, spec.num_windows + 1):
                 t0 = time.perf_counter()
                 states, metrics = window_fn(states, self.hparams)
@@ -272,8 +274,15 @@ class _Run:
                     if bad and s not in self.failures:
                         self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {w}"
                         log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
-                if w % self.every == 0 or w == spec.num_windows or self.stop_signal is not None:
-                    self._checkpoint(states, w, train_time, resumed_from, wandb_runs.ids())
+                # No checkpoint after the last window: the summary follows at once. A stop
+                # signal waits for its checkpoint to be on disk before the process exits.
+                now = time.perf_counter()
+                if self.stop_signal is not None or (w < spec.num_windows and checkpoint.due(
+                        w, last_saved_w, now, last_saved_t, self.every_windows, self.every_seconds)):
+                    self._checkpoint(writer, states, w, train_time, resumed_from, wandb_runs.ids())
+                    if self.stop_signal is not None:
+                        writer.wait()
+                    last_saved_w, last_saved_t = w, now
                 steps_done = (w - done_windows) * spec.eval_frequency
                 log.info(progress_line(self.tag, w, spec.num_windows, env_steps, spec.total_env_steps,
                                        steps_done * len(seeds) / train_time,
@@ -289,6 +298,7 @@ class _Run:
                     raise Interrupted(f"terminated (signal {self.stop_signal}) after window {w} of "
                                       f"{spec.num_windows}; its checkpoint is saved: relaunch the same command "
                                       "to resume", 128 + self.stop_signal)
+            writer.wait()  # before _finish removes the checkpoints
             summaries = self._finish(states, final_returns, compile_time, train_time, start, resumed_from,
                                      wandb_runs)
             failed = bool(self.failures)
@@ -297,13 +307,16 @@ class _Run:
                                 + f" (status failed in its summary.json under {self.dirs[seeds[0]].parent})")
             return summaries
         except KeyboardInterrupt:
-            last = max((w for w in range(done_windows, window_w + 1) if w % self.every == 0 or w == done_windows),
-                       default=done_windows)
+            last = writer.wait()  # a write in flight lands before the message names its window
             raise Interrupted(f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
                               f"command to resume from window {last}" if last else
                               f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
                               "command to start it again", 130) from None
         finally:
+            try:
+                writer.close()
+            except Exception as err:  # noqa: BLE001 - reported; the exception in flight (if any) wins
+                log.error("[%s] a checkpoint write failed: %s", self.tag, err)
             if watchdog is not None:
                 watchdog.stop()
             if previous_handler is not None:
@@ -344,12 +357,20 @@ class _Run:
             self._submitit_usr2 = signal.signal(signal.SIGUSR2, handler)
         return signal.signal(signal.SIGTERM, handler)
 
-    def _checkpoint(self, states, window: int, train_time: float, resumed_from: list[int], wandb_ids: dict) -> None:
-        leaves = jax.device_get(jax.tree.leaves(states))
-        for i, s in enumerate(self.seeds):
-            checkpoint.save(self.dirs[s], window, [np.asarray(x[i]) for x in leaves],
-                            {"train_time_s": train_time, "resumed_from_windows": resumed_from,
-                             "wandb_id": wandb_ids.get(s)}, keep=self.keep)
+    def _checkpoint(self, writer, states, window: int, train_time: float, resumed_from: list[int],
+                    wandb_ids: dict) -> None:
+        """Copy the state to host memory now (the next window takes over its device buffers),
+        then write every seed's files in the background."""
+        # np.array copies: on CPU device_get can hand back views of buffers the next window reuses.
+        leaves = [np.array(x) for x in jax.device_get(jax.tree.leaves(states))]
+        extra = {"train_time_s": train_time, "resumed_from_windows": list(resumed_from)}
+
+        def write():
+            for i, s in enumerate(self.seeds):
+                checkpoint.save(self.dirs[s], window, [x[i] for x in leaves],
+                                {**extra, "wandb_id": wandb_ids.get(s)}, keep=self.keep)
+
+        writer.submit(window, write)
 
     def _describe(self, states) -> None:
         if self.bonus.describe is not None:
