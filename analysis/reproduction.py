@@ -318,6 +318,11 @@ def _meta_md(meta: dict, walls: dict[str, float]) -> str:
                                    "estimated after (min)", "measured / after"], rows)]
         if meta.get("estimate_note"):
             lines.append(meta["estimate_note"])
+    if meta.get("not_run"):
+        lines += ["", f"**Not run** ({len(meta['not_run'])} jobs of the planned commands did not complete in the "
+                      "session's time; the report covers the rest, and relaunching the same commands finishes "
+                      "them):", "", "<details><summary>the jobs</summary>", "",
+                  *[f"- `{j}`" for j in meta["not_run"]], "", "</details>"]
     return "\n".join(lines)
 
 

@@ -65,16 +65,37 @@ REDUCTIONS = [
 ]
 
 
-def stage_minutes(table) -> dict[str, float]:
-    """Minutes of every stage on one slot, from the table only (what the estimate said before)."""
+def job_is_complete(cfg: dict, results: Path) -> bool:
+    """Did every seed of this composed job finish (a complete summary.json)?"""
+    from rfig_exp import variants
+
+    choices = {g: cfg[g]["name"] for g in variants.GROUPS}
+    name = variants.variant_name(variants.variant_overrides(cfg, choices))
+    runs = results / cfg["experiment"] / choices["env"] / choices["bonus"] / name
+    seeds = range(int(cfg["seed"]), int(cfg["seed"]) + int(cfg["num_seeds"]))
+    for seed in seeds:
+        summary = runs / f"seed_{seed}" / "summary.json"
+        if not summary.is_file() or json.loads(summary.read_text()).get("status") != "complete":
+            return False
+    return True
+
+
+def stage_minutes(table, results: Path | None = None) -> tuple[dict[str, float], list[str]]:
+    """Minutes of every stage on one slot from the table alone (what the estimate says), over
+    the jobs that completed under ``results`` (all jobs when None), and the jobs left out."""
     out: dict[str, float] = {}
+    missing = []
     for commands in LANES.values():
         for command in commands:
             preset, *overrides = command.split()
-            costs = estimate.cost_jobs(estimate.sweep_jobs(preset.split("=", 1)[1], overrides), [], "", table, "cpu")
+            jobs = estimate.sweep_jobs(preset.split("=", 1)[1], overrides)
+            if results is not None:
+                missing += [" ".join(j) for j, cfg in jobs if not job_is_complete(cfg, results)]
+                jobs = [(j, cfg) for j, cfg in jobs if job_is_complete(cfg, results)]
+            costs = estimate.cost_jobs(jobs, [], "", table, "cpu")
             stage = stage_of(command)
             out[stage] = round(out.get(stage, 0.0) + sum(c.hours for c in costs if c.rate is not None) * 60, 1)
-    return out
+    return out, missing
 
 
 def log_span(logs: Path) -> tuple[str | None, str | None]:
@@ -95,6 +116,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clone", type=Path, required=True, help="the clone the runs used")
     p.add_argument("--logs", type=Path, required=True, help="folder of the lane logs (stream*.log)")
+    p.add_argument("--results", type=Path, required=True, help="the results the runs wrote")
     p.add_argument("--out", type=Path, default=ROOT / "docs/results/repro/data/meta.json")
     p.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
     args = p.parse_args()
@@ -102,6 +124,8 @@ def main() -> int:
                             text=True, check=True).stdout.strip()
     full = estimate.read_throughput_table()
     table = [r for r in full if not r["source"].startswith("repro")]  # the pre-run rows
+    before, missing = stage_minutes(table, args.results)
+    after, _ = stage_minutes(full, args.results)
     started, finished = log_span(args.logs)
     wall = None
     if started and finished:
@@ -113,10 +137,12 @@ def main() -> int:
     meta = {"commit": commit, "machine": machine(), "started": started, "finished": finished, "wall_time": wall,
             "commands": [f"{lane}: " + " ; ".join(f"python launch.py -m {c} {COMMON}" for c in cmds)
                          for lane, cmds in LANES.items()],
-            "reductions": REDUCTIONS, "estimate_before_minutes": stage_minutes(table),
-            "estimate_after_minutes": stage_minutes(full) if len(full) > len(table) else None,
-            "estimate_note": ("The estimate is the sum of the stage's job costs on one slot; each lane ran its "
-                              "stages on one core while the other lane ran on the other."),
+            "reductions": REDUCTIONS, "estimate_before_minutes": before,
+            "estimate_after_minutes": after if len(full) > len(table) else None,
+            "not_run": missing,
+            "estimate_note": ("Each estimate is the sum of the costs of the stage's jobs that completed, on one "
+                              "slot; each lane ran on one core while the other lane ran on the other, and other "
+                              "work (tests, development) shared the machine for most of the time."),
             "notes": args.note}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(meta, indent=1) + "\n")
