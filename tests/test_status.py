@@ -270,3 +270,19 @@ def test_estimate_of_a_sweep_says_what_is_wrong(tmp_path, capsys):
     assert estimate.main(["--sweep", "repro", "--device", "tpu", "--results", str(tmp_path)]) == 2
     assert "valid: cpu, h100" in capsys.readouterr().err
     assert estimate.main(["--sweep", "repro", "--slots", "0", "--results", str(tmp_path)]) == 2
+
+
+def test_recorded_rows_join_the_table_and_a_newer_measurement_wins(tmp_path, monkeypatch, capsys):
+    table = tmp_path / "throughput.csv"
+    table.write_text("# measured\ndevice,env,bonus,seeds,env_steps_per_second,compile_s,source\n"
+                     "cpu,mountaincar,rfig,8,80000,10,bench\n")
+    measured(tmp_path / "r" / "exp", "mountaincar", "rfig", list(range(8)), 40000.0, 30.0)
+    measured(tmp_path / "r" / "exp", "mountaincar", "none", list(range(8)), 1000.0, 3.0, variant="agent.lr=0.1",
+             variant_yaml="agent.lr: 0.1\n")  # another hyperparameter: not a speed measurement
+    added = estimate.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)
+    assert [(r["env"], r["bonus"], r["env_steps_per_second"]) for r in added] == [("mountaincar", "rfig", 40000)]
+    rows = estimate.read_throughput_table(table)
+    assert table.read_text().startswith("# measured\n") and len(rows) == 2
+    assert estimate.table_rate(rows, "cpu", "mountaincar", "rfig", 8).steps_per_second == 40000.0
+    estimate.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)  # again: replaced, not doubled
+    assert len(estimate.read_throughput_table(table)) == 2

@@ -98,18 +98,20 @@ def rounded_steps(steps: int, eval_frequency: int = EVAL_FREQUENCY) -> int:
     return math.ceil(steps / eval_frequency) * eval_frequency
 
 
-def variant_is_speed_neutral(variant_dir: Path, variant: str) -> bool:
-    """True for ``base``, or a variant whose overrides (``variant.yaml``) are all speed-neutral."""
+def variant_is_speed_neutral(variant_dir: Path, variant: str, also: tuple[str, ...] = ()) -> bool:
+    """True for ``base``, or a variant whose overrides (``variant.yaml``) are all speed-neutral
+    (or in ``also``)."""
     if variant == "base":
         return True
     try:
         overrides = yaml.safe_load((variant_dir / "variant.yaml").read_text()) or {}
     except (OSError, yaml.YAMLError):
         return False
-    return isinstance(overrides, dict) and all(str(k) in SPEED_NEUTRAL for k in overrides)
+    return isinstance(overrides, dict) and all(str(k) in SPEED_NEUTRAL + also for k in overrides)
 
 
-def collect_processes(results: Path, experiments: Iterable[str] | None = None) -> tuple[list[Process], dict]:
+def collect_processes(results: Path, experiments: Iterable[str] | None = None,
+                      also_neutral: tuple[str, ...] = ()) -> tuple[list[Process], dict]:
     """Timings of every measured training process under ``results``, and what was skipped."""
     skipped = defaultdict(int)
     seen: dict[tuple, Process] = {}
@@ -127,7 +129,7 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None) -
             if summary.get("status") != "complete":
                 skipped["not complete"] += 1
                 continue
-            if not variant_is_speed_neutral(seed_dir.parent, variant):
+            if not variant_is_speed_neutral(seed_dir.parent, variant, also_neutral):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
             if summary.get("resumed_from_windows"):
@@ -270,8 +272,11 @@ def read_throughput_table(path: Path = THROUGHPUT_TABLE) -> list[dict]:
 
 
 def _closest_seeds(rows: list[dict], seeds: int) -> dict | None:
-    """The row whose seed count is nearest ``seeds`` (ties: the larger one)."""
-    return min(rows, key=lambda r: (abs(math.log(r["seeds"] / seeds)), -r["seeds"])) if rows else None
+    """The row whose seed count is nearest ``seeds`` (ties: the larger one, then the row added
+    last, so a newer measurement of the same thing wins)."""
+    if not rows:
+        return None
+    return min(enumerate(rows), key=lambda ir: (abs(math.log(ir[1]["seeds"] / seeds)), -ir[1]["seeds"], -ir[0]))[1]
 
 
 def suite(env: str) -> str:
@@ -436,8 +441,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --sweep: the device rows of benchmarks/throughput.csv to use (cpu, h100)")
     parser.add_argument("--slots", type=int, default=1,
                         help="with --sweep: jobs run at once (cores used one per job, GPUs, or SLURM nodes)")
+    parser.add_argument("--record", default=None, metavar="SOURCE",
+                        help="add the speeds measured under --results (--experiment) to benchmarks/throughput.csv "
+                             "as --device rows labelled SOURCE, then exit")
     args = parser.parse_args(argv)
     results = Path(args.results)
+    if args.record is not None:
+        if not results.is_dir():
+            print(f"error: --results {results} is not a folder", file=sys.stderr)
+            return 2
+        added = record_rows(results, _names(args.experiment, ()), args.device, args.record)
+        for r in added:
+            print(f"{r['device']},{r['env']},{r['bonus']},{r['seeds']},{r['env_steps_per_second']},{r['compile_s']}")
+        print(f"{len(added)} rows recorded in {THROUGHPUT_TABLE.name}")
+        return 0
     if args.sweep is not None:
         return _main_sweep(args, results)
     if not results.is_dir():
@@ -459,6 +476,36 @@ def main(argv: list[str] | None = None) -> int:
     print(format_report(estimates, processes, skipped, envs, bonuses, args.seeds, args.steps, steps_per_seed,
                         args.eval_frequency))
     return 0
+
+
+def record_rows(results: Path, experiments: list[str], device: str, source: str,
+                path: Path = THROUGHPUT_TABLE) -> list[dict]:
+    """Add the median speed of every env x bonus x seeds-per-job measured under ``results``
+    (base variants, or a Brax backend) to the throughput table, replacing earlier rows of the
+    same device, env, bonus, seeds and source; returns the rows added."""
+    import csv
+
+    processes, _ = collect_processes(results, experiments or None, also_neutral=("env.backend",))
+    groups: dict[tuple, list[Process]] = defaultdict(list)
+    for p in processes:
+        groups[(p.env, p.bonus, p.seeds)].append(p)
+    added = [{"device": device, "env": env, "bonus": bonus, "seeds": seeds,
+              "env_steps_per_second": round(statistics.median(p.steps_per_second for p in ps)),
+              "compile_s": round(statistics.median(p.compile_s for p in ps), 1),
+              "source": f"{source} ({len(ps)} process(es))"} for (env, bonus, seeds), ps in sorted(groups.items())]
+    text = path.read_text()
+    header = [line for line in text.splitlines(keepends=True) if line.startswith("#")]
+    keep = [r for r in read_throughput_table(path)
+            if not (r["device"] == device and r["source"].split(" (")[0] == source
+                    and (r["env"], r["bonus"], r["seeds"]) in groups)]
+    columns = ["device", "env", "bonus", "seeds", "env_steps_per_second", "compile_s", "source"]
+    with open(path, "w", newline="") as f:
+        f.writelines(header)
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for r in keep + added:
+            writer.writerow({k: (f"{r[k]:.10g}" if isinstance(r[k], (int, float)) else r[k]) for k in columns})
+    return added
 
 
 def _main_sweep(args, results: Path) -> int:
