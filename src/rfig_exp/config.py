@@ -128,6 +128,12 @@ def check_storage(cfg) -> None:
     placement.validate(str(_select(cfg, "placement.mode")), None, _select(cfg, "placement.cores_per_job"),
                        list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus)
     checkpoint_cadence(cfg)
+    from rfig_exp import grouping
+
+    try:
+        grouping.validate(_select(cfg, "seeds_per_job"))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     _float(cfg, "stall_timeout_s", 0.0)
     _int(cfg, "checkpoint.keep", 1)
 

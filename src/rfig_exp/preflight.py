@@ -140,7 +140,45 @@ def expand_jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
         batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(overrides)), None)
     except HydraException as err:
         raise PreflightError([str(err).splitlines()[0]]) from None
-    return [list(job) for job in batches[0]]
+    return group_jobs([list(job) for job in batches[0]], preset, overrides)
+
+
+def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[str]) -> list[list[str]]:
+    """The sweeper's seed grouping (rfig_exp.grouping), with the settings it will see: the
+    command line's, else the preset's, else conf/config.yaml's."""
+    from rfig_exp import grouping
+
+    root = OmegaConf.load(CONF_DIR / "config.yaml")
+    sweep_cfg = OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml") if preset else OmegaConf.create()
+
+    def setting(key: str, default):
+        given = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+") == key]
+        if given:
+            return yaml_value(given[-1])
+        found = OmegaConf.select(sweep_cfg, key, default=None)
+        return found if found is not None else OmegaConf.select(root, key, default=default)
+
+    value = setting("seeds_per_job", grouping.AUTO)
+    try:
+        size = grouping.resolve(value, bool(setting("hydra.launcher.gpus_per_node", None)) or grouping.gpu_visible())
+    except ValueError as err:
+        raise PreflightError([str(err)]) from None
+    num_seeds = setting("num_seeds", 1)
+    grouped = grouping.group_seeds(jobs, size, num_seeds if isinstance(num_seeds, int) else 1)
+    line = grouping.describe(len(jobs), grouped, size)
+    if line:
+        print(line, flush=True)
+    return grouped
+
+
+def yaml_value(text: str):
+    """A command-line value as Hydra reads it (``8`` an int, ``auto`` a string)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
 
 
 def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:

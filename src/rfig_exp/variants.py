@@ -32,7 +32,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ("env", "bonus", "agent")
 # Top-level keys that say where or how a run is stored or mirrored, not what it computes.
-NOT_HYPERPARAMETERS = ("seed", "num_seeds", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
+NOT_HYPERPARAMETERS = ("seed", "num_seeds", "seeds_per_job", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
                        "placement", "compile_cache", "stall_timeout_s")
 BASE = "base"
 MAX_NAME = 96

@@ -37,7 +37,7 @@ class ResilientSweeper(BasicSweeper):
         batch_size = self.max_batch_size
         if batch_size is None and isinstance(self.launcher, BasicLauncher):
             batch_size = 1  # in-process jobs: report each one as soon as it ends
-        self.overrides = self.split_arguments(parser.parse_overrides(params), batch_size)
+        self.overrides = self._grouped(self.split_arguments(parser.parse_overrides(params), None), batch_size)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -72,6 +72,22 @@ class ResilientSweeper(BasicSweeper):
         if failures:
             sys.exit(1)
         return returns
+
+    def _grouped(self, batches: list, batch_size: Optional[int]) -> list:
+        """Jobs that differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
+        preflight validated them, then cut into batches of ``batch_size``."""
+        from rfig_exp import grouping
+
+        jobs = [list(job) for batch in batches for job in batch]
+        gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
+        gpu = bool(gpus) or grouping.gpu_visible()
+        size = grouping.resolve(self.config.get("seeds_per_job", grouping.AUTO), gpu)
+        grouped = grouping.group_seeds(jobs, size, int(self.config.get("num_seeds", 1)))
+        line = grouping.describe(len(jobs), grouped, size)
+        if line:
+            log.debug(line)  # launch.py's preflight already said it
+        step = batch_size or len(grouped) or 1
+        return [grouped[i:i + step] for i in range(0, len(grouped), step)]
 
     @staticmethod
     def _log_path(job) -> str:

@@ -1,0 +1,87 @@
+"""A sweep's one-seed jobs grouped into vmapped jobs (rfig_exp.grouping), as a user runs it."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from rfig_exp import grouping
+from rfig_exp.preflight import PreflightError, expand_jobs
+
+try:
+    from test_launch import TINY, launch
+except ImportError:  # tests/ imported as a package
+    from tests.test_launch import TINY, launch
+
+from conftest import find_run
+
+
+def test_seeds_of_a_cell_become_consecutive_vmapped_jobs():
+    jobs = [["env=a", "bonus=rfig", f"seed={s}"] for s in range(5)] + \
+           [["env=a", "bonus=rnd", f"seed={s}"] for s in (0, 1, 7)]
+    assert grouping.group_seeds(jobs, 2) == [
+        ["env=a", "bonus=rfig", "seed=0", "num_seeds=2"], ["env=a", "bonus=rfig", "seed=2", "num_seeds=2"],
+        ["env=a", "bonus=rfig", "seed=4"],
+        ["env=a", "bonus=rnd", "seed=0", "num_seeds=2"], ["env=a", "bonus=rnd", "seed=7"]]
+    assert grouping.group_seeds(jobs, None)[0] == ["env=a", "bonus=rfig", "seed=0", "num_seeds=5"]
+    assert grouping.group_seeds(jobs, 1) == jobs
+
+
+def test_jobs_that_already_vmap_seeds_or_differ_otherwise_are_left_alone():
+    explicit = [["env=a", f"seed={s}", "num_seeds=8"] for s in (0, 8)]
+    assert grouping.group_seeds(explicit, None) == explicit
+    # A preset's num_seeds=8 (sweep=paper with 'seed=range(0,32,8)') is not a one-seed job either.
+    preset = [["env=a", f"seed={s}"] for s in (0, 8, 16)]
+    assert grouping.group_seeds(preset, None, default_num_seeds=8) == preset
+    lrs = [["agent.lr=0.1", "seed=0"], ["agent.lr=0.2", "seed=0"]]
+    assert grouping.group_seeds(lrs, None) == lrs
+    assert grouping.group_seeds([["env=a"]], None) == [["env=a"]]
+
+
+def test_seeds_per_job_auto_is_all_on_a_gpu_and_eight_on_a_cpu():
+    assert grouping.resolve("auto", gpu=True) is None
+    assert grouping.resolve("auto", gpu=False) == grouping.CPU_SEEDS_PER_JOB == 8
+    assert grouping.resolve(3, gpu=True) == 3
+    for bad in (0, -1, "many", 2.5, True):
+        with pytest.raises(ValueError, match="seeds_per_job"):
+            grouping.resolve(bad, gpu=False)
+
+
+def test_preflight_expands_the_card_command_into_grouped_jobs(capsys):
+    jobs = expand_jobs(["env=minatar_breakout", "bonus=rfig,rnd", "seed=range(32)", "seeds_per_job=8"], True)
+    assert len(jobs) == 8
+    assert {j[-1] for j in jobs} == {"num_seeds=8"}
+    assert sorted(int(o.split("=")[1]) for j in jobs for o in j if o.startswith("seed=")) == [0, 0, 8, 8, 16, 16,
+                                                                                          24, 24]
+    assert "64 jobs that differ only in their seed run as 8 jobs" in capsys.readouterr().out
+    assert len(expand_jobs(["bonus=rfig", "seed=range(4)", "seeds_per_job=1"], True)) == 4
+    with pytest.raises(PreflightError, match="seeds_per_job=0 must be auto or an integer"):
+        expand_jobs(["seed=range(4)", "seeds_per_job=0"], True)
+
+
+def _rows(run):
+    with open(run / "metrics.csv") as f:
+        return [{k: v for k, v in r.items() if k != "wall_time_s"} for r in csv.DictReader(f)]
+
+
+def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
+    args = ["env=cartpole", "bonus=none", *TINY, f"results_dir={tmp_path}"]
+    out = launch("-m", *args, "seed=range(3)", "seeds_per_job=2", "experiment=grouped")
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert "3 jobs that differ only in their seed run as 2 jobs of up to 2 vmapped seeds" in log
+    assert "2 job(s) in" in log and "2 completed" in log
+    alone = launch(*args, "seed=1", "experiment=alone")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    grouped = {s: find_run(tmp_path, "cartpole", "none", seed=s, experiment="grouped") for s in range(3)}
+    assert all((run / "summary.json").is_file() for run in grouped.values())
+    # The same numbers to float32 rounding (XLA orders a vmapped reduction differently), as in
+    # tests/test_training.py's vmapped-against-alone check; and the same windows.
+    mine, theirs = _rows(grouped[1]), _rows(find_run(tmp_path, "cartpole", "none", seed=1, experiment="alone"))
+    assert [r["env_steps"] for r in mine] == [r["env_steps"] for r in theirs]
+    for a, b in zip(mine, theirs):
+        for k in a:
+            va, vb = float(a[k] or "nan"), float(b[k] or "nan")
+            assert (va != va and vb != vb) or va == pytest.approx(vb, rel=1e-4, abs=1e-6), k
+    assert _rows(grouped[0]) != mine  # different seeds really differ
