@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import OmegaConf
 
-from rfig_exp import checkpoint, results
+from rfig_exp import checkpoint, ownership, results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
@@ -161,10 +161,28 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,
                  f"{spec.requested_timesteps:,}", spec.num_windows, f"{spec.eval_frequency:,}",
                  f"{spec.total_env_steps:,}")
-    results.write_variant(todo[0].path.parent, spec.variant_overrides)
-    use_compile_cache(cfg.get("compile_cache"))
-    return _Run(cfg, spec, env, bonus, hparams, todo, f"{name} seeds {_seed_range([p.seed for p in todo])}",
-                list(command_line)).train()
+    # One owner per run folder (rfig_exp.ownership): leave out seeds another live process trains.
+    stall = float(cfg.stall_timeout_s)
+    stale_after = 3 * stall if stall > 0 else 3600.0
+    locks, mine = {}, []
+    try:
+        for p in todo:
+            lock, owner = ownership.acquire(p.path, stale_after, name)
+            if lock is None:
+                log.info("[%s] seed %d is being trained by %s; leaving it to that process", name, p.seed,
+                         ownership.describe(owner))
+                continue
+            locks[p.seed] = lock
+            mine.append(p)
+        if not mine:
+            return []
+        results.write_variant(mine[0].path.parent, spec.variant_overrides)
+        use_compile_cache(cfg.get("compile_cache"))
+        return _Run(cfg, spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
+                    list(command_line), heartbeat=lambda: [lock.beat() for lock in locks.values()]).train()
+    finally:
+        for lock in locks.values():
+            lock.release()
 
 
 def _seed_range(seeds) -> str:
@@ -177,9 +195,10 @@ class _Run:
     """One job's training loop; resumable from per-seed checkpoints."""
 
     def __init__(self, cfg, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
-                 command_line: list[str]):
+                 command_line: list[str], heartbeat=None):
         self.cfg, self.spec, self.env, self.bonus, self.hparams = cfg, spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, command_line
+        self.heartbeat = heartbeat or (lambda: None)  # keeps the run folders' owner locks fresh
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
         self.every_windows, self.every_seconds = checkpoint_cadence(cfg)
@@ -258,6 +277,7 @@ class _Run:
                 states, metrics = window_fn(states, self.hparams)
                 metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
                 watchdog.beat()
+                self.heartbeat()
                 train_time += time.perf_counter() - t0
                 window_w = w
                 env_steps = w * spec.eval_frequency
