@@ -307,7 +307,8 @@ class _Run:
                 log.info(progress_line(self.tag, w, spec.num_windows, env_steps, spec.total_env_steps,
                                        steps_done * len(seeds) / train_time,
                                        [last_rows[s]["episode_return"] for s in seeds],
-                                       [last_rows[s]["intrinsic_reward"] for s in seeds],
+                                       [last_rows[s]["intrinsic_reward"] for s in seeds] if self.bonus.intrinsic
+                                       else None,
                                        (spec.num_windows - w) * train_time / max(w - done_windows, 1),
                                        self._inverse_upkeep(metrics, spec, len(seeds))))
                 if self.stop_signal == signal.SIGUSR2 and callable(self._submitit_usr2):
@@ -395,6 +396,8 @@ class _Run:
     def _describe(self, states) -> None:
         if self.bonus.describe is not None:
             for key, values in jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)).items():
+                if not np.any(np.ravel(values)):  # counters that start at 0 say nothing yet
+                    continue
                 log.info("[%s] %s: %s", self.tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
 
     def _finish(self, states, final_returns, compile_time, train_time, start, resumed_from, wandb_runs) -> list[dict]:

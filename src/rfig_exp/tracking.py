@@ -17,14 +17,15 @@ def _fmt(value: float) -> str:
 
 
 def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
-                  steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float], eta_s: float,
+                  steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float] | None, eta_s: float,
                   extra: str = "") -> str:
+    """One window's progress; ``intrinsic`` None for a bonus without an intrinsic reward (none)."""
     finite = [r for r in returns if not math.isnan(r)]
     median = statistics.median(finite) if finite else float("nan")
-    r_int = sum(intrinsic) / max(len(intrinsic), 1)
+    r_int = "" if intrinsic is None else f" | r_int {_fmt(sum(intrinsic) / max(len(intrinsic), 1))}"
     return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
             f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
-            f"return {_fmt(median)} (median of {len(returns)} seeds) | r_int {_fmt(r_int)}"
+            f"return {_fmt(median)} (median of {len(returns)} seeds){r_int}"
             + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
 
 
@@ -56,7 +57,9 @@ class WandbRuns:
                           dir=directory, config=config, tags=list(tags), reinit="create_new",
                           **({"id": run_id, "resume": "allow"} if run_id else {}))
             try:
-                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=init_timeout), **kwargs)
+                # silent: wandb's own history/summary blocks were most of a sweep's console
+                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=init_timeout, silent=True),
+                                 **kwargs)
             except Exception as err:  # noqa: BLE001 - any online failure means "go offline"
                 if mode != "online":
                     raise
@@ -65,9 +68,12 @@ class WandbRuns:
                 mode = "offline"  # the other seeds of this job go straight to offline
                 for leftover in Path(directory, "wandb").glob("run-*"):  # the failed online attempt
                     shutil.rmtree(leftover, ignore_errors=True)
-                run = wandb.init(mode="offline", **kwargs)
+                run = wandb.init(mode="offline", settings=wandb.Settings(silent=True), **kwargs)
             self._runs[seed] = run
-
+        if self._runs:
+            first = next(iter(runs.values()))[0]
+            log.info("wandb (%s): one run per seed under %s/wandb/%s", mode, Path(first).parent.name + "/seed_*",
+                     "; upload with `wandb sync`" if mode == "offline" else "")
     def ids(self) -> dict[int, str]:
         return {seed: run.id for seed, run in self._runs.items()}
 
