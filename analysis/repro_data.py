@@ -32,7 +32,7 @@ KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_len
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
 ID_COLUMNS = ("experiment", "env", "bonus", "variant", "seed")
 DROPPED_SUMMARY_KEYS = ("versions", "overrides")  # long, and no report reads them
-VISIT_EXPERIMENTS = ("repro",)  # the main grid's heat maps; the sensitivity runs' are left out
+VISIT_EXPERIMENTS = ("repro", "paper32")  # the main grids' heat maps; the sensitivity runs' are left out
 RUNS_CSV, RUNS_JSON, VISITS = "runs.csv.gz", "runs.json.gz", "visits.npz"
 
 

@@ -326,25 +326,26 @@ def _meta_md(meta: dict, walls: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0) -> Path:
-    """Write ``out/index.md`` and its figures from the compact data in ``data_dir``."""
+def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN) -> Path:
+    """Write ``out/index.md`` and its figures from the compact data in ``data_dir`` (the main
+    grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset)."""
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((data_dir / "meta.json").read_text()) if (data_dir / "meta.json").is_file() else {}
     with tempfile.TemporaryDirectory() as tmp:
         tree = rebuild_tree(data_dir, Path(tmp) / "results")
         have = find_experiments(tree)
-        if MAIN not in have:
-            raise AnalysisError(f"no {MAIN!r} experiment in {data_dir}")
+        if experiment not in have:
+            raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
         opts = ReportOptions(reps=reps, seed=seed)
-        main = collect(tree, MAIN, variants=list(MAIN_VARIANTS))
+        main = collect(tree, experiment, variants=list(MAIN_VARIANTS))
         build_report(main, out / "main", opts, only=STANDARD_SECTIONS)
         agg = compute_aggregates(main, reps=reps, seed=seed)
         speed = _speed(main)
         claims = claims_table(main, agg, reps=reps, seed=seed, speed=speed)
 
         deep_md, deep_runs = "No DeepSea runs.", []
-        if any(r.env_folder == "deepsea" for r in main.runs) or (tree / MAIN / "deepsea").is_dir():
-            deep = collect(tree, MAIN, envs=["deepsea"])
+        if any(r.env_folder == "deepsea" for r in main.runs) or (tree / experiment / "deepsea").is_dir():
+            deep = collect(tree, experiment, envs=["deepsea"])
             build_report(deep, out / "deepsea", opts, only=["data", "curves", "final_scores", "coverage_curves",
                                                             "visit_maps", "final_coverage"])
             deep_md, _ = deepsea_scaling(deep, out)
@@ -530,23 +531,25 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("export", help="write the compact per-run data of a results tree")
     e.add_argument("--results", type=Path, required=True)
     e.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    e.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
     b = sub.add_parser("build", help="write the report from the compact data")
     b.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     b.add_argument("--out", type=Path, default=Path("docs/results/repro"))
     b.add_argument("--reps", type=int, default=2000)
+    b.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
     b.add_argument("--readme", type=Path, default=None,
                    help="also write the figure, table and verdicts between this README's markers")
     args = p.parse_args(argv)
     try:
         if args.command == "export":
-            exps = [x for x in (MAIN, SENS) if x in find_experiments(args.results)]
-            if not exps:
-                raise AnalysisError(f"no {MAIN!r} or {SENS!r} experiment under {args.results}")
+            exps = [x for x in (args.experiment, SENS) if x in find_experiments(args.results)]
+            if args.experiment not in exps:
+                raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
             counts = export_tree(args.results, args.data, exps)
             print(f"exported {counts['runs']} runs ({counts['complete']} complete, {counts['rows']} metric rows) "
                   f"of {', '.join(exps)} to {args.data}: {counts['bytes'] / 1e6:.2f} MB")
         else:
-            index = build(args.data, args.out, reps=args.reps)
+            index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
             print(f"report: {index}")
             if args.readme is not None:
                 if not update_readme(args.readme, (args.out / "summary.md").read_text()):
