@@ -168,3 +168,28 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
         return [[c for i, c in enumerate(r) if i != drop] for r in rows]
 
     assert without_wall_time((run / "metrics.csv").read_text()) == without_wall_time(reference)
+
+
+def test_an_interrupted_wait_still_counts_the_write_that_lands():
+    """Ctrl-C can land while the main thread waits for a write: the write goes on, and the
+    interrupt handler's own wait must still report it (it names the window to resume from)."""
+    import threading
+
+    import pytest
+
+    writer = checkpoint.BackgroundWriter(saved_window=0)
+    release = threading.Event()
+    writer.submit(1, release.wait)
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    # Emulate the signal: result() raises KeyboardInterrupt before the write is done.
+    real = writer._pending[1].result
+    writer._pending[1].result = lambda: interrupt()
+    with pytest.raises(KeyboardInterrupt):
+        writer.wait()
+    writer._pending[1].result = real
+    release.set()
+    assert writer.wait() == 1
+    writer.close()

@@ -68,8 +68,15 @@ class BackgroundWriter:
     def wait(self) -> int:
         if self._pending is not None:
             window, future = self._pending
+            try:
+                future.result()
+            except BaseException:
+                # A failed write is done with; a Ctrl-C that interrupted the waiting is not:
+                # the write goes on, and the next wait (the interrupt handler's) sees it land.
+                if future.done():
+                    self._pending = None
+                raise
             self._pending = None
-            future.result()
             self.saved_window = window
         return self.saved_window
 
