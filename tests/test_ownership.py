@@ -52,25 +52,55 @@ def test_an_owner_on_another_host_is_live_while_its_heartbeat_is_fresh(tmp_path)
     assert lock is not None
 
 
-def test_the_same_command_twice_trains_each_seed_once(tmp_path):
-    """The defect of issue 16: two launches of one command both trained seed 0 to the end."""
-    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, "agent.total_timesteps=12800",
-            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
-    env = dict(os.environ, WANDB_MODE="disabled")
+def _launch_first(tmp_path, args, env):
     first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     while not list(tmp_path.glob(f"default/cartpole/none/*/seed_0/{ownership.LOCK}")):
         assert first.poll() is None and time.time() < deadline, first.stdout.read()[-3000:]
         time.sleep(0.2)
-    second = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    out_first, _ = first.communicate(timeout=600)
-    log2 = second.stdout + second.stderr
-    assert second.returncode == 0, log2[-3000:]
-    assert first.returncode == 0, out_first[-3000:]
-    assert f"seed 0 is being trained by pid {first.pid}" in log2 or "already complete" in log2, log2[-3000:]
-    assert "window 1/100" not in log2  # the second never trained
+    return first
+
+
+def _check_trained_once(tmp_path, windows):
     (run,) = tmp_path.glob("default/cartpole/none/*/seed_0")
-    windows = [line.split(",")[0] for line in (run / "metrics.csv").read_text().splitlines()[1:]]
-    assert windows == [str(128 * (w + 1)) for w in range(100)]
+    rows = [line.split(",")[0] for line in (run / "metrics.csv").read_text().splitlines()[1:]]
+    assert rows == [str(128 * (w + 1)) for w in range(windows)]
     assert json.loads((run / "summary.json").read_text())["status"] == "complete"
     assert not (run / ownership.LOCK).exists()
+
+
+def test_the_same_command_twice_trains_each_seed_once(tmp_path):
+    """The defect of issue 16: two launches of one command both trained seed 0 to the end.
+    The second waits owner_grace_s for the first to let go, then leaves the seed to it."""
+    windows = 400
+    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, f"agent.total_timesteps={128 * windows}",
+            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
+    env = dict(os.environ, WANDB_MODE="disabled")
+    first = _launch_first(tmp_path, args, env)
+    second = subprocess.run([*args, "owner_grace_s=0"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    out_first, _ = first.communicate(timeout=600)
+    log2 = second.stdout + second.stderr
+    assert second.returncode == 0 and first.returncode == 0, log2[-3000:] + out_first[-3000:]
+    if "already complete" not in log2:  # the first can finish before the second looks, on a fast machine
+        assert f"seed 0 is being trained by pid {first.pid}" in log2, log2[-3000:]
+    assert f"window 1/{windows}" not in log2  # the second never trained
+    _check_trained_once(tmp_path, windows)
+
+
+def test_a_relaunch_waits_for_the_owner_to_let_go_and_does_not_train_again(tmp_path):
+    """A requeue that starts while the old process is still at work: it waits, sees the seed
+    complete, and trains nothing."""
+    windows = 100
+    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, f"agent.total_timesteps={128 * windows}",
+            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
+    env = dict(os.environ, WANDB_MODE="disabled")
+    first = _launch_first(tmp_path, args, env)
+    second = subprocess.run([*args, "owner_grace_s=300"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    first.communicate(timeout=600)
+    log2 = second.stdout + second.stderr
+    assert second.returncode == 0, log2[-3000:]
+    assert "while this job waited" in log2 or "already complete" in log2, log2[-3000:]
+    assert f"window 1/{windows}" not in log2
+    _check_trained_once(tmp_path, windows)

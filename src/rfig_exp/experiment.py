@@ -164,16 +164,30 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
     # One owner per run folder (rfig_exp.ownership): leave out seeds another live process trains.
     stall = float(cfg.stall_timeout_s)
     stale_after = 3 * stall if stall > 0 else 3600.0
-    locks, mine = {}, []
+    locks, owners = {}, {}
     try:
-        for p in todo:
-            lock, owner = ownership.acquire(p.path, stale_after, name)
-            if lock is None:
-                log.info("[%s] seed %d is being trained by %s; leaving it to that process", name, p.seed,
-                         ownership.describe(owner))
-                continue
-            locks[p.seed] = lock
-            mine.append(p)
+        # A requeued job can start while its previous process is still exiting: give a live
+        # owner a short grace period to let go before leaving its seed to it.
+        deadline = time.monotonic() + float(cfg.owner_grace_s)
+        waiting = list(todo)
+        while waiting:
+            for p in list(waiting):
+                lock, owners[p.seed] = ownership.acquire(p.path, stale_after, name)
+                if lock is not None:
+                    locks[p.seed] = lock
+                    waiting.remove(p)
+            if not waiting or time.monotonic() >= deadline:
+                break
+            time.sleep(1.0)
+        for p in waiting:
+            log.info("[%s] seed %d is being trained by %s; leaving it to that process", name, p.seed,
+                     ownership.describe(owners[p.seed]))
+        for p in todo:  # finished by the owner we waited for: nothing left to do
+            if p.seed in locks and not spec.overwrite and results.is_complete(p.path):
+                log.info("[%s] seed %d was completed by %s while this job waited; skipping", name, p.seed,
+                         ownership.describe(owners[p.seed]) if owners.get(p.seed) else "another process")
+                locks.pop(p.seed).release()
+        mine = [p for p in todo if p.seed in locks]
         if not mine:
             return []
         results.write_variant(mine[0].path.parent, spec.variant_overrides)
