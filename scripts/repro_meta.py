@@ -85,6 +85,7 @@ def stage_minutes(table, results: Path | None = None) -> tuple[dict[str, float],
     the jobs that completed under ``results`` (all jobs when None), and the jobs left out."""
     out: dict[str, float] = {}
     missing = []
+    compiled: set = set()  # one compilation cache for the whole reproduction, as it ran
     for commands in LANES.values():
         for command in commands:
             preset, *overrides = command.split()
@@ -92,7 +93,7 @@ def stage_minutes(table, results: Path | None = None) -> tuple[dict[str, float],
             if results is not None:
                 missing += [" ".join(j) for j, cfg in jobs if not job_is_complete(cfg, results)]
                 jobs = [(j, cfg) for j, cfg in jobs if job_is_complete(cfg, results)]
-            costs = estimate.cost_jobs(jobs, [], "", table, "cpu")
+            costs = estimate.cost_jobs(jobs, [], "", table, "cpu", compiled)
             stage = stage_of(command)
             out[stage] = round(out.get(stage, 0.0) + sum(c.hours for c in costs if c.rate is not None) * 60, 1)
     return out, missing

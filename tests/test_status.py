@@ -253,7 +253,8 @@ def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_he
     assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2"]) == 0
     out = capsys.readouterr().out
     assert "30 jobs" in out and out.count("| env=") == 30
-    assert "env=minatar_breakout bonus=rfig | 8 | 1,007,616 | 51,070 |" in out
+    want = estimate.table_rate(estimate.read_throughput_table(), "cpu", "minatar_breakout", "rfig", 8)
+    assert f"env=minatar_breakout bonus=rfig | 8 | 1,007,616 | {want.steps_per_second:,.0f} |" in out
     total = float(out.split("Total: ")[1].split(" job-hours")[0])
     wall = float(out.split("slot(s): ")[1].split(" h")[0])
     assert total / 2 <= wall < total
@@ -286,3 +287,14 @@ def test_recorded_rows_join_the_table_and_a_newer_measurement_wins(tmp_path, mon
     assert estimate.table_rate(rows, "cpu", "mountaincar", "rfig", 8).steps_per_second == 40000.0
     estimate.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)  # again: replaced, not doubled
     assert len(estimate.read_throughput_table(table)) == 2
+
+
+def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
+    jobs = [(("a",), {"env": {"name": "mountaincar"}, "bonus": {"name": "rfig", "reg": r}, "num_seeds": 8,
+                      "eval_frequency": 24576, "agent": {"total_timesteps": 24576, "num_envs": 32, "num_steps": 128,
+                                                         "num_minibatches": 32, "update_epochs": 4,
+                                                         "hidden": [64, 64]}}) for r in (1.0, 10.0)]
+    first, second = estimate.cost_jobs(jobs, [], "", TABLE, "cpu")
+    train = 8 * 24576 / 80000.0
+    assert first.hours * 3600 == pytest.approx(10.0 + train)
+    assert second.hours * 3600 == pytest.approx(1.0 + train)  # bonus.reg is an argument, not a shape
