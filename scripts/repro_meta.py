@@ -28,12 +28,15 @@ from rfig_exp import estimate  # noqa: E402
 # scripts/repro.sh (lane A: `core ...`, lane B: `brax ...`); once DeepSea's cost at 1M steps was
 # measured (size 20: 3-6 min per bonus, growing with N^2 inputs) the rest was re-planned so the
 # main knob of every bonus came first, and run with the same retry loop over explicit commands.
+# `sweep=deepsea_scaling env.size=10` alone fails in Hydra (the sweep's primary config composes
+# the default env, which has no `size`; issue 18, item 4): `env=deepsea` on the command line is the
+# workaround these commands use.
 LANES = {
     "lane A (core 0)": ["sweep=repro",
                         "sweep=sensitivity bonus=rnd bonus.lr=1e-5,1e-4,1e-3",
                         "sweep=sensitivity bonus=vime bonus.lr=1e-5,1e-4,1e-3",
                         "sweep=sensitivity bonus=hashexplo bonus.lr=1e-5,1e-4,1e-3",
-                        "sweep=deepsea_scaling env.size=10",
+                        "sweep=deepsea_scaling env=deepsea env.size=30",
                         "sweep=sensitivity bonus=rnd bonus.update_proportion=0.25,0.5",
                         "sweep=sensitivity bonus=vime bonus.step_size=0.001,0.1",
                         "sweep=sensitivity bonus=hashexplo bonus.hash_bits=16,64"],
@@ -43,7 +46,7 @@ LANES = {
                         "sweep=sensitivity bonus=rfig bonus.reg=0.1,10",
                         "sweep=sensitivity bonus=rfig bonus.rho=0.03125,0.125",
                         "sweep=sensitivity bonus=rfig bonus.num_features=256,512",
-                        "sweep=deepsea_scaling env.size=30",
+                        "sweep=deepsea_scaling env=deepsea env.size=10",
                         "sweep=sensitivity bonus=rfig bonus.beta=0.25,1"],
 }
 COMMON = "results_dir=RESULTS wandb.mode=disabled stall_timeout_s=300"
