@@ -365,6 +365,12 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 seen.add(r.path)
                 unique.append(r)
         walls = _jobs_wall(unique)
+        # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
+        for path in out.rglob("*"):
+            if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
+                text = path.read_text()
+                if str(tree) in text:
+                    path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
 
     theory_md = _theory(data_dir, out)
     problems = [i for i in main.issues if i.severity == "error"]
