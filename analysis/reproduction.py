@@ -231,7 +231,11 @@ def sensitivity(coll: Collection, out: Path, reps: int, seed: int) -> tuple[str,
                        linestyle=":", linewidth=1)
         if numeric and min(float(v) for v in order) > 0 and max(float(v) for v in order) / min(
                 float(v) for v in order) >= 10:
+            from matplotlib.ticker import NullFormatter
+
             ax.set_xscale("log")
+            ax.set_xticks([float(v) for v in order], [format_value(v) for v in order], fontsize=7)
+            ax.xaxis.set_minor_formatter(NullFormatter())
         if not numeric:
             ax.set_xticks(range(len(order)), [str(v).replace("_", "\n") for v in order], fontsize=7)
         ax.set_title(f"{method_label(bonus)}: {knob.split('.')[-1]}", fontsize=10)
