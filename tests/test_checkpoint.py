@@ -49,6 +49,19 @@ def test_a_damaged_checkpoint_makes_the_run_start_afresh_and_still_complete(tiny
         [r.split(",")[0] for r in reference.splitlines()]
 
 
+def _save_then_die(at_window):
+    """checkpoint.save that raises SystemExit (as a SIGKILL would end the run) right after
+    writing the checkpoint of ``at_window``."""
+    real_save = checkpoint.save
+
+    def save_then_die(run_dir, window, leaves, extra, keep=2):
+        real_save(run_dir, window, leaves, extra, keep)
+        if window == at_window:
+            raise SystemExit("killed")
+
+    return save_then_die
+
+
 def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]", "checkpoint.every_windows=1",
@@ -57,13 +70,7 @@ def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatc
 
     # Die right after the checkpoint of window 2 (as a SIGKILL would), then relaunch.
     real_save = checkpoint.save
-
-    def save_then_die(run_dir, window, leaves, extra, keep=2):
-        real_save(run_dir, window, leaves, extra, keep)
-        if window == 2:
-            raise SystemExit("killed")
-
-    monkeypatch.setattr(experiment.checkpoint, "save", save_then_die)
+    monkeypatch.setattr(experiment.checkpoint, "save", _save_then_die(2))
     try:
         run_experiment(cfg)
     except SystemExit:
@@ -143,14 +150,8 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
     assert calls == [1, 2]  # windows 1 and 2 of 3; none after the last (its summary follows)
     # Kill it (as SIGKILL would) right after window 2's checkpoint reached the disk, then relaunch.
     real_save = checkpoint.save
-
-    def save_then_die(run_dir, window, leaves, extra, keep=2):
-        real_save(run_dir, window, leaves, extra, keep)
-        if window == 2:
-            raise SystemExit("killed")
-
     import rfig_exp.experiment as experiment
-    monkeypatch.setattr(experiment.checkpoint, "save", save_then_die)
+    monkeypatch.setattr(experiment.checkpoint, "save", _save_then_die(2))
     cfg2 = tiny_config("env=cartpole", "bonus=none", "checkpoint.every_seconds=1e-9", "agent.total_timesteps=384",
                        f"results_dir={tmp_path}", "overwrite=true")
     try:

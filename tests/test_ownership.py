@@ -52,6 +52,13 @@ def test_an_owner_on_another_host_is_live_while_its_heartbeat_is_fresh(tmp_path)
     assert lock is not None
 
 
+def _command(tmp_path, windows):
+    """A launch.py command of ``windows`` tiny CartPole windows, and its environment."""
+    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, f"agent.total_timesteps={128 * windows}",
+            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
+    return args, dict(os.environ, WANDB_MODE="disabled")
+
+
 def _launch_first(tmp_path, args, env):
     first = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
@@ -73,9 +80,7 @@ def test_the_same_command_twice_trains_each_seed_once(tmp_path):
     """The defect of issue 16: two launches of one command both trained seed 0 to the end.
     The second waits owner_grace_s for the first to let go, then leaves the seed to it."""
     windows = 400
-    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, f"agent.total_timesteps={128 * windows}",
-            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
-    env = dict(os.environ, WANDB_MODE="disabled")
+    args, env = _command(tmp_path, windows)
     first = _launch_first(tmp_path, args, env)
     second = subprocess.run([*args, "owner_grace_s=0"], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=600)
@@ -92,9 +97,7 @@ def test_a_relaunch_waits_for_the_owner_to_let_go_and_does_not_train_again(tmp_p
     """A requeue that starts while the old process is still at work: it waits, sees the seed
     complete, and trains nothing."""
     windows = 100
-    args = [sys.executable, "launch.py", "env=cartpole", "bonus=none", *TINY, f"agent.total_timesteps={128 * windows}",
-            "eval_frequency=128", f"results_dir={tmp_path}", "stall_timeout_s=600"]
-    env = dict(os.environ, WANDB_MODE="disabled")
+    args, env = _command(tmp_path, windows)
     first = _launch_first(tmp_path, args, env)
     second = subprocess.run([*args, "owner_grace_s=300"], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=600)
