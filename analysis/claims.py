@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .aggregate import Interval, _poi_func, bootstrap, iqm
+from .aggregate import Interval, _poi_func, bootstrap
 from .collect import Collection, final_scores
 from .names import env_label
 
@@ -265,7 +265,3 @@ def solved_fractions(coll: Collection, methods=None) -> dict[str, dict[str, tupl
             if len(s):
                 out.setdefault(e, {})[m] = (int(s.sum()), len(s))
     return out
-
-
-def iqm_of(values) -> float:
-    return float(iqm(np.asarray(values, float)))

@@ -31,12 +31,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .aggregate import Interval, bootstrap, compute_aggregates  # noqa: E402
+from .aggregate import bootstrap, compute_aggregates, fast_iqm  # noqa: E402
 from .claims import (SUCCESS_RULES, claims_table, solved_fractions, wilson)  # noqa: E402
 from .collect import AnalysisError, Collection, collect, final_scores, find_experiments  # noqa: E402
 from .methods import format_value  # noqa: E402
 from .names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
-from .plots import _save, tidy_axis  # noqa: E402
+from .plots import _save  # noqa: E402
 from .repro_data import export_tree, rebuild_tree  # noqa: E402
 from .report import build_report  # noqa: E402
 from .registry import ReportOptions  # noqa: E402
@@ -84,10 +84,6 @@ def _jobs_wall(coll_runs) -> dict[str, float]:
     for stage, wall in seen.values():
         out[stage] += wall
     return dict(out)
-
-
-def _iv_text(iv: Interval, d: int = 3) -> str:
-    return f"{iv.point:.{d}g} [{iv.lo:.{d}g}, {iv.hi:.{d}g}]"
 
 
 # --------------------------------------------------------------------------- DeepSea scaling
@@ -204,9 +200,7 @@ def sensitivity(coll: Collection, out: Path, reps: int, seed: int) -> tuple[str,
                     continue
                 sd = {"x": (np.asarray(scores[e][mk][1]) - lo[e])[:, None] / (hi[e] - lo[e])}
                 rng_seed += 1
-                p, iv = bootstrap(sd, lambda x: np.array([np.sort(x, axis=None)[int(0.25 * x.size):
-                                                                              x.size - int(0.25 * x.size)].mean()]),
-                                  reps, rng_seed)
+                p, iv = bootstrap(sd, lambda x: np.array([fast_iqm(x)]), reps, rng_seed)
                 pts.append((v, float(p["x"][0]), float(iv["x"][0, 0]), float(iv["x"][1, 0])))
             if len(pts) < 2:
                 continue
