@@ -24,7 +24,8 @@ def test_progress_line_reports_the_inverse_upkeep_and_warns_when_every_update_re
     line = progress_line("t", 1, 2, 10, 20, 1000.0, [1.0], [0.1], 5.0, inverse_note(2, 1, 48))
     assert "| inverse: 2 refreshes, 1 recoveries in 48 updates | eta 5s" in line
     spec = types.SimpleNamespace(train=types.SimpleNamespace(updates_per_window=6))
-    run = types.SimpleNamespace(tag="t", cfg=types.SimpleNamespace(bonus={"matmul_precision": "default"}))
+    run = types.SimpleNamespace(tag="t", cfg=types.SimpleNamespace(bonus={"matmul_precision": "default"}),
+                                _warned_recoveries=False)
     quiet = {"bonus/refresh_count": np.array([1.0, 0.0]), "bonus/divergence_count": np.array([0.0, 0.0])}
     assert _Run._inverse_upkeep(run, quiet, spec, 2) == "inverse: 1 refreshes, 0 recoveries in 12 updates"
     assert "every update" not in caplog.text

@@ -220,6 +220,7 @@ class _Run:
         self.stop_signal: int | None = None
         self._submitit_usr2 = None  # submitit's own SIGUSR2 handler (requeue), called after our checkpoint
         self.failures: dict[int, str] = {}
+        self._warned_recoveries = False
 
     # -- resume ---------------------------------------------------------------------------
     def _resume_point(self, template_leaves) -> tuple[int, list]:
@@ -370,7 +371,7 @@ class _Run:
         seed_updates = spec.train.updates_per_window * num_seeds
         refreshes = float(sum(metrics["bonus/refresh_count"]))
         recoveries = float(sum(metrics.get("bonus/divergence_count", [0.0])))
-        if recoveries >= seed_updates and not getattr(self, "_warned_recoveries", False):
+        if recoveries >= seed_updates and not self._warned_recoveries:
             self._warned_recoveries = True
             log.warning("[%s] every update of this window replaced a diverged inverse by an exact one: the "
                         "Woodbury update is losing precision (bonus.matmul_precision=%s; on a GPU, TF32 "
