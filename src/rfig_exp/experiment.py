@@ -287,19 +287,33 @@ class _Run:
             last_rows: dict[int, dict] = {}
             watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
             last_saved_w, last_saved_t = done_windows, time.perf_counter()
+            # Windows are pipelined: window w+1 is dispatched before window w's metrics are read,
+            # so the host's work (rows, wandb, progress) overlaps the device's. Only a checkpoint
+            # waits for window w itself (its state is copied to the host before w+1 takes over
+            # the donated buffers).
+            pending = window_fn(states, self.hparams) if done_windows < spec.num_windows else None
+            last_arrival = time.perf_counter()
             for w in range(done_windows + 1, spec.num_windows + 1):
-                t0 = time.perf_counter()
-                states, metrics = window_fn(states, self.hparams)
+                states, metrics = pending
+                stopping = self.stop_signal  # read once: a signal from now on is seen after window w+1
+                snapshot = None
+                if stopping is not None or (w < spec.num_windows and checkpoint.due(
+                        w, last_saved_w, time.perf_counter(), last_saved_t, self.every_windows, self.every_seconds)):
+                    snapshot = self._snapshot(states)
+                    last_saved_w, last_saved_t = w, time.perf_counter()
+                pending = window_fn(states, self.hparams) if w < spec.num_windows and stopping is None else None
                 metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
                 watchdog.beat()
                 self.heartbeat()
-                train_time += time.perf_counter() - t0
+                now = time.perf_counter()
+                train_time += now - last_arrival
+                last_arrival = now
                 window_w = w
                 env_steps = w * spec.eval_frequency
                 for i, s in enumerate(seeds):
                     row = {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
                            **{k: float(v[i]) for k, v in metrics.items()},
-                           "wall_time_s": time.perf_counter() - start}
+                           "wall_time_s": now - start}
                     writers[s].append(row)
                     if math.isfinite(row["episode_return"]):
                         final_returns[s] = row["episode_return"]
@@ -309,15 +323,13 @@ class _Run:
                     if bad and s not in self.failures:
                         self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {w}"
                         log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
-                # No checkpoint after the last window: the summary follows at once. A stop
-                # signal waits for its checkpoint to be on disk before the process exits.
-                now = time.perf_counter()
-                if self.stop_signal is not None or (w < spec.num_windows and checkpoint.due(
-                        w, last_saved_w, now, last_saved_t, self.every_windows, self.every_seconds)):
-                    self._checkpoint(writer, states, w, train_time, resumed_from, wandb_runs.ids())
-                    if self.stop_signal is not None:
+                # Written once window w's rows are: a checkpoint never covers a row the metrics
+                # file lacks. No checkpoint after the last window: the summary follows at once.
+                # A stop signal waits for its checkpoint to be on disk before the process exits.
+                if snapshot is not None:
+                    self._checkpoint(writer, snapshot, w, train_time, resumed_from, wandb_runs.ids())
+                    if stopping is not None:
                         writer.wait()
-                    last_saved_w, last_saved_t = w, now
                 steps_done = (w - done_windows) * spec.eval_frequency
                 log.info(progress_line(self.tag, w, spec.num_windows, env_steps, spec.total_env_steps,
                                        steps_done * len(seeds) / train_time,
@@ -326,14 +338,14 @@ class _Run:
                                        else None,
                                        (spec.num_windows - w) * train_time / max(w - done_windows, 1),
                                        self._inverse_upkeep(metrics, spec, len(seeds))))
-                if self.stop_signal == signal.SIGUSR2 and callable(self._submitit_usr2):
+                if stopping == signal.SIGUSR2 and callable(self._submitit_usr2):
                     log.info("[%s] SIGUSR2 (time limit or preemption) after window %d: checkpoint saved, "
                              "handing over to submitit to requeue", self.tag, w)
                     self._submitit_usr2(signal.SIGUSR2, None)  # requeues the job and exits
-                if self.stop_signal is not None:
-                    raise Interrupted(f"terminated (signal {self.stop_signal}) after window {w} of "
+                if stopping is not None:
+                    raise Interrupted(f"terminated (signal {stopping}) after window {w} of "
                                       f"{spec.num_windows}; its checkpoint is saved: relaunch the same command "
-                                      "to resume", 128 + self.stop_signal)
+                                      "to resume", 128 + stopping)
             writer.wait()  # before _finish removes the checkpoints
             summaries = self._finish(states, final_returns, compile_time, train_time, start, resumed_from,
                                      wandb_runs)
@@ -393,12 +405,16 @@ class _Run:
             self._submitit_usr2 = signal.signal(signal.SIGUSR2, handler)
         return signal.signal(signal.SIGTERM, handler)
 
-    def _checkpoint(self, writer, states, window: int, train_time: float, resumed_from: list[int],
-                    wandb_ids: dict) -> None:
-        """Copy the state to host memory now (the next window takes over its device buffers),
-        then write every seed's files in the background."""
+    @staticmethod
+    def _snapshot(states) -> list[np.ndarray]:
+        """The run state's leaves copied to host memory (the next window takes over the device
+        buffers); waits for the window that computes them."""
         # np.array copies: on CPU device_get can hand back views of buffers the next window reuses.
-        leaves = [np.array(x) for x in jax.device_get(jax.tree.leaves(states))]
+        return [np.array(x) for x in jax.device_get(jax.tree.leaves(states))]
+
+    def _checkpoint(self, writer, leaves, window: int, train_time: float, resumed_from: list[int],
+                    wandb_ids: dict) -> None:
+        """Write every seed's slice of a host ``_snapshot`` in the background."""
         extra = {"train_time_s": train_time, "resumed_from_windows": list(resumed_from)}
 
         def write():
