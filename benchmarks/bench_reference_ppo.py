@@ -8,12 +8,17 @@ value head, no observation normalisation and no intrinsic stream, and PureJaxRL'
 (PureJaxRL's choice), and truncation-aware (bootstraps from V(final observation), the
 extra critic pass rfig-exp does).
 
-Each round times one evaluation window (6 updates, 24,576 env steps) of each of the
-three, interleaved, so that the machine's drift hits all of them alike; compile is
-excluded. The ratio column is the median over rounds of (ours / reference) steps/s.
+Each round times ``--windows`` evaluation windows (6 updates, 24,576 env steps per seed
+each) of each of the three, interleaved, so that the machine's drift hits all of them alike;
+compile is excluded. Ours runs as the training loop drives it (one jitted window at a time,
+the next dispatched before the last one's metrics are read back); the reference runs the
+same number of updates in one jitted ``vmap(train)`` over the seeds, PureJaxRL's form.
+The ratio column is the median over rounds of (ours / reference) steps/s.
 
-    python benchmarks/bench_reference_ppo.py                     # mountaincar, 20 rounds
-    python benchmarks/bench_reference_ppo.py --env minatar_breakout --rounds 10
+    python benchmarks/bench_reference_ppo.py                     # mountaincar, 1 seed, 20 rounds
+    python benchmarks/bench_reference_ppo.py --env minatar_breakout --seeds 1,8 --rounds 10
+    python benchmarks/bench_reference_ppo.py --env mountaincar,minatar_breakout --seeds 1,8,32 \
+        --windows 8 --rounds 5                                   # on a GPU (see benchmarks/gpu_check.sh)
 """
 
 from __future__ import annotations
@@ -146,51 +151,80 @@ def make_train(gymnax_id, num_updates, num_envs=32, num_steps=128, epochs=4, min
 OURS = "rfig-exp PPO (bonus=none)"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="mountaincar", help="rfig-exp env name of a gymnax environment")
-    parser.add_argument("--rounds", type=int, default=20, help="interleaved timing rounds")
-    args = parser.parse_args()
+def pipelined_windows(run_window, hp, windows: int):
+    """Our training loop's device work as ``experiment.py`` drives it: window w+1 is dispatched
+    before window w's metrics come back to the host, which they do every window."""
+    def run(states):
+        pending = run_window(states, hp)
+        for w in range(windows):
+            states, metrics = pending
+            if w + 1 < windows:
+                pending = run_window(states, hp)
+            jax.device_get(metrics)
+        return states
+    return run
 
+
+def compare(env_name: str, num_seeds: int, windows: int, rounds: int) -> dict:
+    """Steps/s of ours and the two references at ``num_seeds`` vmapped seeds, in interleaved
+    rounds of ``windows`` windows each (6 updates, 24,576 steps per seed per window)."""
     from bench_throughput import build  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
     from rfig_exp.envs import REGISTRY
 
-    suite, gymnax_id = REGISTRY[args.env]
-    assert suite == "gymnax", f"the reference PPO runs gymnax environments, not {suite}"
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; {args.env}, 1 seed, "
-          f"one window (6 updates, 24,576 env steps) per round, {args.rounds} rounds")
-
-    run_window, states, hp, spec = build(args.env, "none", 1, [])
+    suite, gymnax_id = REGISTRY[env_name]
+    if suite != "gymnax":
+        raise SystemExit(f"the reference PPO runs gymnax environments, not {suite} ({env_name})")
+    t0 = time.perf_counter()
+    run_window, states, hp, spec = build(env_name, "none", num_seeds, [])
     updates = spec.train.updates_per_window
+    ours_run = pipelined_windows(run_window, hp, windows)
     holder = [states]
 
     def ours():
-        holder[0], metrics = run_window(holder[0], hp)
-        jax.block_until_ready(metrics)
+        holder[0] = jax.block_until_ready(ours_run(holder[0]))
 
     cases = {OURS: ours}
+    keys = jax.random.split(jax.random.PRNGKey(1), num_seeds)
     for truncation_aware in (False, True):
-        train = jax.jit(make_train(gymnax_id, updates, truncation_aware=truncation_aware))
-        compiled = train.lower(jax.random.PRNGKey(0)).compile()
+        # PureJaxRL's form: the whole stretch is one jitted function, vmapped over seeds.
+        train = jax.jit(jax.vmap(make_train(gymnax_id, updates * windows, truncation_aware=truncation_aware)))
+        compiled = train.lower(keys).compile()
         name = "reference, truncation-aware" if truncation_aware else "reference, done = terminal"
-        cases[name] = lambda c=compiled: jax.block_until_ready(c(jax.random.PRNGKey(1)))
-
-    steps = updates * spec.train.batch_size
+        cases[name] = lambda c=compiled: jax.block_until_ready(c(keys))
+    print(f"  {env_name} S={num_seeds}: compiled in {time.perf_counter() - t0:.1f} s; timing {rounds} rounds",
+          flush=True)
+    steps = windows * updates * spec.train.batch_size * num_seeds
     rates = {name: [] for name in cases}
-    for _ in range(2):  # warm caches and allocators
-        for run in cases.values():
-            run()
-    for _ in range(args.rounds):
+    for run in cases.values():  # warm caches and allocators
+        run()
+    for _ in range(rounds):
         for name, run in cases.items():
             t0 = time.perf_counter()
             run()
             rates[name].append(steps / (time.perf_counter() - t0))
     ours_rates = np.asarray(rates[OURS])
-    print(f"{'':30s} {'median steps/s':>15} {'best':>10} {'ours / this (median of rounds)':>31}")
-    for name, r in rates.items():
-        ratio = statistics.median(ours_rates / np.asarray(r))
-        print(f"{name:30s} {statistics.median(r):>15,.0f} {max(r):>10,.0f} {ratio:>31.2f}")
+    return {name: (statistics.median(r), statistics.median(ours_rates / np.asarray(r))) for name, r in rates.items()}
+
+
+def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="mountaincar", help="rfig-exp env names of gymnax environments, comma-separated")
+    parser.add_argument("--seeds", default="1", help="vmapped seeds, comma-separated (e.g. 1,8,32 on a GPU)")
+    parser.add_argument("--windows", type=int, default=1, help="windows per timed round (more on a GPU)")
+    parser.add_argument("--rounds", type=int, default=20, help="interleaved timing rounds")
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; {args.windows} window(s) of 6 updates "
+          f"(24,576 env steps per seed) per round, {args.rounds} rounds")
+    table = []
+    for env_name in args.env.split(","):
+        for num_seeds in (int(s) for s in args.seeds.split(",")):
+            for name, (rate, ratio) in compare(env_name, num_seeds, args.windows, args.rounds).items():
+                table.append((env_name, num_seeds, name, rate, ratio))
+    print(f"\n{'env':<17} {'S':>3} {'':30s} {'median steps/s':>15} {'ours / this':>12}")
+    for env_name, num_seeds, name, rate, ratio in table:
+        print(f"{env_name:<17} {num_seeds:>3} {name:30s} {rate:>15,.0f} {ratio:>12.2f}")
 
 
 if __name__ == "__main__":

@@ -260,18 +260,13 @@ def test_every_bonus_matmul_keeps_its_precision_under_any_process_default(invers
     assert jax.config.jax_default_matmul_precision is None  # nothing leaks out of the bonus
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """Round float32 to TF32's 10-bit mantissa (round to nearest even), as tensor cores read it."""
-    bits = np.asarray(x, np.float32).view(np.uint32)
-    bits = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    return bits.view(np.float32)
-
-
 def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_inside():
     """Emulated TF32 matmuls (inputs rounded to 10 mantissa bits, float32 accumulation) against
     float32 ones, in the Woodbury update of Lambda over RFF batches of a MountainCar-like state
     stream: the residual ||Sigma Lambda v - v|| / ||v|| leaves refresh_tol within a few updates
     under TF32 and stays inside it in float32, which is what bonus.matmul_precision=highest keeps."""
+    from tf32_emulation import round_tf32_np
+
     from rfig_exp import linalg
 
     rng = np.random.default_rng(0)
@@ -299,7 +294,7 @@ def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_insid
 
     rng_states = [rng.normal(size=(k, 2)) * 0.5 for _ in range(20)]
     f32 = run(lambda a, b: (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float32))
-    tf32 = run(lambda a, b: (_tf32(a) @ _tf32(b)).astype(np.float32))
+    tf32 = run(lambda a, b: (round_tf32_np(a) @ round_tf32_np(b)).astype(np.float32))
     tol = 1e-3  # conf/bonus/rfig.yaml refresh_tol
     assert f32 < tol < tf32, (f32, tf32)
     # The project's own Woodbury step agrees with this float32 emulation.
