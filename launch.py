@@ -89,6 +89,11 @@ def cli(argv: list[str]) -> None:
     except KeyboardInterrupt:
         print("interrupted before any job started", file=sys.stderr)
         sys.exit(130)
+    if {"-m", "--multirun"} & set(argv):
+        # Hydra composes a sweep with the default env first: per-env options must not fail there.
+        from rfig_exp.env_options import for_primary_compose
+
+        sys.argv = [sys.argv[0], *for_primary_compose(argv)]
     main()
 
 

@@ -140,7 +140,12 @@ def expand_jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
         batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(overrides)), None)
     except HydraException as err:
         raise PreflightError([str(err).splitlines()[0]]) from None
-    return group_jobs([list(job) for job in batches[0]], preset, overrides)
+    from rfig_exp import env_options
+
+    jobs, notes = env_options.apply_to_envs_that_have_them([list(job) for job in batches[0]])
+    for line in notes:
+        print(line, flush=True)
+    return group_jobs(jobs, preset, overrides)
 
 
 def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[str]) -> list[list[str]]:

@@ -74,11 +74,14 @@ class ResilientSweeper(BasicSweeper):
         return returns
 
     def _grouped(self, batches: list, batch_size: Optional[int]) -> list:
-        """Jobs that differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
+        """Per-env options applied to the envs that have them (rfig_exp.env_options), jobs that
+        differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
         preflight validated them, then cut into batches of ``batch_size``."""
-        from rfig_exp import grouping
+        from rfig_exp import env_options, grouping
 
-        jobs = [list(job) for batch in batches for job in batch]
+        # launch.py handed Hydra env options as ++env.K=V; each job gets them back as typed,
+        # or not at all where its env lacks the key (preflight said which).
+        jobs, _ = env_options.apply_to_envs_that_have_them([list(job) for batch in batches for job in batch])
         gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
         gpu = bool(gpus) or grouping.gpu_visible()
         size = grouping.resolve(self.config.get("seeds_per_job", grouping.AUTO), gpu)
