@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
+.PHONY: install install-gpu gpu-wheels bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,18 @@ CUDA ?= 12
 install-gpu: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test,cuda$(CUDA)]"
 	$(PY) -c "import jax; print('jax', jax.__version__, 'devices:', jax.devices())"
+
+# The project's pure-Python dependencies as wheels in .gpu-wheels/, for a GPU box that has CUDA
+# JAX, flax and optax but no package index (benchmarks/gpu_check.sh installs them there).
+gpu-wheels: $(STAMP)
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: -d .gpu-wheels gymnax==1.0.1 \
+		gymnasium==1.3.0 farama-notifications==0.0.6 hydra-core==1.3.2 omegaconf==2.3.0 \
+		hydra-submitit-launcher==1.2.0 submitit==1.5.4 cloudpickle six
+	$(PY) -m pip wheel --quiet --no-deps -w .gpu-wheels antlr4-python3-runtime==4.9.3  # an sdist only
+
+# The GPU issue's numbers (precision, checkpoint cost, PureJaxRL comparison) in about 7 minutes.
+bench-gpu:
+	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) benchmarks/gpu_check.sh
 
 # The default experiment: MountainCar + RFIG, 1 seed, 1M env steps (about a minute on 2 CPU cores).
 run: $(STAMP)

@@ -126,9 +126,10 @@ def per_seed(fn, num_seeds: int, batched: bool = False):
     return one
 
 
-def random_policy_batches(env, key, num_steps: int, num_envs: int, num_seeds: int):
-    """``[S, T, B, *obs]`` true next observations of a random policy, normalised per dimension
-    by their own mean and std and clipped to [-5, 5] (as the agent normalises them)."""
+def random_policy_sampler(env, num_steps: int, num_envs: int, num_seeds: int):
+    """``key -> [S, T, B, *obs]`` true next observations of a random policy, normalised per
+    dimension by their own mean and std and clipped to [-5, 5] (as the agent normalises them).
+    Compiled once per case (a fresh jit per batch cost a compile each, minutes on a GPU)."""
     def one(k):
         k_reset, k_steps = jax.random.split(k)
         obs, state = jax.vmap(env.reset)(jax.random.split(k_reset, num_envs))
@@ -146,7 +147,8 @@ def random_policy_batches(env, key, num_steps: int, num_envs: int, num_seeds: in
         std = final.std(axis=(0, 1))
         return jnp.clip((final - mean) / jnp.sqrt(std**2 + 1e-8), -5.0, 5.0)
 
-    return jax.jit(jax.vmap(one))(jax.random.split(key, num_seeds))
+    rollout = jax.jit(jax.vmap(one))
+    return lambda key: rollout(jax.random.split(key, num_seeds))
 
 
 def bonus_batch(next_obs):
@@ -190,9 +192,10 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
     obs_ndim = len(env.obs_shape)
     num_blocks, k = int(cfg.bonus.get("quad_blocks", 1)), math.floor(num_steps * num_envs * float(cfg.bonus.rho))
 
+    random_policy_batches = random_policy_sampler(env, num_steps, num_envs, num_seeds)
     key = jax.random.PRNGKey(args.seed)
     k_warm, k_init, k_hist, k_batch, k_upd, k_stream = jax.random.split(key, 6)
-    warm = random_policy_batches(env, k_warm, num_steps, num_envs, num_seeds)
+    warm = random_policy_batches(k_warm)
     warm = warm.reshape((num_seeds, -1) + env.obs_shape)
     states = jax.jit(jax.vmap(bonus.init, in_axes=(0, 0, None)))(jax.random.split(k_init, num_seeds), warm, hp)
 
@@ -219,7 +222,7 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
 
     # History: the precision is not the trivial I / reg any more.
     for i in range(args.history):
-        batch = bonus_batch(random_policy_batches(env, jax.random.fold_in(k_hist, i), num_steps, num_envs, num_seeds))
+        batch = bonus_batch(random_policy_batches(jax.random.fold_in(k_hist, i)))
         _, states, _ = step(states, batch, keys_for(jax.random.fold_in(k_upd, i)))
     states = jax.block_until_ready(refresh_all(states, hp))
 
@@ -231,15 +234,14 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
     else:
         stream = states
         for i in range(args.stream_updates):
-            batch = bonus_batch(random_policy_batches(env, jax.random.fold_in(k_stream, i), num_steps, num_envs,
-                                                      num_seeds))
+            batch = bonus_batch(random_policy_batches(jax.random.fold_in(k_stream, i)))
             _, stream, _ = step(stream, batch, keys_for(jax.random.fold_in(k_stream, 10_000 + i)))
         refreshes = np.asarray(stream.refreshes) - np.asarray(states.refreshes)
         rate = float(refreshes.mean()) / max(args.stream_updates, 1)
         rate_source = f"measured: {refreshes.tolist()} refreshes in {args.stream_updates} updates per seed"
 
     # The timed batch and its pieces.
-    batch = bonus_batch(random_policy_batches(env, k_batch, num_steps, num_envs, num_seeds))
+    batch = bonus_batch(random_policy_batches(k_batch))
     keys = keys_for(k_upd)
     loop = args.loop
     key_seq = jax.vmap(keys_for)(jax.random.split(jax.random.fold_in(k_upd, 1), loop))  # [U, S, 2]
@@ -267,7 +269,7 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
 
     loop_batches = jax.tree.map(  # [U, S, T, B, ...]: a different batch for every update in the loop
         lambda *xs: jnp.stack(xs),
-        *[bonus_batch(random_policy_batches(env, jax.random.fold_in(k_batch, 1 + i), num_steps, num_envs, num_seeds))
+        *[bonus_batch(random_policy_batches(jax.random.fold_in(k_batch, 1 + i)))
           for i in range(loop)])
 
     @jax.jit
