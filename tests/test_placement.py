@@ -119,8 +119,9 @@ def test_without_gpus_each_job_is_pinned_to_its_cores():
 
 
 @pytest.mark.parametrize("env,fragment", [
-    ({"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2", "SUBMITIT_EXECUTOR": "slurm"},
-     "SLURM job 40_2 placed by SLURM"),
+    ({"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2", "SUBMITIT_EXECUTOR": "slurm",
+      "SLURM_CPUS_PER_TASK": "1", "SLURMD_NODENAME": "vm"},
+     "SLURM job 40_2 on vm: 1 CPU(s) granted (the process may run on"),
     ({}, "not a local sweep job"),
 ])
 def test_slurm_jobs_and_plain_runs_are_left_alone(env, fragment):

@@ -90,6 +90,7 @@ def test_sweep_runs_as_a_job_array_and_writes_every_run(tmp_path):
     finally:
         cancel(f"rfig-{experiment}")
     assert "Submitit 'slurm' sweep output dir" in out
+    assert "accounting storage" not in out  # submitit's sacct polls are kept off the console
     runs = run_dirs(tmp_path, experiment)
     assert [(r.parts[-3], r.name) for r in runs] == [("none", "seed_0"), ("none", "seed_1"),
                                                      ("rnd", "seed_0"), ("rnd", "seed_1")]
@@ -174,3 +175,43 @@ def test_a_preempted_job_is_requeued_by_submitit_and_resumes(tmp_path):
     summary = json.loads((metrics.parent / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["resumed_from_windows"], summary
     assert windows_of(metrics) == [every * (w + 1) for w in range(windows)]
+
+
+def test_a_request_no_node_can_meet_is_refused_before_submitting(tmp_path):
+    """The preset's cpus_per_task=4 on a 2-CPU node waited for ever (PartitionConfig); now
+    preflight refuses it in one line naming the key, and nothing reaches the queue."""
+    env = dict(os.environ, WANDB_MODE="disabled")
+    out = subprocess.run([sys.executable, "launch.py", "-m", "hydra/launcher=slurm", "hydra.launcher.partition=debug",
+                          "hydra.launcher.cpus_per_task=64", "env=cartpole", "bonus=none", *TINY,
+                          f"results_dir={tmp_path}", "experiment=slurm_refused"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "error: hydra.launcher.cpus_per_task=64 is more than any node of partition debug has" in out.stderr
+    assert jobs_named("rfig-slurm_refused") == []
+
+
+def test_the_watcher_cancels_a_job_that_can_never_start():
+    """A job asking more CPUs than any node pends with PartitionConfig for ever; the sweeper's
+    watcher sees the reason, cancels it and says why."""
+    from rfig_exp import slurm
+
+    name = "rfig-pending-forever"
+    cancel(name)
+    watcher = slurm.PendingWatcher(name)
+    sub = subprocess.run(["sbatch", "-p", "debug", "-J", name, "--cpus-per-task=64", "--wrap", "true"],
+                         capture_output=True, text=True, timeout=60)
+    try:
+        if sub.returncode != 0:  # a cluster that refuses it at submission already says why
+            assert "configuration" in sub.stderr.lower(), sub.stderr
+            return
+        deadline = time.time() + 60
+        while "PartitionConfig" not in watcher.pending().values() and time.time() < deadline:
+            time.sleep(1)
+        watcher.check()
+        assert watcher.reason and watcher.reason.startswith("pending with reason PartitionConfig"), watcher.pending()
+        deadline = time.time() + 30
+        while jobs_named(name) and time.time() < deadline:
+            time.sleep(1)
+        assert jobs_named(name) == []
+    finally:
+        cancel(name)

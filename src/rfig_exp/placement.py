@@ -126,6 +126,17 @@ def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_
         raise ConfigError(f"placement.gpus={gpus!r} must be null or a non-empty list of GPU ids (e.g. [0, 1])")
 
 
+def slurm_grant(env: Mapping[str, str], usable_cores: int) -> str:
+    """What SLURM gave the job: the CPUs per task it granted (which a cluster without CPU
+    binding does not enforce, hence the cores the process may use beside it) and its GPUs."""
+    job = env.get("SLURM_ARRAY_JOB_ID", env["SLURM_JOB_ID"])
+    task = f"_{env['SLURM_ARRAY_TASK_ID']}" if env.get("SLURM_ARRAY_TASK_ID") else ""
+    granted = env.get("SLURM_CPUS_PER_TASK") or env.get("SLURM_JOB_CPUS_PER_NODE") or "?"
+    binding = "" if str(usable_cores) == granted else f" (the process may run on {usable_cores}: no CPU binding)"
+    return (f"placement: SLURM job {job}{task} on {env.get('SLURMD_NODENAME', '?')}: {granted} CPU(s) granted"
+            f"{binding}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', 'unset')}")
+
+
 def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto",
               gpus: Sequence[str] | None = None, cores_per_job: int | None = None,
               environ: MutableMapping[str, str] | None = None, num_gpus: int | None = None,
@@ -146,10 +157,7 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
     if mode == "off":
         return "placement: off (placement.mode=off)"
     if env.get("SLURM_JOB_ID"):
-        return (f"placement: SLURM job {env.get('SLURM_ARRAY_JOB_ID', env['SLURM_JOB_ID'])}"
-                f"{'_' + env['SLURM_ARRAY_TASK_ID'] if env.get('SLURM_ARRAY_TASK_ID') else ''}"
-                f" placed by SLURM (CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', 'unset')}, "
-                f"{len(get_affinity(0))} CPUs)")
+        return slurm_grant(env, len(get_affinity(0)))
     if env.get("SUBMITIT_EXECUTOR") != "local":
         return "placement: not a local sweep job; left to the OS"
 

@@ -261,6 +261,23 @@ def write_manifest(validated: Sequence[tuple[list[str], object]]) -> None:
             f.write("\n".join(rows) + "\n")
 
 
+def check_slurm_request(overrides: Sequence[str]) -> None:
+    """With ``hydra/launcher=slurm``: refuse a request no node of the partition can meet
+    (rfig_exp.slurm), before anything is submitted."""
+    if "hydra/launcher=slurm" not in overrides:
+        return
+    from rfig_exp import slurm
+
+    launcher = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm.yaml"))
+    for o in overrides:
+        key, _, value = o.lstrip("+").partition("=")
+        if key.startswith("hydra.launcher.") and key.count(".") == 2:
+            launcher[key.rsplit(".", 1)[1]] = yaml_value(value)
+    errors = slurm.check_request(launcher, slurm.read_nodes())
+    if errors:
+        raise PreflightError(errors)
+
+
 def preflight(argv: Sequence[str]) -> None:
     """Check a ``launch.py`` command line; raise PreflightError, or return to let Hydra run it."""
     flags, overrides = split_argv(argv)
@@ -269,6 +286,8 @@ def preflight(argv: Sequence[str]) -> None:
     multirun = bool(flags & {"-m", "--multirun"})
     t0 = time.perf_counter()
     jobs = expand_jobs(overrides, multirun)
+    if multirun:
+        check_slurm_request(overrides)
     validated = validate_jobs(jobs)
     if multirun:
         write_manifest(validated)

@@ -42,13 +42,15 @@ class ResilientSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
+        watcher = self._slurm_watcher()
         counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0}
         failures: list[str] = []
         returns, index, t0 = [], 0, time.perf_counter()
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
-            results = self.launcher.launch(batch, initial_job_idx=index)
+            with watcher:
+                results = self.launcher.launch(batch, initial_job_idx=index)
             for job in results:
                 if job.status == JobStatus.COMPLETED:
                     outcome = job._return_value or {}
@@ -69,6 +71,8 @@ class ResilientSweeper(BasicSweeper):
                  counts["skipped"], counts["failed"])
         for line in failures:
             log.info("[sweep]   failed: %s", line)
+        if watcher.reason:
+            log.error("[sweep] SLURM jobs were cancelled: %s", watcher.reason)
         if failures:
             sys.exit(1)
         return returns
@@ -91,6 +95,21 @@ class ResilientSweeper(BasicSweeper):
             log.debug(line)  # launch.py's preflight already said it
         step = batch_size or len(grouped) or 1
         return [grouped[i:i + step] for i in range(0, len(grouped), step)]
+
+    def _slurm_watcher(self):
+        """Under the SLURM launcher, a watcher of the sweep's pending jobs (rfig_exp.slurm);
+        otherwise one that does nothing."""
+        from contextlib import nullcontext
+
+        from rfig_exp import slurm
+
+        target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
+        if "Slurm" not in target:
+            watcher = nullcontext()
+            watcher.reason = None
+            return watcher
+        slurm.quiet_sacct()
+        return slurm.PendingWatcher(str(self.config.hydra.launcher.name))
 
     @staticmethod
     def _log_path(job) -> str:
