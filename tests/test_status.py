@@ -298,3 +298,26 @@ def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
     train = 8 * 24576 / 80000.0
     assert first.hours * 3600 == pytest.approx(10.0 + train)
     assert second.hours * 3600 == pytest.approx(1.0 + train)  # bonus.reg is an argument, not a shape
+
+
+@pytest.mark.slow
+def test_calibration_measures_only_the_pairs_the_table_lacks(tmp_path, capsys):
+    """A real cold run of each missing env x bonus x seeds (here the smoke preset's cartpole
+    with one bonus, one window), recorded in a copy of the table; a second call finds nothing to do."""
+    table = tmp_path / "throughput.csv"
+    table.write_text("# measured\ndevice,env,bonus,seeds,env_steps_per_second,compile_s,source\n"
+                     "cpu,cartpole,rnd,2,50000,10,bench\n")
+    jobs = estimate.sweep_jobs("smoke", ["bonus=none,rnd", "agent.num_envs=4", "agent.num_steps=16",
+                                         "agent.num_minibatches=2", "agent.update_epochs=1", "eval_frequency=128",
+                                         "agent.obs_norm_init_steps=8"])
+    rows = estimate.read_throughput_table(table)
+    assert [(c["env"]["name"], c["bonus"]["name"]) for _, c in estimate.missing_pairs(jobs, rows, "cpu")] == [
+        ("cartpole", "none")]
+    added = estimate.calibrate(jobs, rows, "cpu", windows=2, path=table)
+    assert [(r["env"], r["bonus"], r["seeds"]) for r in added] == [("cartpole", "none", 2)]
+    assert added[0]["env_steps_per_second"] > 0 and added[0]["compile_s"] > 0
+    assert "cold compile" in added[0]["source"]
+    rows = estimate.read_throughput_table(table)
+    assert len(rows) == 2 and estimate.missing_pairs(jobs, rows, "cpu") == []
+    assert estimate.calibrate(jobs, rows, "cpu", windows=2, path=table) == []
+    assert "has a cpu row already" in capsys.readouterr().out

@@ -44,6 +44,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,8 +112,9 @@ def variant_is_speed_neutral(variant_dir: Path, variant: str, also: tuple[str, .
 
 
 def collect_processes(results: Path, experiments: Iterable[str] | None = None,
-                      also_neutral: tuple[str, ...] = ()) -> tuple[list[Process], dict]:
-    """Timings of every measured training process under ``results``, and what was skipped."""
+                      also_neutral: tuple[str, ...] = (), any_variant: bool = False) -> tuple[list[Process], dict]:
+    """Timings of every measured training process under ``results``, and what was skipped
+    (``any_variant``: every variant counts, as in a calibration of a sweep's own jobs)."""
     skipped = defaultdict(int)
     seen: dict[tuple, Process] = {}
     names = list(experiments) if experiments else sorted(
@@ -129,7 +131,7 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
             if summary.get("status") != "complete":
                 skipped["not complete"] += 1
                 continue
-            if not variant_is_speed_neutral(seed_dir.parent, variant, also_neutral):
+            if not any_variant and not variant_is_speed_neutral(seed_dir.parent, variant, also_neutral):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
             if summary.get("resumed_from_windows"):
@@ -465,6 +467,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --sweep: the device rows of benchmarks/throughput.csv to use (cpu, h100)")
     parser.add_argument("--slots", type=int, default=1,
                         help="with --sweep: jobs run at once (cores used one per job, GPUs, or SLURM nodes)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="with --sweep: first measure every env x bonus x seeds-per-job of the sweep that "
+                             "benchmarks/throughput.csv lacks for --device (a real launch.py run of --windows "
+                             "windows each, compile cache off: cold compile), and record them")
+    parser.add_argument("--windows", type=int, default=3, help="with --calibrate: windows per measured run")
     parser.add_argument("--record", default=None, metavar="SOURCE",
                         help="add the speeds measured under --results (--experiment) to benchmarks/throughput.csv "
                              "as --device rows labelled SOURCE, then exit")
@@ -503,13 +510,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def record_rows(results: Path, experiments: list[str], device: str, source: str,
-                path: Path = THROUGHPUT_TABLE) -> list[dict]:
+                path: Path = THROUGHPUT_TABLE, any_variant: bool = False) -> list[dict]:
     """Add the median speed of every env x bonus x seeds-per-job measured under ``results``
     (base variants, or a Brax backend) to the throughput table, replacing earlier rows of the
     same device, env, bonus, seeds and source; returns the rows added."""
     import csv
 
-    processes, _ = collect_processes(results, experiments or None, also_neutral=("env.backend",))
+    processes, _ = collect_processes(results, experiments or None, also_neutral=("env.backend",),
+                                     any_variant=any_variant)
     groups: dict[tuple, list[Process]] = defaultdict(list)
     for p in processes:
         groups[(p.env, p.bonus, p.seeds)].append(p)
@@ -529,6 +537,57 @@ def record_rows(results: Path, experiments: list[str], device: str, source: str,
         writer.writeheader()
         for r in keep + added:
             writer.writerow({k: (f"{r[k]:.10g}" if isinstance(r[k], (int, float)) else r[k]) for k in columns})
+    return added
+
+
+# Overrides of a sweep's job that a calibration run replaces with its own.
+_CALIBRATION_REPLACES = ("seed", "agent.total_timesteps", "experiment", "results_dir", "compile_cache", "wandb.mode",
+                         "overwrite", "checkpoint.every_seconds", "checkpoint.every_windows")
+
+
+def missing_pairs(jobs, table: list[dict], device: str) -> list[tuple[tuple[str, ...], dict]]:
+    """One job per env x bonus x seeds-per-job of ``jobs`` that has no row of ``device``."""
+    have = {(r["env"], r["bonus"], r["seeds"]) for r in table if r["device"] == device}
+    out, seen = [], set()
+    for job, cfg in jobs:
+        key = (cfg["env"]["name"], cfg["bonus"]["name"], int(cfg["num_seeds"]))
+        if key not in have and key not in seen:
+            seen.add(key)
+            out.append((job, cfg))
+    return out
+
+
+def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = THROUGHPUT_TABLE) -> list[dict]:
+    """Measure the pairs the table lacks with short real runs (``launch.py`` in a subprocess,
+    the compile cache off so that compile times are cold ones) and record them."""
+    import datetime
+    import os
+    import subprocess
+    import tempfile
+
+    todo = missing_pairs(jobs, table, device)
+    if not todo:
+        print(f"calibrate: every env x bonus x seeds of the sweep has a {device} row already")
+        return []
+    launch = Path(__file__).resolve().parents[2] / "launch.py"
+    source = f"calibrate {datetime.date.today().isoformat()} {windows} window(s), cold compile"
+    with tempfile.TemporaryDirectory(prefix="rfig-calibrate-") as tmp:
+        for i, (job, cfg) in enumerate(todo, 1):
+            keep = [o for o in job if o.split("=", 1)[0].lstrip("+") not in _CALIBRATION_REPLACES]
+            # -m: a job of a preset keeps the preset (sweep=NAME) and its settings; one job all the same
+            command = [sys.executable, str(launch), "-m", *keep, "seed=0", "experiment=calibrate", f"results_dir={tmp}",
+                       f"agent.total_timesteps={windows * int(cfg['eval_frequency'])}", "compile_cache=null",
+                       "wandb.mode=disabled", "checkpoint.every_seconds=null", "checkpoint.every_windows=null"]
+            name = f"{cfg['env']['name']} {cfg['bonus']['name']} {cfg['num_seeds']} seed(s)"
+            print(f"calibrate {i}/{len(todo)}: {name} ...", flush=True)
+            t0 = time.perf_counter()
+            out = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, WANDB_MODE="disabled"))
+            tail = (out.stderr or out.stdout).strip().splitlines()[-1:] if out.returncode else []
+            print(f"calibrate {i}/{len(todo)}: {name}: {time.perf_counter() - t0:.0f} s"
+                  + (f", failed (exit {out.returncode}): {tail[0] if tail else ''}" if out.returncode else ""),
+                  flush=True)
+        added = record_rows(Path(tmp), ["calibrate"], device, source, path, any_variant=True) if (Path(tmp) / "calibrate").is_dir() else []
+    print(f"calibrate: {len(added)} row(s) recorded in {path.name}")
     return added
 
 
@@ -552,6 +611,12 @@ def _main_sweep(args, results: Path) -> int:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
+    if args.calibrate:
+        if args.windows < 1:
+            print(f"error: --windows={args.windows} must be >= 1", file=sys.stderr)
+            return 2
+        calibrate(jobs, table, args.device, args.windows)
+        table = read_throughput_table()
     processes, _ = collect_processes(results) if results.is_dir() else ([], {})
     host = socket.gethostname()
     costs = cost_jobs(jobs, processes if args.device == "cpu" else [], host, table, args.device)
