@@ -20,6 +20,8 @@ import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is import
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
+from rfig_exp.errors import EXIT_BAD_CONFIG, EXIT_INTERRUPTED, EXIT_RUN_FAILED, ConfigError  # noqa: E402
+
 log = logging.getLogger("rfig_exp")
 
 
@@ -56,7 +58,6 @@ def main(cfg: DictConfig) -> None:
         gpus = cfg.placement.gpus
         log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
                            gpus=list(gpus) if gpus is not None else None))
-    from rfig_exp.errors import ConfigError
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
     try:
@@ -64,9 +65,9 @@ def main(cfg: DictConfig) -> None:
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
         return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
     except ConfigError as err:
-        _fail(str(err), 2, multirun)
+        _fail(str(err), EXIT_BAD_CONFIG, multirun)
     except RunFailed as err:
-        _fail(f"run failed: {err}", 1, multirun)
+        _fail(f"run failed: {err}", EXIT_RUN_FAILED, multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)
@@ -85,10 +86,10 @@ def cli(argv: list[str]) -> None:
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_CONFIG)
     except KeyboardInterrupt:
         print("interrupted before any job started", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     main()
 
 

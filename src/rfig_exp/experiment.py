@@ -34,7 +34,7 @@ from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
 from rfig_exp.envs import make_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.errors import EXIT_INTERRUPTED, ConfigError
 from rfig_exp.tracking import WandbRuns, inverse_note, log, progress_line
 from rfig_exp.watchdog import Watchdog
 
@@ -347,7 +347,7 @@ class _Run:
             raise Interrupted(f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
                               f"command to resume from window {last}" if last else
                               f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
-                              "command to start it again", 130) from None
+                              "command to start it again", EXIT_INTERRUPTED) from None
         finally:
             try:
                 writer.close()

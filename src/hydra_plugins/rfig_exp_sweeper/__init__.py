@@ -23,6 +23,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
 
+from rfig_exp.errors import EXIT_RUN_FAILED
+
 log = logging.getLogger("rfig_exp")
 
 
@@ -70,7 +72,7 @@ class ResilientSweeper(BasicSweeper):
         for line in failures:
             log.info("[sweep]   failed: %s", line)
         if failures:
-            sys.exit(1)
+            sys.exit(EXIT_RUN_FAILED)
         return returns
 
     def _grouped(self, batches: list, batch_size: Optional[int]) -> list:
