@@ -106,11 +106,16 @@ def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: Path = C
             continue
         if any(key.startswith(k + ".") for k in base if base[k] is None or base[k] == {}):
             continue  # inside a mapping whose default is empty/null (free-form)
-        parent, _, leaf = key.rpartition(".")
-        siblings = {k.rpartition(".")[2]: k for k in base if k.rpartition(".")[0] == parent}
-        close = difflib.get_close_matches(leaf, list(siblings), n=1)
-        out.append(f"{key} (did you mean {siblings[close[0]]}?)" if close else key)
+        out.append(with_suggestion(key, base))
     return out
+
+
+def with_suggestion(key: str, base: Mapping[str, Any]) -> str:
+    """``key``, followed by the closest key of ``base`` (flat) under the same parent, if one is close."""
+    parent, _, leaf = key.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in base if k.rpartition(".")[0] == parent}
+    close = difflib.get_close_matches(leaf, list(siblings), n=1)
+    return f"{key} (did you mean {siblings[close[0]]}?)" if close else key
 
 
 def format_value(value: Any) -> str:
