@@ -11,6 +11,7 @@ Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command l
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from rfig_exp.errors import EXIT_BAD_CONFIG, EXIT_INTERRUPTED, EXIT_RUN_FAILED, ConfigError  # noqa: E402
+from rfig_exp.variants import SWEEP_VARIES_ENV  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
 
@@ -61,7 +63,8 @@ def main(cfg: DictConfig) -> None:
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
     try:
-        summaries = run_experiment(cfg, command_line=list(hc.overrides.task))
+        varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if multirun else []
+        summaries = run_experiment(cfg, command_line=list(hc.overrides.task), sweep_varies=varies)
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
         return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
     except ConfigError as err:
