@@ -11,6 +11,7 @@ Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command l
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))  # runs from a 
 import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is imported)
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
+
+from rfig_exp.errors import EXIT_BAD_CONFIG, EXIT_INTERRUPTED, EXIT_RUN_FAILED, ConfigError  # noqa: E402
+from rfig_exp.variants import SWEEP_VARIES_ENV  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
 
@@ -56,17 +60,17 @@ def main(cfg: DictConfig) -> None:
         gpus = cfg.placement.gpus
         log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
                            gpus=list(gpus) if gpus is not None else None))
-    from rfig_exp.errors import ConfigError
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
     try:
-        summaries = run_experiment(cfg, command_line=list(hc.overrides.task))
+        varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if multirun else []
+        summaries = run_experiment(cfg, command_line=list(hc.overrides.task), sweep_varies=varies)
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
         return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
     except ConfigError as err:
-        _fail(str(err), 2, multirun)
+        _fail(str(err), EXIT_BAD_CONFIG, multirun)
     except RunFailed as err:
-        _fail(f"run failed: {err}", 1, multirun)
+        _fail(f"run failed: {err}", EXIT_RUN_FAILED, multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)
@@ -85,10 +89,10 @@ def cli(argv: list[str]) -> None:
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_CONFIG)
     except KeyboardInterrupt:
         print("interrupted before any job started", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
         from rfig_exp.env_options import for_primary_compose

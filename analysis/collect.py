@@ -248,6 +248,10 @@ class Collection:
 
         return method_colour(method)
 
+    def linestyle(self, method: str):
+        m = self.method_info.get(method)
+        return m.linestyle if m else "-"
+
     def bonus_of(self, method: str) -> str:
         m = self.method_info.get(method)
         return m.bonus if m else method

@@ -20,8 +20,12 @@ from the composed defaults of its env and bonus (the launcher writes it as
 * Colour. A primary method has its bonus's fixed colour (analysis.names);
   every other method gets a colour from VARIANT_PALETTE chosen by a hash of
   ``<bonus>/<variant>`` (so it does not depend on the other methods present),
-  moved to the next free colour when that one is already taken in this
-  report (so colours are distinct while the palette lasts).
+  moved on to the next free colour that is far enough from every colour taken
+  in this report (VARIANT_MIN_DISTANCE), else to the free colour farthest from
+  them (so colours are distinct while the palette lasts, and as unlike as it allows).
+* Line style. The methods of one bonus, in report order, are drawn solid,
+  dashed, dash-dotted, dotted, ... (LINE_STYLES): variants stay apart even
+  where two colours look alike or more methods than colours are drawn.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .names import PALETTE, method_colour, method_label, method_sort_key
@@ -42,6 +46,27 @@ VARIANT_PALETTE: tuple[str, ...] = (
     "#E69F00", "#56B4E9", "#882255", "#44AA99", "#332288", "#999933", "#AA4499", "#117733",
     "#88CCEE", "#DDCC77", "#8C564B", "#17BECF", "#BCBD22", "#9467BD", "#EE6677", "#228833",
 )
+
+# Below this "redmean" RGB distance two palette colours read as one on a plot
+# (e.g. #56B4E9 and #88CCEE, both light blue, are 92 apart; most pairs are over 200).
+VARIANT_MIN_DISTANCE = 150.0
+LINE_STYLES: tuple = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)))
+
+
+def colour_distance(a: str, b: str) -> float:
+    """The "redmean" approximation of perceived distance between two ``#RRGGBB`` colours."""
+    (r1, g1, b1), (r2, g2, b2) = ([int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in (a, b))
+    rm = (r1 + r2) / 2
+    return math.sqrt((2 + rm / 256) * (r1 - r2) ** 2 + 4 * (g1 - g2) ** 2 + (2 + (255 - rm) / 256) * (b1 - b2) ** 2)
+
+
+def _variant_colour(start: int, taken: set[str]) -> str:
+    n = len(VARIANT_PALETTE)
+    free = [c for i in range(n) if (c := VARIANT_PALETTE[(start + i) % n]) not in taken and c not in PALETTE.values()]
+    if not free:
+        return VARIANT_PALETTE[start]
+    gap = {c: min((colour_distance(c, t) for t in taken), default=math.inf) for c in free}
+    return next((c for c in free if gap[c] >= VARIANT_MIN_DISTANCE), max(free, key=gap.__getitem__))
 
 
 @dataclass(frozen=True)
@@ -58,6 +83,7 @@ class Method:
     label: str
     colour: str
     primary: bool
+    linestyle: Any = "-"
 
     @property
     def overrides_dict(self) -> dict[str, Any]:
@@ -165,18 +191,17 @@ def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[
         if is_primary:
             colours[key] = method_colour(bonus)
             continue
-        n = len(VARIANT_PALETTE)
-        start = zlib.crc32(f"{bonus}/{variant}".encode()) % n
-        free = [VARIANT_PALETTE[(start + i) % n] for i in range(n)
-                if VARIANT_PALETTE[(start + i) % n] not in taken and VARIANT_PALETTE[(start + i) % n] not in
-                PALETTE.values()]
-        colours[key] = free[0] if free else VARIANT_PALETTE[start]
+        colours[key] = _variant_colour(zlib.crc32(f"{bonus}/{variant}".encode()) % len(VARIANT_PALETTE), taken)
         taken.add(colours[key])
 
     methods = [Method(key, bonus, variant, ov, label, colours[key], is_primary)
                for bonus, variant, key, ov, label, is_primary in drafts]
     methods.sort(key=lambda m: (method_sort_key(m.bonus), 0 if m.primary else 1, _variant_sort_key(dict(m.overrides)),
                                 m.variant))
+    drawn: dict[str, int] = {}
+    for i, m in enumerate(methods):
+        k = drawn[m.bonus] = drawn.get(m.bonus, -1) + 1
+        methods[i] = replace(m, linestyle=LINE_STYLES[k % len(LINE_STYLES)])
     return methods, common
 
 

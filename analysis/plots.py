@@ -25,6 +25,64 @@ from .registry import ReportContext, Section, register_maker  # noqa: E402
 
 FORMATS = ("png", "pdf")
 _DPI = 150
+# A curve of this few evaluation points gets a marker at each one: between them the line is
+# only an interpolation, and a bare polyline hides where the measurements are.
+MARK_POINTS_UP_TO = 12
+
+
+def point_marker(n_points: int) -> str:
+    return "o" if n_points <= MARK_POINTS_UP_TO else ""
+
+
+def fit_legend(fig, handles, labels, max_cols: int, rows_allowed: int = 2, **kwargs):
+    """``fig.legend`` with as many columns (at most ``max_cols``) as fit the figure's width: a
+    wider legend would widen the saved figure (bbox_inches="tight") around empty space. The
+    figure's height allows for ``rows_allowed`` rows of legend; it grows by any rows beyond, so
+    that a long legend leaves the panels their size (constrained layout would shrink them)."""
+    renderer = fig.canvas.get_renderer()
+    if len(labels) > 12:
+        kwargs["fontsize"] = min(kwargs.get("fontsize", 10), 8.5)
+    for ncol in range(max(1, min(max_cols, len(labels))), 0, -1):
+        legend = fig.legend(handles, labels, ncol=ncol, **kwargs)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            break
+        legend.remove()
+    rows = math.ceil(len(labels) / ncol)
+    if rows > rows_allowed:
+        height = legend.get_window_extent(renderer).height / fig.dpi
+        fig.set_figheight(fig.get_figheight() + height * (rows - rows_allowed) / rows)
+    return legend
+
+
+def spread_panels(fig, axes, max_tries: int = 8) -> None:
+    """Tick labels of side-by-side panels that never run into each other: fewer ticks where a
+    panel's own labels touch, then wider gaps between panels (the figure widened to keep each
+    panel's width) where neighbours' labels do. rliable's interval plot leaves gaps of 0.11 of a
+    panel, so "1.00" and "0.87" of two panels read "1.000.87"."""
+    axes = list(np.atleast_1d(axes))
+    for ax in axes:
+        for bins in (3, 2):
+            if not _overlapping(fig, [ax]):
+                break
+            ax.xaxis.set_major_locator(MaxNLocator(bins))
+    n, wspace = len(axes), fig.subplotpars.wspace
+    for _ in range(max_tries):
+        if not _overlapping(fig, axes, across=True):
+            return
+        wider = wspace * 1.5 + 0.1
+        fig.set_figwidth(fig.get_figwidth() * (n + (n - 1) * wider) / (n + (n - 1) * wspace))
+        fig.subplots_adjust(wspace=wider)
+        wspace = wider
+
+
+def _overlapping(fig, axes, across: bool = False) -> bool:
+    """Whether two visible x tick labels of ``axes`` overlap or come within 2 px (``across``:
+    only labels of different axes are compared)."""
+    renderer = fig.canvas.get_renderer()
+    boxes = [(i, label.get_window_extent(renderer).padded(1.0)) for i, ax in enumerate(axes)
+             for label in ax.get_xticklabels() if label.get_visible() and label.get_text()
+             and min(ax.get_xlim()) <= label.get_position()[0] <= max(ax.get_xlim())]  # drawn ticks only
+    return any(a.overlaps(b) for k, (i, a) in enumerate(boxes) for j, b in boxes[k + 1:] if not across or i != j)
 
 
 def _steps_fmt(x, _pos=None) -> str:
@@ -149,7 +207,8 @@ def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str =
             c = coll.colour(b)
             z = 3 if b == "rfig" else 2  # the proposed method on top
             ax.fill_between(steps, st["p25"], st["p75"], color=c, alpha=0.18, linewidth=0, zorder=z)
-            ax.plot(steps, st["iqm"], color=c, linewidth=1.7, zorder=z + 0.5)
+            ax.plot(steps, st["iqm"], color=c, linewidth=1.7, zorder=z + 0.5, linestyle=coll.linestyle(b),
+                    marker=point_marker(len(steps)), markersize=3.5)
             drawn += [st["iqm"], st["p25"], st["p75"]]
         if log:
             ax.set_yscale("log")
@@ -174,11 +233,13 @@ def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str =
             visible[-1].set_xlabel("Environment steps", fontsize=10)
     fig.supylabel(ylabel, fontsize=11)
     shown = [b for b in methods if b in counts]
-    handles = [(Line2D([], [], color=coll.colour(b), linewidth=2.2),
-                Patch(facecolor=coll.colour(b), alpha=0.18, linewidth=0)) for b in shown]
+    marker = point_marker(len(panels[0][1]))
+    handles = [(Patch(facecolor=coll.colour(b), alpha=0.18, linewidth=0),
+                Line2D([], [], color=coll.colour(b), linewidth=2.2, linestyle=coll.linestyle(b), marker=marker,
+                       markersize=3.5)) for b in shown]
     labels = [f"{coll.label(b)} ({_seed_count_label(counts[b])})" for b in shown]
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(shown), 4 if len(shown) > 6 else 6),
-               frameon=False, fontsize=10, handler_map={tuple: HandlerTuple(ndivide=1)})
+    fit_legend(fig, handles, labels, 4 if len(shown) > 6 else 6, loc="outside lower center", frameon=False,
+               fontsize=10, handler_map={tuple: HandlerTuple(ndivide=1)}, handlelength=3.0)
     return fig
 
 
@@ -212,6 +273,7 @@ def plot_aggregate_intervals(agg: Aggregates, base: Path, coll: Collection) -> l
         xlabel_y_coordinate=-0.6 / (0.45 * len(methods)))
     for k, ax in enumerate(np.atleast_1d(axes)):
         tidy_axis(ax, [v for lab in pts for v in (pts[lab][k], *ivs[lab][:, k])], "x")
+    spread_panels(fig, axes)
     return _save(fig, base)
 
 
@@ -230,7 +292,10 @@ def plot_aggregate_curve(agg: Aggregates, base: Path, coll: Collection) -> list[
         algorithms=[coll.label(b) for b in methods],
         colors={coll.label(b): coll.colour(b) for b in methods},
         xlabel=agg.curve_xlabel, ylabel="IQM normalised return", ax=ax, labelsize="large",
-        ticklabelsize="medium", marker="", linewidth=2)
+        ticklabelsize="medium", marker=point_marker(len(agg.curve_x)), linewidth=2)
+    styles = {coll.label(b): coll.linestyle(b) for b in methods}
+    for line in ax.get_lines():
+        line.set_linestyle(styles.get(line.get_label(), "-"))
     if agg.curve_xlabel.startswith("Environment"):
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_fmt))
     tidy_axis(ax, [a for b in methods for a in agg.curves[b]], "y")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -18,7 +19,8 @@ except ImportError:  # tests/ imported as a package
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
 from analysis.aggregate import Interval, compute_aggregates
-from analysis.methods import VARIANT_PALETTE, build_methods, format_value, swept_key
+from analysis.methods import (VARIANT_MIN_DISTANCE, VARIANT_PALETTE, build_methods, colour_distance, format_value,
+                              swept_key)
 from analysis.names import PALETTE
 
 REPS = 60
@@ -54,9 +56,17 @@ def test_build_methods_keys_labels_common_and_colours():
     assert methods[0].colour == PALETTE["none"] and methods[1].colour == PALETTE["rfig"]
     variant_colours = [m.colour for m in methods[2:]]
     assert len(set(variant_colours)) == 2 and all(c in VARIANT_PALETTE for c in variant_colours)
-    # Stable: the same variant keeps its colour when other methods come and go.
-    alone, _ = build_methods({("rfig", "base"): {}, ("rfig", "bonus.lengthscale=2.0"): {"bonus.lengthscale": 2.0}})
-    assert alone[1].colour == methods[3].colour
+    # Stable: the same methods get the same colours whatever order they are found in.
+    again, _ = build_methods(dict(reversed(list(groups.items()))))
+    assert [m.colour for m in again] == [m.colour for m in methods]
+    # A sweep's variants are told apart: colours far apart (issue 18: two near-identical blues
+    # overlapped), and a line style of their own within their bonus.
+    sweep = {("none", "base"): {}, ("rnd", "base"): {}, ("rfig", "base"): {},
+             **{("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": v} for v in (0.5, 1, 2)}}
+    ms, _ = build_methods(sweep)
+    assert min(colour_distance(a.colour, b.colour) for a, b in itertools.combinations(ms, 2)) >= VARIANT_MIN_DISTANCE
+    assert len({str(m.linestyle) for m in ms if m.bonus == "rfig"}) == 4
+    assert all(m.linestyle == "-" for m in ms if m.primary)
     # Distinct while the palette lasts, however the hashes fall.
     many = {("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": float(v)} for v in range(len(VARIANT_PALETTE))}
     ms, _ = build_methods(many)

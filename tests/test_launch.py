@@ -68,6 +68,8 @@ def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
     assert "2 completed" in log and "0 skipped" in log
+    # the swept key leads each job's console prefix, whole however many other overrides follow
+    assert "[cartpole/none/lr=0.0001,agent.num_envs=4," in log and "[cartpole/none/lr=0.001,agent.num_envs=4," in log
     runs = {}
     for lr in ("0.0001", "0.001"):
         run = find_run(tmp_path, "cartpole", "none", experiment="lr", variant=f"agent.lr={lr},*")

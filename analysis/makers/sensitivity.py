@@ -21,7 +21,7 @@ import numpy as np
 from ..collect import Collection
 from ..methods import format_value, swept_key
 from ..names import env_label, method_colour, method_label
-from ..plots import _figure_md, _panel_grid, _save, tidy_axis
+from ..plots import _figure_md, _panel_grid, _save, fit_legend, tidy_axis
 from ..registry import ReportContext, Section, register_maker
 from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown
 
@@ -121,9 +121,14 @@ def draw_sensitivity(coll: Collection, agg, key: str, by_bonus: dict[str, dict[s
     fig.supylabel("Final score (IQM, 95% CI)", fontsize=11)
     bonuses = [b for b in by_bonus if any(b in lines for _, lines in panels)]
     handles = [plt.Line2D([], [], color=method_colour(b), marker="o", linewidth=1.6) for b in bonuses]
-    fig.legend(handles, [method_label(b) for b in bonuses], loc="outside upper center", ncol=len(bonuses),
+    fit_legend(fig, handles, [sweep_label(b, key) for b in bonuses], len(bonuses), loc="outside upper center",
                frameon=False, fontsize=10)
     return fig
+
+
+def sweep_label(bonus: str, key: str) -> str:
+    """A legend entry that says what was swept (a bonus's name alone, "RFIG", did not)."""
+    return f"{method_label(bonus)}, {key.rsplit('.', 1)[-1]} swept"
 
 
 def _slug(key: str) -> str:

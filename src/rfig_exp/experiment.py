@@ -29,12 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import OmegaConf
 
-from rfig_exp import checkpoint, ownership, results
+from rfig_exp import checkpoint, ownership, results, variants
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
 from rfig_exp.envs import make_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.errors import EXIT_INTERRUPTED, ConfigError
 from rfig_exp.tracking import WandbRuns, inverse_note, log, progress_line
 from rfig_exp.watchdog import Watchdog
 
@@ -133,11 +133,12 @@ def use_compile_cache(directory: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
+def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
-    ``command_line`` (the overrides as typed) goes into each summary. Returns the
-    summaries written (empty when everything was complete already).
+    ``command_line`` (the overrides as typed) goes into each summary; ``sweep_varies`` (the keys
+    this job's sweep varies) come first in its console prefix. Returns the summaries written
+    (empty when everything was complete already).
     """
     spec = build_run_spec(cfg)
     plans = plan_seeds(cfg, spec)
@@ -145,8 +146,10 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
     bonus, bonus_hparams = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
                                       (spec.train.num_steps, spec.train.num_envs))
     hparams = {**agent_hparams(cfg), "bonus": bonus_hparams}
-    variant = spec.variant if len(spec.variant) <= 40 else spec.variant[:37] + "..."
-    name = f"{spec.env_name}/{spec.bonus_name}" + ("" if spec.variant == "base" else f"/{variant}")
+    varying = {k: OmegaConf.select(cfg, k) for k in sweep_varies}
+    tag = variants.variant_tag(spec.variant_overrides,
+                               {k: v for k, v in varying.items() if v is not None and not OmegaConf.is_config(v)})
+    name = f"{spec.env_name}/{spec.bonus_name}" + (f"/{tag}" if tag else "")
     todo = [p for p in plans if p.action == "run"]
     if not todo:
         log.info("[%s seeds %s] already complete in %s; skipping (overwrite=true re-runs it)",
@@ -359,7 +362,7 @@ class _Run:
             raise Interrupted(f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
                               f"command to resume from window {last}" if last else
                               f"interrupted at window {window_w + 1} of {spec.num_windows}; relaunch the same "
-                              "command to start it again", 130) from None
+                              "command to start it again", EXIT_INTERRUPTED) from None
         finally:
             try:
                 writer.close()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
+import textwrap
 import time
 from pathlib import Path
 from typing import Sequence
@@ -22,7 +24,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from rfig_exp import variants
-from rfig_exp.errors import ConfigError
+from rfig_exp.errors import ConfigError, exit_codes_help
 
 CONF_DIR = variants.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
@@ -31,6 +33,9 @@ _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-d
                      "--package", "-p", "--experimental-rerun"}
 _FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc",
                       "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+HELP_WIDTH = 100
+# A full stop that ends a sentence, not one inside "e.g." or a number.
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
 
 
 class PreflightError(Exception):
@@ -61,15 +66,15 @@ def help_text() -> str:
 
     sweeps = []
     for name in variants.group_options("sweep"):
-        lines = (CONF_DIR / "sweep" / f"{name}.yaml").read_text().splitlines()
-        about = next((ln.lstrip("# ").strip() for ln in lines[1:] if ln.startswith("#")), "")
-        sweeps.append(f"  {name:<14} {about}")
+        sweeps += textwrap.wrap(preset_summary(name), HELP_WIDTH, initial_indent=f"  {name:<17}",
+                                subsequent_indent=" " * 19)
     return "\n".join([
         "rfig-exp: PPO with exploration bonuses (RFIG and baselines), one run or a Hydra sweep.",
         "",
         "usage: python launch.py [-m] [group=choice ...] [key=value ...]",
         "",
-        "environments (env=):  " + ", ".join(env_names()),
+        *textwrap.wrap(", ".join(env_names()), HELP_WIDTH, initial_indent="environments (env=):  ",
+                       subsequent_indent=" " * 22),
         "bonuses (bonus=):     " + ", ".join(bonus_names()),
         "sweep presets (-m sweep=NAME):",
         *sweeps,
@@ -89,10 +94,23 @@ def help_text() -> str:
         "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
         "",
         "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
-        "exit codes: 0 done (or already complete), 2 bad config, 75 stalled (a wedged XLA call; resumable),",
-        "  130 interrupted, 143 terminated (resumable)",
+        "exit codes:",
+        *exit_codes_help(HELP_WIDTH),
         "Hydra's own help: python launch.py --hydra-help",
     ])
+
+
+def preset_summary(name: str) -> str:
+    """The first sentence of a sweep preset's header comment, however many lines it spans."""
+    lines = (CONF_DIR / "sweep" / f"{name}.yaml").read_text().splitlines()
+    header = []
+    for line in lines[1:]:  # lines[0] is the "# @package" directive
+        if not line.startswith("#"):
+            break
+        header.append(line.lstrip("#").strip())
+    text = " ".join(header)
+    end = _SENTENCE_END.search(text)
+    return text[:end.start() + 1] if end else text
 
 
 def _check_choice(group: str, value: str, errors: list[str]) -> None:
@@ -101,8 +119,11 @@ def _check_choice(group: str, value: str, errors: list[str]) -> None:
         errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
 
 
-def expand_jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
-    """The override list of every job the command line asks for (one without ``-m``)."""
+def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True) -> list[list[str]]:
+    """The override list of every job the command line asks for (one without ``-m``).
+
+    ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
+    :func:`validate_jobs` to report with every other bad job of the sweep."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -117,7 +138,7 @@ def expand_jobs(overrides: Sequence[str], multirun: bool) -> list[list[str]]:
     for o in parsed:
         group = o.key_or_group
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
-        if group in GROUP_LABELS and not o.is_delete():
+        if group in GROUP_LABELS and not o.is_delete() and (check_choices or group == "sweep"):
             for v in values:
                 _check_choice(group, v, errors)
         if group == "sweep":
@@ -192,52 +213,96 @@ def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
     return {o for job in jobs for o in job} - common
 
 
-def _composition_error(err: Exception, cfg_keys: str) -> str:
+def _composition_error(err: Exception, job: Sequence[str]) -> str:
     first = str(err).splitlines()[0]
     if first.startswith("Could not override '"):
         key = first.split("'")[1]
-        return f"{key} is not a key of this job's config ({cfg_keys}); every key is documented in conf/"
+        picked = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
+        base = variants.flatten(variants.defaults(_job_choices(job)))
+        return (f"{variants.with_suggestion(key, base)} is not a key of this job's config ({picked}); "
+                "every key is documented in conf/")
     return first
 
 
+def _job_choices(job: Sequence[str]) -> dict[str, str]:
+    """The env/bonus/agent files a job composes: conf/config.yaml's defaults, then the job's own."""
+    chosen = {}
+    for item in OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").defaults):
+        if isinstance(item, dict):
+            chosen.update({k: v for k, v in item.items() if k in variants.GROUPS})
+    for o in job:
+        key, _, value = o.lstrip("+").partition("=")
+        if key in variants.GROUPS:
+            chosen[key] = value
+    return chosen
+
+
+def _bad_choices(job: Sequence[str]) -> list[str]:
+    errors: list[str] = []
+    for o in job:
+        key, _, value = o.lstrip("+").partition("=")
+        if key in GROUP_LABELS and not o.startswith("~"):
+            _check_choice(key, value, errors)
+    return errors
+
+
 def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object]]:
-    """Compose and validate every job; return ``(overrides, config)`` pairs or raise with all errors."""
+    """Compose and validate every job; return ``(overrides, config)`` pairs or raise with all errors.
+
+    The checks that need no environment run first for every job; only the jobs that pass them
+    make their env and bonus, whose imports take seconds (brax: 10-20 s)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    from rfig_exp.bonuses import make_bonus
+    from rfig_exp.bonuses import check_bonus, make_bonus
     from rfig_exp.config import build_run_spec
     from rfig_exp.envs import make_env
     from rfig_exp.experiment import plan_seeds
 
-    errors, good = [], []
+    errors: list[str] = []
+    invalid = 0
     varying = _varying(jobs)
-    envs: dict[str, object] = {}
-    bonuses: dict[tuple, object] = {}
+    where = {id(job): f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else "" for job in jobs}
+    checked = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
-            where = f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else ""
+            bad = _bad_choices(job)
+            if bad:  # one line per unknown choice, however many jobs share it
+                errors.extend(line for line in bad if line not in errors)
+                invalid += 1
+                continue
             try:
                 cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
                 spec = build_run_spec(cfg)
-                env_key = OmegaConf.to_yaml(cfg.env)
-                if env_key not in envs:
-                    envs[env_key] = make_env(cfg.env)
-                env = envs[env_key]
-                bonus_key = (OmegaConf.to_yaml(cfg.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
-                if bonus_key not in bonuses:
-                    bonuses[bonus_key] = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
-                                                    (spec.train.num_steps, spec.train.num_envs))
+                check_bonus(cfg.bonus, (spec.train.num_steps, spec.train.num_envs))
                 plan_seeds(cfg, spec)
-                good.append((list(job), cfg))
+                checked.append((job, cfg, spec))
             except ConfigError as err:
-                errors.append(f"{where}{err}")
+                errors.append(f"{where[id(job)]}{err}")
+                invalid += 1
             except HydraException as err:
-                choices = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
-                errors.append(f"{where}{_composition_error(err, choices)}")
+                errors.append(f"{where[id(job)]}{_composition_error(err, job)}")
+                invalid += 1
+    envs: dict[str, object] = {}
+    bonuses: dict[tuple, object] = {}
+    good = []
+    for job, cfg, spec in checked:
+        try:
+            env_key = OmegaConf.to_yaml(cfg.env)
+            if env_key not in envs:
+                envs[env_key] = make_env(cfg.env)
+            env = envs[env_key]
+            bonus_key = (OmegaConf.to_yaml(cfg.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
+            if bonus_key not in bonuses:
+                bonuses[bonus_key] = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+                                                (spec.train.num_steps, spec.train.num_envs))
+            good.append((list(job), cfg))
+        except ConfigError as err:
+            errors.append(f"{where[id(job)]}{err}")
+            invalid += 1
     if errors:
         if len(jobs) > 1:
-            errors.append(f"{len(errors)} of {len(jobs)} jobs are invalid; nothing was started")
+            errors.append(f"{invalid} of {len(jobs)} jobs are invalid; nothing was started")
         raise PreflightError(errors)
     return good
 
@@ -285,7 +350,7 @@ def preflight(argv: Sequence[str]) -> None:
         return
     multirun = bool(flags & {"-m", "--multirun"})
     t0 = time.perf_counter()
-    jobs = expand_jobs(overrides, multirun)
+    jobs = expand_jobs(overrides, multirun, check_choices=False)
     if multirun:
         check_slurm_request(overrides)
     validated = validate_jobs(jobs)

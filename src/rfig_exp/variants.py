@@ -106,11 +106,16 @@ def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: Path = C
             continue
         if any(key.startswith(k + ".") for k in base if base[k] is None or base[k] == {}):
             continue  # inside a mapping whose default is empty/null (free-form)
-        parent, _, leaf = key.rpartition(".")
-        siblings = {k.rpartition(".")[2]: k for k in base if k.rpartition(".")[0] == parent}
-        close = difflib.get_close_matches(leaf, list(siblings), n=1)
-        out.append(f"{key} (did you mean {siblings[close[0]]}?)" if close else key)
+        out.append(with_suggestion(key, base))
     return out
+
+
+def with_suggestion(key: str, base: Mapping[str, Any]) -> str:
+    """``key``, followed by the closest key of ``base`` (flat) under the same parent, if one is close."""
+    parent, _, leaf = key.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in base if k.rpartition(".")[0] == parent}
+    close = difflib.get_close_matches(leaf, list(siblings), n=1)
+    return f"{key} (did you mean {siblings[close[0]]}?)" if close else key
 
 
 def format_value(value: Any) -> str:
@@ -137,3 +142,37 @@ def variant_name(overrides: Mapping[str, Any]) -> str:
         digest = hashlib.sha1(full.encode()).hexdigest()[:8]
         name = name[: MAX_NAME - 9] + "~" + digest
     return name
+
+
+# A sweep's jobs learn from this environment variable which keys their sweep varies
+# (hydra_plugins.rfig_exp_sweeper sets it, launch.py reads it), so that their console prefix
+# shows those first: a job's own overrides cannot tell which of them the other jobs share.
+SWEEP_VARIES_ENV = "RFIG_SWEEP_VARIES"
+# The prefix names a job's seeds, env and bonus anyway.
+_NOT_SHOWN = ("seed", "num_seeds", "seeds_per_job")
+MAX_TAG = 48
+
+
+def varying_keys(jobs: list[list[str]]) -> list[str]:
+    """The keys whose override is not the same in every job (a key some jobs lack varies too)."""
+    keyed = [dict(o.lstrip("+~").partition("=")[::2] for o in job) for job in jobs]
+    return sorted(k for k in set().union(*keyed)
+                  if len({d.get(k) for d in keyed}) > 1 and is_hyperparameter(k) and "/" not in k
+                  and k not in _NOT_SHOWN and k not in GROUPS)
+
+
+def variant_tag(overrides: Mapping[str, Any], varying: Mapping[str, Any]) -> str:
+    """A job's variant as its console prefix shows it: the keys its sweep varies (``varying``:
+    key -> this job's value) first and whole, ``lengthscale=2`` where the last part of the key
+    is unambiguous; then its other overrides while the tag stays within :data:`MAX_TAG`
+    characters, and how many were left out."""
+    leaves = [k.rpartition(".")[2] for k in {**overrides, **varying}]
+    shown = [f"{k.rpartition('.')[2] if leaves.count(k.rpartition('.')[2]) == 1 else k}={format_value(v)}"
+             for k, v in varying.items()]
+    rest = [f"{k}={format_value(v)}" for k, v in sorted(overrides.items()) if k not in varying]
+    while rest and len(",".join(shown + rest[:1])) <= MAX_TAG:
+        shown.append(rest.pop(0))
+    tag = ",".join(shown)
+    if rest:
+        tag += f"{',' if tag else ''}+{len(rest)} more"
+    return tag

@@ -17,9 +17,9 @@ import threading
 import time
 from typing import Callable
 
-log = logging.getLogger("rfig_exp")
+from rfig_exp.errors import EXIT_STALLED
 
-EXIT_STALLED = 75  # EX_TEMPFAIL: try again (the relaunch resumes from the last checkpoint)
+log = logging.getLogger("rfig_exp")
 
 
 class Watchdog:

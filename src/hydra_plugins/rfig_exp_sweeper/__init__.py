@@ -12,6 +12,7 @@ jobs go one at a time, so a failure is reported when it happens.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,9 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
+
+from rfig_exp import variants
+from rfig_exp.errors import EXIT_RUN_FAILED
 
 log = logging.getLogger("rfig_exp")
 
@@ -38,6 +42,9 @@ class ResilientSweeper(BasicSweeper):
         if batch_size is None and isinstance(self.launcher, BasicLauncher):
             batch_size = 1  # in-process jobs: report each one as soon as it ends
         self.overrides = self._grouped(self.split_arguments(parser.parse_overrides(params), None), batch_size)
+        # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
+        os.environ[variants.SWEEP_VARIES_ENV] = " ".join(
+            variants.varying_keys([job for batch in self.overrides for job in batch]))
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -74,7 +81,7 @@ class ResilientSweeper(BasicSweeper):
         if watcher.reason:
             log.error("[sweep] SLURM jobs were cancelled: %s", watcher.reason)
         if failures:
-            sys.exit(1)
+            sys.exit(EXIT_RUN_FAILED)
         return returns
 
     def _grouped(self, batches: list, batch_size: Optional[int]) -> list:

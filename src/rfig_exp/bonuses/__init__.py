@@ -21,16 +21,28 @@ def bonus_names() -> list[str]:
     return sorted(REGISTRY)
 
 
+def check_bonus(cfg, batch_shape) -> None:
+    """The bonus's own checks that need no environment, so that a bad value is refused before
+    an environment suite's imports (brax alone takes 10-20 s)."""
+    validate = getattr(_module(cfg), "validate", None)
+    if validate is not None:
+        validate(cfg, batch_shape[0] * batch_shape[1])
+
+
 def make_bonus(cfg, obs_shape, action_space, batch_shape):
     """Validate the ``bonus`` config node and build ``(Bonus, hparams)``.
 
     ``batch_shape`` is ``(num_steps, num_envs)`` of one rollout.
     """
+    factory = getattr(_module(cfg), REGISTRY[cfg.get("name")][1])
+    return factory(cfg, obs_shape, action_space, batch_shape)
+
+
+def _module(cfg):
     name = cfg.get("name")
     if name not in REGISTRY:
         raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(bonus_names())}")
-    module, factory = REGISTRY[name]
-    return getattr(importlib.import_module(module), factory)(cfg, obs_shape, action_space, batch_shape)
+    return importlib.import_module(REGISTRY[name][0])
 
 
-__all__ = ["Bonus", "BonusBatch", "REGISTRY", "bonus_names", "make_bonus"]
+__all__ = ["Bonus", "BonusBatch", "REGISTRY", "bonus_names", "check_bonus", "make_bonus"]

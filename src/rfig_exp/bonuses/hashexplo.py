@@ -62,8 +62,9 @@ def is_prime(n: int) -> bool:
     return True
 
 
-def validate(cfg) -> dict:
+def validate(cfg, batch_size: int | None = None) -> dict:
     """Check ``cfg`` (the ``bonus`` node) before anything compiles; return the static settings."""
+    del batch_size  # the same signature as every bonus's validate (bonuses.check_bonus)
     hidden = nets.config_widths(cfg.get("hidden"), "bonus.hidden")
     code_dim = nets.config_positive_int(cfg.get("code_dim"), "bonus.code_dim")
     hash_bits = nets.config_positive_int(cfg.get("hash_bits"), "bonus.hash_bits")
@@ -115,7 +116,7 @@ def row_keys(bits: jax.Array, pow_mod: jax.Array, moduli: jax.Array) -> jax.Arra
 def make_hashexplo_bonus(cfg, obs_shape, action_space, batch_shape):
     """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
     del action_space, batch_shape
-    static = validate(cfg)
+    static = validate(cfg, None)
     hparams = {k: as_scalar(cfg.get(k), f"bonus.{k}") for k in ("lr", "adam_eps", "noise_scale", "bin_penalty")}
     obs_ndim = len(obs_shape)
     in_dim = math.prod(obs_shape)

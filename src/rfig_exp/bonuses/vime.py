@@ -61,8 +61,9 @@ class VIMEState(NamedTuple):
     updates: jax.Array  # [] int32, Adam steps taken
 
 
-def validate(cfg) -> dict:
+def validate(cfg, batch_size: int | None = None) -> dict:
     """Check ``cfg`` (the ``bonus`` config node); return the static settings."""
+    del batch_size  # the same signature as every bonus's validate (bonuses.check_bonus)
     hidden = config_widths(cfg.get("hidden"), "bonus.hidden")
     samples = config_positive_int(cfg.get("num_samples"), "bonus.num_samples")
     target = cfg.get("target")
@@ -196,7 +197,7 @@ def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
 
 def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
     del batch_shape
-    static = validate(cfg)
+    static = validate(cfg, None)
     hparams = {k: as_scalar(cfg.get(k), f"bonus.{k}") for k in HPARAM_KEYS}
     obs_ndim = len(obs_shape)
     obs_dim = math.prod(obs_shape)

@@ -1,0 +1,103 @@
+"""launch.py's refusals and exit codes are what the README and --help say (rfig_exp.preflight, errors)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rfig_exp.errors import EXIT_CODES, exit_codes_help, exit_codes_markdown
+from rfig_exp.preflight import PreflightError, help_text, preflight, preset_summary
+from rfig_exp.variants import group_options
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _between(begin: str, end: str) -> str:
+    start = README.index(begin)
+    return README[README.index("\n", start) + 1:README.index(end, start)]
+
+
+def _readme_error_examples() -> list[tuple[str, list[str]]]:
+    block = _between("<!-- preflight errors:", "<!-- end of preflight errors -->").strip().strip("`").strip()
+    examples: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ python launch.py "):
+            examples.append((line.removeprefix("$ python launch.py "), []))
+        else:
+            examples[-1][1].append(line)
+    return examples
+
+
+def _refusal(argv: list[str]) -> list[str]:
+    with pytest.raises(PreflightError) as refused:
+        preflight(argv)
+    return [f"error: {line}" for line in refused.value.lines]
+
+
+def _matches(expected: str, actual: str) -> bool:
+    return actual == expected or (expected.endswith("...") and actual.startswith(expected[:-3]))
+
+
+@pytest.mark.parametrize("command,expected", _readme_error_examples(), ids=lambda x: str(x)[:40])
+def test_each_readme_error_example_prints_exactly_what_the_readme_shows(command, expected, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # results_dir=results (the default) is read relative to here: an empty tree
+    actual = _refusal(shlex.split(command))
+    assert len(actual) == len(expected) and all(map(_matches, expected, actual)), (expected, actual)
+
+
+def test_the_readme_shows_both_ways_of_mistyping_a_key_and_a_whole_bad_sweep():
+    commands = [command for command, _ in _readme_error_examples()]
+    assert {"agent.gama=0.9", "+agent.gama=0.9", "-m 'agent.lr=-1,1e-3' 'bonus=rfig,foo'"} <= set(commands)
+
+
+@pytest.mark.parametrize("override,hint", [("agent.gama=0.9", "agent.gamma"),
+                                           ("bonus.lenghtscale=2", "bonus.lengthscale"),
+                                           ("env=deepsea env.sise=30", "env.size")])
+def test_a_mistyped_key_gets_a_suggestion_with_or_without_plus(override, hint):
+    *choice, key = override.split()
+    for form in (key, "+" + key):
+        (line,) = _refusal([*choice, form])
+        assert f"(did you mean {hint}?)" in line, line
+
+
+def test_a_bonus_value_is_refused_before_any_simulator_is_imported():
+    """The brax suite's imports took 10-20 s before a bad bonus value was refused."""
+    code = ("import sys\nfrom rfig_exp.preflight import PreflightError, preflight\n"
+            "try:\n    preflight(['env=sparse_ant', 'bonus.lengthscale=-2'])\nexcept PreflightError as e:\n"
+            "    print(e.lines)\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('brax', 'mujoco', 'gymnax')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    errors, imported = out.stdout.strip().splitlines()
+    assert "bonus.lengthscale=-2.0 must be > 0" in errors and imported == "[]", out.stdout
+
+
+def test_every_bad_job_is_counted_once_and_a_bad_choice_is_said_once():
+    lines = _refusal(["-m", "env=cartpole,pong", "bonus=rfig,foo,none", "agent.lr=-1,1e-3"])
+    assert sum("env=pong is not a known environment" in line for line in lines) == 1
+    assert sum("bonus=foo is not a known bonus" in line for line in lines) == 1
+    assert sum("agent.lr=-1.0 must be > 0" in line for line in lines) == 2  # cartpole x {rfig, none}
+    assert lines[-1] == "error: 10 of 12 jobs are invalid; nothing was started"
+
+
+def test_the_readme_exit_code_table_is_the_codes_table():
+    table = _between("<!-- exit codes:", "<!-- end of exit codes -->").strip()
+    assert table == exit_codes_markdown(), f"README's exit codes should read:\n{exit_codes_markdown()}"
+    assert set(EXIT_CODES) == {0, 1, 2, 75, 130, 143}
+
+
+def test_help_lists_every_exit_code_and_every_preset_in_full():
+    text = help_text()
+    assert "\n".join(exit_codes_help()) in text
+    assert all(re.search(rf"^  {code} +\S", text, re.M) for code in EXIT_CODES)
+    flat = " ".join(text.split())
+    for name in group_options("sweep"):
+        summary = preset_summary(name)
+        assert summary.endswith(".") and " ".join(summary.split()) in flat, name
+    assert "(agent.ext_coef=0; bonus=none is the entropy-only policy)." in flat  # coverage's, once cut mid-sentence
+    assert max(map(len, text.splitlines())) <= 110
