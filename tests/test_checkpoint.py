@@ -137,6 +137,7 @@ def test_a_short_run_at_the_default_cadence_writes_no_checkpoint(tiny_config, tm
     calls = _count_saves(monkeypatch)
     (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", f"results_dir={tmp_path}"))
     assert summary["status"] == "complete" and calls == []  # every 300 s: a short run writes none
+    assert summary["checkpoints_written"] == 0 and summary["checkpoint_wait_s"] == 0.0
 
 
 def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_identically(
@@ -144,7 +145,8 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
     cfg = tiny_config("env=cartpole", "bonus=none", "checkpoint.every_seconds=1e-9", "agent.total_timesteps=384",
                       f"results_dir={tmp_path}")
     calls = _count_saves(monkeypatch)
-    run_experiment(cfg)
+    (first,) = run_experiment(cfg)
+    assert first["checkpoints_written"] == 2 and 0.0 < first["checkpoint_wait_s"] < first["train_time_s"]
     run = find_run(tmp_path, "cartpole", "none")
     reference = (run / "metrics.csv").read_text()
     assert calls == [1, 2]  # windows 1 and 2 of 3; none after the last (its summary follows)

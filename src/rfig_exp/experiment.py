@@ -224,6 +224,8 @@ class _Run:
         self._submitit_usr2 = None  # submitit's own SIGUSR2 handler (requeue), called after our checkpoint
         self.failures: dict[int, str] = {}
         self._warned_recoveries = False
+        # What checkpoints cost the training loop: host copies, and waits for a previous write.
+        self.checkpoint_wait_s, self.checkpoints = 0.0, 0
 
     # -- resume ---------------------------------------------------------------------------
     def _resume_point(self, template_leaves) -> tuple[int, list]:
@@ -302,7 +304,9 @@ class _Run:
                 snapshot = None
                 if stopping is not None or (w < spec.num_windows and checkpoint.due(
                         w, last_saved_w, time.perf_counter(), last_saved_t, self.every_windows, self.every_seconds)):
+                    t_blocked = time.perf_counter()
                     snapshot = self._snapshot(states)
+                    self.checkpoint_wait_s += time.perf_counter() - t_blocked
                     last_saved_w, last_saved_t = w, time.perf_counter()
                 pending = window_fn(states, self.hparams) if w < spec.num_windows and stopping is None else None
                 metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
@@ -330,7 +334,10 @@ class _Run:
                 # file lacks. No checkpoint after the last window: the summary follows at once.
                 # A stop signal waits for its checkpoint to be on disk before the process exits.
                 if snapshot is not None:
+                    t_blocked = time.perf_counter()
                     self._checkpoint(writer, snapshot, w, train_time, resumed_from, wandb_runs.ids())
+                    self.checkpoint_wait_s += time.perf_counter() - t_blocked  # only if a write was in flight
+                    self.checkpoints += 1
                     if stopping is not None:
                         writer.wait()
                 steps_done = (w - done_windows) * spec.eval_frequency
@@ -456,6 +463,7 @@ class _Run:
                 "requested_timesteps": spec.requested_timesteps,
                 "final_return": final_returns[s],
                 "wall_time_s": wall, "compile_time_s": compile_time, "train_time_s": train_time,
+                "checkpoints_written": self.checkpoints, "checkpoint_wait_s": self.checkpoint_wait_s,
                 "env_steps_per_second": steps_trained * len(seeds) / max(train_time, 1e-9),
                 "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
                 "resumed_from_windows": resumed_from,
