@@ -106,7 +106,7 @@ DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
 	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS))
+		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
