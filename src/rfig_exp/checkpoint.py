@@ -47,9 +47,9 @@ def due(window: int, last_window: int, now: float, last_time: float, every_windo
 class BackgroundWriter:
     """Writes checkpoints in one background thread, one at a time.
 
-    The caller copies the run state to host memory first (the next window takes the device
-    buffers over), hands a function that writes it, and trains on while the files are written,
-    fsynced and renamed. ``submit`` waits for the write before it, so at most one is in flight
+    The caller takes a device copy of the run state first (the next window takes the donated
+    buffers over), hands a function that brings it to the host and writes it, and trains on
+    while the files are written, fsynced and renamed. ``submit`` waits for the write before it, so at most one is in flight
     and they land in order; ``wait`` returns the window of the newest checkpoint on disk and
     raises what a failed write raised (a full disk, say), so no failure goes unseen.
     """

@@ -293,9 +293,9 @@ class _Run:
             watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
             last_saved_w, last_saved_t = done_windows, time.perf_counter()
             # Windows are pipelined: window w+1 is dispatched before window w's metrics are read,
-            # so the host's work (rows, wandb, progress) overlaps the device's. Only a checkpoint
-            # waits for window w itself (its state is copied to the host before w+1 takes over
-            # the donated buffers).
+            # so the host's work (rows, wandb, progress) overlaps the device's. A checkpoint takes
+            # a device copy of window w's state first (w+1 takes over the donated buffers) and
+            # brings it to the host in the background.
             pending = window_fn(states, self.hparams) if done_windows < spec.num_windows else None
             last_arrival = time.perf_counter()
             for w in range(done_windows + 1, spec.num_windows + 1):
@@ -416,18 +416,19 @@ class _Run:
         return signal.signal(signal.SIGTERM, handler)
 
     @staticmethod
-    def _snapshot(states) -> list[np.ndarray]:
-        """The run state's leaves copied to host memory (the next window takes over the device
-        buffers); waits for the window that computes them."""
-        # np.array copies: on CPU device_get can hand back views of buffers the next window reuses.
-        return [np.array(x) for x in jax.device_get(jax.tree.leaves(states))]
+    def _snapshot(states) -> list[jax.Array]:
+        """Device copies of the run state's leaves, dispatched without waiting: the next window
+        takes the donated buffers over, the copies stay ours until the background writer has
+        brought them to the host (so the loop never waits for a device-to-host transfer)."""
+        return [jnp.array(x, copy=True) for x in jax.tree.leaves(states)]
 
-    def _checkpoint(self, writer, leaves, window: int, train_time: float, resumed_from: list[int],
+    def _checkpoint(self, writer, snapshot, window: int, train_time: float, resumed_from: list[int],
                     wandb_ids: dict) -> None:
-        """Write every seed's slice of a host ``_snapshot`` in the background."""
+        """Bring a ``_snapshot`` to the host and write every seed's slice, in the background."""
         extra = {"train_time_s": train_time, "resumed_from_windows": list(resumed_from)}
 
         def write():
+            leaves = [np.asarray(x) for x in jax.device_get(snapshot)]
             for i, s in enumerate(self.seeds):
                 checkpoint.save(self.dirs[s], window, [x[i] for x in leaves],
                                 {**extra, "wandb_id": wandb_ids.get(s)}, keep=self.keep)
