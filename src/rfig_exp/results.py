@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from rfig_exp import variants
+from rfig_exp import faults, variants
 
 SUMMARY = "summary.json"
 METRICS = "metrics.csv"
@@ -77,8 +77,9 @@ def is_complete(path: Path) -> bool:
         return False
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+def atomic_write_text(path: Path, text: str, fault: str = "") -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file.
+    ``fault``: this write's name for tests/test_faults.py (rfig_exp.faults)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -86,6 +87,8 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
+            if fault:
+                faults.hit(fault, path)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -122,7 +125,8 @@ def write_visits(path: Path, visits) -> None:
 
 
 def write_summary(path: Path, summary: Mapping) -> None:
-    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(dict(summary)), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(dict(summary)), indent=2, sort_keys=True) + "\n",
+                      fault="summary")
 
 
 def _finite_or_none(value):
@@ -178,6 +182,7 @@ class MetricsWriter:
             fields = [k for k in LEADING_COLUMNS if k in row] + rest
             self._writer = csv.DictWriter(self._file, fieldnames=fields)
             self._writer.writeheader()
+        faults.hit("metrics", self._file.name)
         self._writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
         self._file.flush()
 
