@@ -11,6 +11,7 @@ Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command l
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def _fail(message: str, code: int, multirun: bool):
     sys.exit(code)
 
 
+def _failed(cfg: DictConfig, error: Exception):
+    """This job's result as Hydra's launchers return a job that raised ``error``."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import JobReturn, JobStatus
+
+    hc = HydraConfig.get()
+    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=HydraConfig.instance().cfg,
+                     working_dir=os.getcwd(), task_name=hc.job.name, status=JobStatus.FAILED, _return_value=error)
+
+
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
@@ -56,13 +67,19 @@ def main(cfg: DictConfig) -> None:
         gpus = cfg.placement.gpus
         log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
                            gpus=list(gpus) if gpus is not None else None))
+    from rfig_exp import retry
     from rfig_exp.errors import ConfigError
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
+    if multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
+        from rfig_exp import watchdog
+
+        watchdog.stall_action = retry.submitit_stall_action(int(cfg.stall_retries), lambda error: _failed(cfg, error))
     try:
         summaries = run_experiment(cfg, command_line=list(hc.overrides.task))
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
-        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
+        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries),
+                "stall_retries": retry.submitit_retries_used()}
     except ConfigError as err:
         _fail(str(err), 2, multirun)
     except RunFailed as err:
@@ -79,9 +96,11 @@ def cli(argv: list[str]) -> None:
         print(help_text())
         return
     from rfig_exp.preflight import PreflightError, preflight
+    from rfig_exp.retry import RESUME_ENV
 
     try:
-        preflight(argv)
+        if RESUME_ENV not in os.environ:  # a sweep re-executed after a stall was checked already
+            preflight(argv)
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -90,6 +109,9 @@ def cli(argv: list[str]) -> None:
         print("interrupted before any job started", file=sys.stderr)
         sys.exit(130)
     if {"-m", "--multirun"} & set(argv):
+        from rfig_exp import retry
+
+        retry.set_command(argv)  # what the sweeper re-executes to retry a stalled in-process job
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
         from rfig_exp.env_options import for_primary_compose
 

@@ -136,6 +136,7 @@ def check_storage(cfg) -> None:
         raise ConfigError(str(err)) from None
     _float(cfg, "stall_timeout_s", 0.0)
     _float(cfg, "owner_grace_s", 0.0)
+    _int(cfg, "stall_retries", 0)
     _int(cfg, "checkpoint.keep", 1)
 
 

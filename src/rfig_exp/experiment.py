@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import OmegaConf
 
-from rfig_exp import checkpoint, ownership, results
+from rfig_exp import checkpoint, faults, ownership, results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
@@ -193,7 +193,8 @@ def run_experiment(cfg, command_line: Sequence[str] = ()) -> list[dict]:
         results.write_variant(mine[0].path.parent, spec.variant_overrides)
         use_compile_cache(cfg.get("compile_cache"))
         return _Run(cfg, spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
-                    list(command_line), heartbeat=lambda: [lock.beat() for lock in locks.values()]).train()
+                    list(command_line), heartbeat=lambda: [lock.beat() for lock in locks.values()],
+                    release=lambda: [lock.release() for lock in locks.values()]).train()
     finally:
         for lock in locks.values():
             lock.release()
@@ -209,10 +210,11 @@ class _Run:
     """One job's training loop; resumable from per-seed checkpoints."""
 
     def __init__(self, cfg, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
-                 command_line: list[str], heartbeat=None):
+                 command_line: list[str], heartbeat=None, release=None):
         self.cfg, self.spec, self.env, self.bonus, self.hparams = cfg, spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, command_line
         self.heartbeat = heartbeat or (lambda: None)  # keeps the run folders' owner locks fresh
+        self.release = release or (lambda: None)  # lets them go when the watchdog ends the process
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
         self.every_windows, self.every_seconds = checkpoint_cadence(cfg)
@@ -285,7 +287,7 @@ class _Run:
             self._describe(states)
             train_time = float(extra.get("train_time_s", 0.0))
             last_rows: dict[int, dict] = {}
-            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
+            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s), release=self.release).start()  # after compiling
             last_saved_w, last_saved_t = done_windows, time.perf_counter()
             # Windows are pipelined: window w+1 is dispatched before window w's metrics are read,
             # so the host's work (rows, wandb, progress) overlaps the device's. Only a checkpoint
@@ -323,6 +325,7 @@ class _Run:
                     if bad and s not in self.failures:
                         self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {w}"
                         log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
+                faults.hit("window")
                 # Written once window w's rows are: a checkpoint never covers a row the metrics
                 # file lacks. No checkpoint after the last window: the summary follows at once.
                 # A stop signal waits for its checkpoint to be on disk before the process exits.
