@@ -84,6 +84,9 @@ def main(cfg: DictConfig) -> None:
         _fail(str(err), 2, multirun)
     except RunFailed as err:
         _fail(f"run failed: {err}", 1, multirun)
+    except OSError as err:  # a full disk, a folder gone or read-only: the run is not complete, resumable
+        _fail(f"cannot write the results under results_dir={cfg.results_dir}: {err}; the run is not marked "
+              "complete: fix that and relaunch the same command to resume it", 1, multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)

@@ -11,6 +11,7 @@ last checkpoint; saved with another config -> refused (``overwrite=true`` replac
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import platform
@@ -98,6 +99,7 @@ class SeedPlan:
     path: Path
     config_yaml: str
     action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
+    config_damaged: bool = False  # its saved config.yaml is rewritten when the run resumes
 
 
 def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
@@ -111,12 +113,20 @@ def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
         path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
         text = seed_config_yaml(cfg, s)
         saved = path / results.CONFIG
-        if saved.exists() and not spec.overwrite:
+        damaged = None if spec.overwrite else results.damaged_config(path)
+        if damaged:
+            # nothing to compare against: the run is redone (a partial one resumed), and the file rewritten
+            log.warning("%s is damaged (%s): the run there is not taken as complete, and the file is rewritten "
+                        "from this job's config", saved, damaged)
+        elif saved.exists() and not spec.overwrite:
             diffs = results.config_differences(saved.read_text(), text)
             if diffs:
                 conflicts.append(f"{path}: {'; '.join(diffs)}")
-        complete = not spec.overwrite and results.is_complete(path)
-        plans.append(SeedPlan(s, path, text, "skip" if complete else "run"))
+        complete = not spec.overwrite and not damaged and results.is_complete(path)
+        if not complete and not spec.overwrite and (path / results.SUMMARY).exists():
+            log.warning("%s: its summary.json, metrics.csv or config.yaml is damaged or says it did not complete; "
+                        "running it again", path)
+        plans.append(SeedPlan(s, path, text, "skip" if complete else "run", bool(damaged)))
     if conflicts:
         raise ConfigError("results with a different config already exist (" + " | ".join(conflicts)
                           + "); choose another experiment=, or overwrite=true to replace them")
@@ -230,7 +240,15 @@ class _Run:
         if self.spec.overwrite:
             return 0, []
         shapes = [tuple(np.shape(x))[1:] for x in template_leaves]
-        newest = [checkpoint.latest(self.dirs[s], shapes) for s in self.seeds]
+        # a checkpoint is only as good as the metrics rows it continues: never past the whole ones
+        rows = {s: results.whole_rows(self.dirs[s]) for s in self.seeds}
+        newest = [checkpoint.latest(self.dirs[s], shapes, at_most=rows[s]) for s in self.seeds]
+        for s in self.seeds:
+            beyond = [w for w in checkpoint.windows(self.dirs[s]) if w > rows[s]]
+            if beyond:
+                log.warning("[%s] seed %d: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
+                            "cannot be resumed without the rows before them", self.tag, s, rows[s],
+                            ", ".join(map(str, beyond)))
         if any(c is None for c in newest):
             if any(c is not None for c in newest):
                 log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
@@ -265,6 +283,9 @@ class _Run:
                      spec.num_windows)
         else:
             self._start_fresh()
+        for p in self.plans:
+            if done_windows and p.config_damaged:
+                results.atomic_write_text(p.path / results.CONFIG, p.config_yaml)
         resumed_from = list(extra.get("resumed_from_windows", [])) + ([done_windows] if done_windows else [])
         writers = {s: results.MetricsWriter(self.dirs[s], keep_rows=done_windows) for s in seeds}
         final_returns = {s: writers[s].last_finite("episode_return") for s in seeds}
@@ -443,6 +464,11 @@ class _Run:
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         summaries = []
+        for s in seeds:  # a summary is only ever written over the whole metrics of its run
+            if results.whole_rows(self.dirs[s]) != spec.num_windows:
+                raise FileNotFoundError(errno.ENOENT, f"has {results.whole_rows(self.dirs[s])} whole rows of "
+                                        f"{spec.num_windows} at the end of the run (its folder deleted or "
+                                        "replaced while it ran?)", str(self.dirs[s] / results.METRICS))
         for i, s in enumerate(seeds):
             if grid is not None:
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
