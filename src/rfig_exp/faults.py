@@ -12,7 +12,8 @@ points: ``metrics`` (a row appended), ``checkpoint.npz`` / ``checkpoint.json`` /
 (bytes written, not yet renamed into place), ``window`` (a window's rows written); ``@n``: the
 n-th time the point is reached in this process (default: the first).
 actions: ``kill`` (SIGKILL this process), ``enospc`` (raise ``OSError(ENOSPC)``), ``stall`` (block
-this thread for ever, as an XLA wedge blocks it).
+this thread for ever, as an XLA wedge blocks it), ``pause`` (block it for :data:`PAUSE_S` seconds:
+time for a test to break something outside the process between two windows).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import errno
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 _counts: dict[str, int] = {}
+PAUSE_S = 4.0
 
 
 def _wanted() -> dict[str, tuple[int, str]]:
@@ -57,5 +60,7 @@ def hit(point: str, path: os.PathLike | str = "") -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(Path(path)) if path else point)
     elif action == "stall":
         threading.Event().wait()
+    elif action == "pause":
+        time.sleep(PAUSE_S)
     else:
         raise ValueError(f"RFIG_FAULT: unknown action {action!r} at {point}")
