@@ -46,6 +46,16 @@ def _fail(message: str, code: int, multirun: bool):
     sys.exit(code)
 
 
+def _failed(cfg: DictConfig, error: Exception):
+    """This job's result as Hydra's launchers return a job that raised ``error``."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import JobReturn, JobStatus
+
+    hc = HydraConfig.get()
+    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=HydraConfig.instance().cfg,
+                     working_dir=os.getcwd(), task_name=hc.job.name, status=JobStatus.FAILED, _return_value=error)
+
+
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
@@ -60,17 +70,26 @@ def main(cfg: DictConfig) -> None:
         gpus = cfg.placement.gpus
         log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
                            gpus=list(gpus) if gpus is not None else None))
+    from rfig_exp import retry
     from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
 
+    if multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
+        from rfig_exp import watchdog
+
+        watchdog.stall_action = retry.submitit_stall_action(int(cfg.stall_retries), lambda error: _failed(cfg, error))
     try:
         varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if multirun else []
         summaries = run_experiment(cfg, command_line=list(hc.overrides.task), sweep_varies=varies)
         # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
-        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries)}
+        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries),
+                "stall_retries": retry.submitit_retries_used()}
     except ConfigError as err:
         _fail(str(err), EXIT_BAD_CONFIG, multirun)
     except RunFailed as err:
         _fail(f"run failed: {err}", EXIT_RUN_FAILED, multirun)
+    except OSError as err:  # a full disk, a folder gone or read-only: the run is not complete, resumable
+        _fail(f"cannot write the results under results_dir={cfg.results_dir}: {err}; the run is not marked "
+              "complete: fix that and relaunch the same command to resume it", EXIT_RUN_FAILED, multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)
@@ -83,9 +102,11 @@ def cli(argv: list[str]) -> None:
         print(help_text())
         return
     from rfig_exp.preflight import PreflightError, preflight
+    from rfig_exp.retry import RESUME_ENV
 
     try:
-        preflight(argv)
+        if RESUME_ENV not in os.environ:  # a sweep re-executed after a stall was checked already
+            preflight(argv)
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -94,6 +115,9 @@ def cli(argv: list[str]) -> None:
         print("interrupted before any job started", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
+        from rfig_exp import retry
+
+        retry.set_command(argv)  # what the sweeper re-executes to retry a stalled in-process job
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
         from rfig_exp.env_options import for_primary_compose
 

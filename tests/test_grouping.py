@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from rfig_exp import grouping
-from rfig_exp.preflight import PreflightError, expand_jobs
+from rfig_exp.preflight import PreflightError, expand_jobs, preflight
 
 try:
     from test_launch import TINY, launch
@@ -85,3 +85,42 @@ def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
             va, vb = float(a[k] or "nan"), float(b[k] or "nan")
             assert (va != va and vb != vb) or va == pytest.approx(vb, rel=1e-4, abs=1e-6), k
     assert _rows(grouped[0]) != mine  # different seeds really differ
+
+
+def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
+    # The 8-seed Brax wedge (README, XLA CPU wedges): on a CPU a sweep never vmaps Brax seeds.
+    jobs = [["env=sparse_ant", f"seed={s}"] for s in range(3)] + [["env=cartpole", f"seed={s}"] for s in range(3)]
+    cpu, lines = grouping.plan(jobs, "auto", gpu=False, default_env="mountaincar")
+    assert [j for j in cpu if "env=sparse_ant" in j] == [["env=sparse_ant", f"seed={s}", "num_seeds=1"]
+                                                         for s in range(3)]
+    assert ["env=cartpole", "seed=0", "num_seeds=3"] in cpu, "other envs are still grouped"
+    assert len(lines) == 2 and "Brax jobs (sparse_ant) train one seed per process" in lines[1]
+    gpu, lines = grouping.plan(jobs, "auto", gpu=True, default_env="mountaincar")
+    assert ["env=sparse_ant", "seed=0", "num_seeds=3"] in gpu and not any("Brax" in line for line in lines)
+    # an explicit num_seeds, and a default env or num_seeds that makes a job Brax of 8 seeds
+    assert grouping.one_seed_per_brax_job([["seed=8", "num_seeds=2", "bonus=rfig"]], False, "sparse_hopper") == [
+        ["bonus=rfig", "seed=8", "num_seeds=1"], ["bonus=rfig", "seed=9", "num_seeds=1"]]
+    assert len(grouping.one_seed_per_brax_job([["env=sparse_ant"]], False, "mountaincar", default_num_seeds=8)) == 8
+    assert grouping.one_seed_per_brax_job([["env=cartpole", "num_seeds=8"]], False, "x") == [
+        ["env=cartpole", "num_seeds=8"]]
+    # as a user runs it: the Brax preset (8 vmapped seeds per job) on this CPU, said once
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    capsys.readouterr()
+    jobs = expand_jobs(["sweep=repro_brax"], True)
+    assert len(jobs) == 5 * 8 and {j[-1] for j in jobs} == {"num_seeds=1"}
+    assert sorted(int(o.split("=")[1]) for j in jobs for o in j if o.startswith("seed=")) == sorted(list(range(8)) * 5)
+    said = capsys.readouterr().out
+    assert said.count("train one seed per process") == 1 and "5 jobs -> 40" in said
+    # a SLURM sweep that asks for GPUs keeps its vmapped seeds
+    assert len(expand_jobs(["sweep=repro_brax", "hydra.launcher.gpus_per_node=1"], True)) == 5
+
+
+def test_a_single_brax_run_of_several_seeds_on_a_cpu_is_warned_about(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    preflight(["env=sparse_ant", "num_seeds=2", "seed=3", f"results_dir={tmp_path}"])  # validates, trains nothing
+    said = capsys.readouterr().err
+    assert said.count("warning: env=sparse_ant num_seeds=2 on a CPU") == 1 and "'seed=range(3,5)'" in said
+    assert grouping.brax_cpu_warning("sparse_ant", 8, gpu=False).startswith("warning: env=sparse_ant num_seeds=8")
+    assert grouping.brax_cpu_warning("sparse_ant", 1, gpu=False) is None
+    assert grouping.brax_cpu_warning("sparse_ant", 8, gpu=True) is None
+    assert grouping.brax_cpu_warning("cartpole", 8, gpu=False) is None

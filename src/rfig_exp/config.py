@@ -7,6 +7,7 @@ hyperparameter arrays) lives in :class:`RunSpec`. Each error names the config ke
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,8 @@ def check_storage(cfg) -> None:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(f"results_dir={results_dir} is not a directory ({parent} is a file)")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ConfigError(f"results_dir={results_dir} is not writable ({parent}: permission denied)")
             break
     mode = _select(cfg, "wandb.mode")
     if mode not in WANDB_MODES:
@@ -136,6 +139,7 @@ def check_storage(cfg) -> None:
         raise ConfigError(str(err)) from None
     _float(cfg, "stall_timeout_s", 0.0)
     _float(cfg, "owner_grace_s", 0.0)
+    _int(cfg, "stall_retries", 0)
     _int(cfg, "checkpoint.keep", 1)
 
 

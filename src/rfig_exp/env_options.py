@@ -26,7 +26,8 @@ from rfig_exp.variants import CONF_DIR
 _OPTION = re.compile(r"^(?:\+\+)?env\.([A-Za-z_][\w]*)((?:\.[\w]+)*)=(.*)$")
 
 
-def _default_env() -> str:
+def default_env() -> str:
+    """The env a job gets without env= (conf/config.yaml's defaults list)."""
     for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
         if isinstance(entry, dict) or OmegaConf.is_dict(entry):
             if "env" in entry:
@@ -48,7 +49,7 @@ def for_primary_compose(overrides: Sequence[str]) -> list[str]:
 
 def _env_of(job: Sequence[str]) -> str:
     chosen = [o.split("=", 1)[1] for o in job if o.split("=", 1)[0] == "env"]
-    return chosen[-1] if chosen else _default_env()
+    return chosen[-1] if chosen else default_env()
 
 
 def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]]) -> tuple[list[list[str]], list[str]]:

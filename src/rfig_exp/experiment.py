@@ -11,6 +11,7 @@ last checkpoint; saved with another config -> refused (``overwrite=true`` replac
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import platform
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import OmegaConf
 
-from rfig_exp import checkpoint, ownership, results, variants
+from rfig_exp import checkpoint, faults, ownership, results, variants
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
@@ -98,6 +99,7 @@ class SeedPlan:
     path: Path
     config_yaml: str
     action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
+    config_damaged: bool = False  # its saved config.yaml is rewritten when the run resumes
 
 
 def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
@@ -111,12 +113,20 @@ def plan_seeds(cfg, spec: RunSpec) -> list[SeedPlan]:
         path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
         text = seed_config_yaml(cfg, s)
         saved = path / results.CONFIG
-        if saved.exists() and not spec.overwrite:
+        damaged = None if spec.overwrite else results.damaged_config(path)
+        if damaged:
+            # nothing to compare against: the run is redone (a partial one resumed), and the file rewritten
+            log.warning("%s is damaged (%s): the run there is not taken as complete, and the file is rewritten "
+                        "from this job's config", saved, damaged)
+        elif saved.exists() and not spec.overwrite:
             diffs = results.config_differences(saved.read_text(), text)
             if diffs:
                 conflicts.append(f"{path}: {'; '.join(diffs)}")
-        complete = not spec.overwrite and results.is_complete(path)
-        plans.append(SeedPlan(s, path, text, "skip" if complete else "run"))
+        complete = not spec.overwrite and not damaged and results.is_complete(path)
+        if not complete and not spec.overwrite and (path / results.SUMMARY).exists():
+            log.warning("%s: its summary.json, metrics.csv or config.yaml is damaged or says it did not complete; "
+                        "running it again", path)
+        plans.append(SeedPlan(s, path, text, "skip" if complete else "run", bool(damaged)))
     if conflicts:
         raise ConfigError("results with a different config already exist (" + " | ".join(conflicts)
                           + "); choose another experiment=, or overwrite=true to replace them")
@@ -196,7 +206,8 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
         results.write_variant(mine[0].path.parent, spec.variant_overrides)
         use_compile_cache(cfg.get("compile_cache"))
         return _Run(cfg, spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
-                    list(command_line), heartbeat=lambda: [lock.beat() for lock in locks.values()]).train()
+                    list(command_line), heartbeat=lambda: [lock.beat() for lock in locks.values()],
+                    release=lambda: [lock.release() for lock in locks.values()]).train()
     finally:
         for lock in locks.values():
             lock.release()
@@ -212,10 +223,11 @@ class _Run:
     """One job's training loop; resumable from per-seed checkpoints."""
 
     def __init__(self, cfg, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
-                 command_line: list[str], heartbeat=None):
+                 command_line: list[str], heartbeat=None, release=None):
         self.cfg, self.spec, self.env, self.bonus, self.hparams = cfg, spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, command_line
         self.heartbeat = heartbeat or (lambda: None)  # keeps the run folders' owner locks fresh
+        self.release = release or (lambda: None)  # lets them go when the watchdog ends the process
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
         self.every_windows, self.every_seconds = checkpoint_cadence(cfg)
@@ -233,7 +245,15 @@ class _Run:
         if self.spec.overwrite:
             return 0, []
         shapes = [tuple(np.shape(x))[1:] for x in template_leaves]
-        newest = [checkpoint.latest(self.dirs[s], shapes) for s in self.seeds]
+        # a checkpoint is only as good as the metrics rows it continues: never past the whole ones
+        rows = {s: results.whole_rows(self.dirs[s]) for s in self.seeds}
+        newest = [checkpoint.latest(self.dirs[s], shapes, at_most=rows[s]) for s in self.seeds]
+        for s in self.seeds:
+            beyond = [w for w in checkpoint.windows(self.dirs[s]) if w > rows[s]]
+            if beyond:
+                log.warning("[%s] seed %d: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
+                            "cannot be resumed without the rows before them", self.tag, s, rows[s],
+                            ", ".join(map(str, beyond)))
         if any(c is None for c in newest):
             if any(c is not None for c in newest):
                 log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
@@ -268,6 +288,9 @@ class _Run:
                      spec.num_windows)
         else:
             self._start_fresh()
+        for p in self.plans:
+            if done_windows and p.config_damaged:
+                results.atomic_write_text(p.path / results.CONFIG, p.config_yaml)
         resumed_from = list(extra.get("resumed_from_windows", [])) + ([done_windows] if done_windows else [])
         writers = {s: results.MetricsWriter(self.dirs[s], keep_rows=done_windows) for s in seeds}
         final_returns = {s: writers[s].last_finite("episode_return") for s in seeds}
@@ -290,7 +313,7 @@ class _Run:
             self._describe(states)
             train_time = float(extra.get("train_time_s", 0.0))
             last_rows: dict[int, dict] = {}
-            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s)).start()  # after compiling
+            watchdog = Watchdog(self.tag, float(cfg.stall_timeout_s), release=self.release).start()  # after compiling
             last_saved_w, last_saved_t = done_windows, time.perf_counter()
             # Windows are pipelined: window w+1 is dispatched before window w's metrics are read,
             # so the host's work (rows, wandb, progress) overlaps the device's. A checkpoint takes
@@ -330,6 +353,7 @@ class _Run:
                     if bad and s not in self.failures:
                         self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {w}"
                         log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
+                faults.hit("window")
                 # Written once window w's rows are: a checkpoint never covers a row the metrics
                 # file lacks. No checkpoint after the last window: the summary follows at once.
                 # A stop signal waits for its checkpoint to be on disk before the process exits.
@@ -451,6 +475,11 @@ class _Run:
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         summaries = []
+        for s in seeds:  # a summary is only ever written over the whole metrics of its run
+            if results.whole_rows(self.dirs[s]) != spec.num_windows:
+                raise FileNotFoundError(errno.ENOENT, f"has {results.whole_rows(self.dirs[s])} whole rows of "
+                                        f"{spec.num_windows} at the end of the run (its folder deleted or "
+                                        "replaced while it ran?)", str(self.dirs[s] / results.METRICS))
         for i, s in enumerate(seeds):
             if grid is not None:
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))

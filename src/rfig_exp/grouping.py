@@ -12,6 +12,12 @@ task and one placement slot; resume stays per seed.
 ``seeds_per_job``: ``auto`` = every seed of a cell in one job when the jobs get a GPU (a local
 one, or ``hydra.launcher.gpus_per_node`` for SLURM), else :data:`CPU_SEEDS_PER_JOB`; or an
 integer (1 keeps every seed in its own job). Nothing here imports JAX.
+
+One exception, on a CPU only: vmapped seeds of sparse Brax PPO can wedge XLA's CPU runtime for
+ever (README, *XLA CPU wedges*; 2 of 3 attempts with 8 seeds, cause not found), so every Brax job
+of a sweep that gets no GPU trains one seed per process (:func:`one_seed_per_brax_job`), said once
+on the console. A single run of several Brax seeds on a CPU is warned about
+(:func:`brax_cpu_warning`).
 """
 
 from __future__ import annotations
@@ -101,6 +107,54 @@ def group_seeds(jobs: Sequence[Sequence[str]], seeds_per_job: int | None,
             job = [f"seed={chunk[0]}" if _split(o)[0] == "seed" else o for o in job]
             out.append(job + ([f"num_seeds={len(chunk)}"] if len(chunk) > 1 or "num_seeds=1" in template else []))
     return out
+
+
+BRAX_ENV_PREFIX = "sparse_"  # conf/env/sparse_*.yaml: the Brax envs (rfig_exp.envs)
+
+
+def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0) -> str | None:
+    """The warning for one (non-sweep) run of ``num_seeds`` vmapped Brax seeds (None: no risk)."""
+    if gpu or num_seeds <= 1 or not str(env).startswith(BRAX_ENV_PREFIX):
+        return None
+    return (f"warning: env={env} num_seeds={num_seeds} on a CPU: vmapped Brax seeds can wedge XLA's CPU runtime "
+            f"(README: XLA CPU wedges); the watchdog ends a wedged run with exit 75 (resumable). Safer: one seed per "
+            f"process, e.g. python launch.py -m env={env} 'seed=range({seed},{seed + num_seeds})' (a sweep does this by "
+            "itself)")
+
+
+def one_seed_per_brax_job(jobs: Sequence[Sequence[str]], gpu: bool, default_env: str,
+                          default_num_seeds: int = 1, default_seed: int = 0) -> list[list[str]]:
+    """On a CPU (``gpu`` False), each Brax job of ``n > 1`` seeds (``seed=s num_seeds=n``, either
+    from the job or from the defaults) becomes ``n`` jobs of one seed; the rest are kept."""
+    out: list[list[str]] = []
+    for job in jobs:
+        fields = dict(_split(o) for o in job)
+        env = fields.get("env", default_env)
+        num = int(fields.get("num_seeds", default_num_seeds))
+        if gpu or num <= 1 or not str(env).startswith(BRAX_ENV_PREFIX):
+            out.append(list(job))
+            continue
+        first = int(fields.get("seed", default_seed))
+        rest = [o for o in job if _split(o)[0] not in ("seed", "num_seeds")]
+        out.extend(rest + [f"seed={first + i}", "num_seeds=1"] for i in range(num))
+    return out
+
+
+def plan(jobs: Sequence[Sequence[str]], seeds_per_job, gpu: bool, default_env: str, default_num_seeds: int = 1,
+         default_seed: int = 0) -> tuple[list[list[str]], list[str]]:
+    """A sweep's jobs as they run: seeds grouped (:func:`group_seeds`), then Brax split on a CPU
+    (:func:`one_seed_per_brax_job`); with the console lines that say what changed. Shared by
+    preflight and the sweeper, so both see the same jobs."""
+    size = resolve(seeds_per_job, gpu)
+    grouped = group_seeds(jobs, size, default_num_seeds)
+    lines = [line for line in [describe(len(jobs), grouped, size)] if line]
+    split = one_seed_per_brax_job(grouped, gpu, default_env, default_num_seeds, default_seed)
+    if len(split) != len(grouped):
+        envs = {dict(_split(o) for o in j).get("env", default_env) for j in split}
+        brax = sorted(e for e in envs if str(e).startswith(BRAX_ENV_PREFIX))
+        lines.append(f"[sweep] no GPU: the Brax jobs ({', '.join(brax)}) train one seed per process, {len(grouped)} "
+                     f"jobs -> {len(split)} (vmapped Brax seeds can wedge XLA on a CPU: README, XLA CPU wedges)")
+    return split, lines
 
 
 def describe(before: int, after: list[list[str]], seeds_per_job: int | None) -> str | None:

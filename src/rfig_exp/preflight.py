@@ -13,9 +13,11 @@ Errors are :class:`PreflightError` (exit code 2, one line each); the caller prin
 
 from __future__ import annotations
 
+
 import datetime as _dt
 import json
 import re
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -184,15 +186,18 @@ def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[st
         found = OmegaConf.select(sweep_cfg, key, default=None)
         return found if found is not None else OmegaConf.select(root, key, default=default)
 
-    value = setting("seeds_per_job", grouping.AUTO)
+    num_seeds, seed = setting("num_seeds", 1), setting("seed", 0)
+    from rfig_exp.env_options import default_env
+
+    env = default_env()  # of the jobs without env=
     try:
-        size = grouping.resolve(value, bool(setting("hydra.launcher.gpus_per_node", None)) or grouping.gpu_visible())
+        grouped, lines = grouping.plan(
+            jobs, setting("seeds_per_job", grouping.AUTO),
+            bool(setting("hydra.launcher.gpus_per_node", None)) or grouping.gpu_visible(), str(env),
+            num_seeds if isinstance(num_seeds, int) else 1, seed if isinstance(seed, int) else 0)
     except ValueError as err:
         raise PreflightError([str(err)]) from None
-    num_seeds = setting("num_seeds", 1)
-    grouped = grouping.group_seeds(jobs, size, num_seeds if isinstance(num_seeds, int) else 1)
-    line = grouping.describe(len(jobs), grouped, size)
-    if line:
+    for line in lines:
         print(line, flush=True)
     return grouped
 
@@ -357,3 +362,10 @@ def preflight(argv: Sequence[str]) -> None:
     if multirun:
         write_manifest(validated)
         print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
+    else:
+        from rfig_exp import grouping
+
+        cfg = validated[0][1]
+        warning = grouping.brax_cpu_warning(cfg.env.name, int(cfg.num_seeds), grouping.gpu_visible(), int(cfg.seed))
+        if warning:
+            print(warning, file=sys.stderr, flush=True)

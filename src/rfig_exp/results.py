@@ -16,6 +16,7 @@ collaborators on a shared cluster can read them.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
@@ -27,7 +28,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from rfig_exp import variants
+from rfig_exp import faults, variants
 
 SUMMARY = "summary.json"
 METRICS = "metrics.csv"
@@ -71,14 +72,51 @@ def config_differences(saved_yaml: str, new_yaml: str) -> list[str]:
 
 
 def is_complete(path: Path) -> bool:
+    """A summary that says complete, over a whole metrics.csv (a row per window of the summary):
+    a truncated or deleted metrics file makes the run incomplete again, so it is re-run."""
     try:
-        return json.loads((path / SUMMARY).read_text()).get("status") == "complete"
+        summary = json.loads((path / SUMMARY).read_text())
+        if not isinstance(summary, dict) or summary.get("status") != "complete":
+            return False
+        return "num_windows" not in summary or whole_rows(path) == summary["num_windows"]
     except (OSError, ValueError):
         return False
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+def whole_rows(path: Path) -> int:
+    """The number of whole rows at the start of ``metrics.csv`` (0 without one): a torn last line
+    (a crash or a truncation) or a row of the wrong width ends the count."""
+    try:
+        lines = (path / METRICS).read_text().split("\n")
+    except (OSError, ValueError):
+        return 0
+    if len(lines) < 2:
+        return 0
+    width, count = len(next(csv.reader([lines[0]]))), 0
+    for line in lines[1:-1]:  # the last piece follows the last newline: never a whole row
+        if len(next(csv.reader([line]), [])) != width:
+            break
+        count += 1
+    return count
+
+
+def damaged_config(path: Path) -> str | None:
+    """Why ``config.yaml`` cannot be a config this code wrote (None: it can). Written atomically
+    and ending in a newline, so a torn, truncated or overwritten file shows."""
+    try:
+        text = (path / CONFIG).read_text()
+        if not isinstance(yaml.safe_load(text), dict) or not text.endswith("\n"):
+            return "not a whole YAML mapping"
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        return str(err).splitlines()[0]
+    return None
+
+
+def atomic_write_text(path: Path, text: str, fault: str = "") -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file.
+    ``fault``: this write's name for tests/test_faults.py (rfig_exp.faults)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -86,6 +124,8 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
+            if fault:
+                faults.hit(fault, path)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -122,7 +162,8 @@ def write_visits(path: Path, visits) -> None:
 
 
 def write_summary(path: Path, summary: Mapping) -> None:
-    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(dict(summary)), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(dict(summary)), indent=2, sort_keys=True) + "\n",
+                      fault="summary")
 
 
 def _finite_or_none(value):
@@ -178,8 +219,21 @@ class MetricsWriter:
             fields = [k for k in LEADING_COLUMNS if k in row] + rest
             self._writer = csv.DictWriter(self._file, fieldnames=fields)
             self._writer.writeheader()
+        faults.hit("metrics", self._file.name)
+        self._check_still_there()
         self._writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
         self._file.flush()
+
+    def _check_still_there(self) -> None:
+        """Rows appended to a file that was deleted (results_dir removed, moved or unmounted under a
+        running job) would go nowhere without an error: stop at the first one instead."""
+        try:
+            there = os.path.samestat(os.fstat(self._file.fileno()), os.stat(self._file.name))
+        except FileNotFoundError:
+            there = False
+        if not there:
+            raise FileNotFoundError(errno.ENOENT, "vanished while the run was writing it (its folder deleted, "
+                                    "moved or unmounted?)", self._file.name)
 
     def close(self) -> None:
         self._file.close()

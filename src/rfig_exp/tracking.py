@@ -79,15 +79,33 @@ class WandbRuns:
 
     def log(self, seed: int, row: Mapping[str, float], step: int) -> None:
         if seed in self._runs:
-            self._runs[seed].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
-                                 step=step)
+            try:
+                self._runs[seed].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
+                                     step=step)
+            except Exception as err:  # noqa: BLE001 - a mirror must never stop the training it mirrors
+                self._give_up(err)
 
     def finish(self, seed: int, summary: Mapping | None = None, failed: bool = False) -> None:
         run = self._runs.pop(seed, None)
         if run is not None:
-            if summary:
-                run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float))})
-            run.finish(exit_code=1 if failed else 0)
+            try:
+                if summary:
+                    run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+                run.finish(exit_code=1 if failed else 0)
+            except Exception as err:  # noqa: BLE001 - as in log
+                self._give_up(err)
+
+    def _give_up(self, err: Exception) -> None:
+        """wandb broke mid-run (its service process died, say): say so once and stop mirroring."""
+        log.warning("wandb stopped working (%s: %s); training goes on without it, metrics.csv is the record",
+                    type(err).__name__, str(err).splitlines()[0] if str(err) else "")
+        self._runs = {}
+        import wandb
+
+        try:
+            wandb.teardown()  # also drops its exit hook, which would fail on the dead service again
+        except Exception:  # noqa: BLE001 - the service is gone; nothing more to close
+            pass
 
     def finish_all(self, failed: bool) -> None:
         for seed in list(self._runs):

@@ -7,6 +7,9 @@ calls :meth:`Watchdog.beat` after every window; when no beat has come for ``max(
 factor * slowest window so far)`` seconds (``first_s`` before the first window), it logs what
 happened and ends the process with :data:`EXIT_STALLED`. Checkpoints already on disk are kept and
 no summary is written, so the run never looks complete and relaunching the same command resumes it.
+
+A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.retry): it replaces
+:data:`stall_action`, which runs once the run's owner locks are released and the log is flushed.
 """
 
 from __future__ import annotations
@@ -22,15 +25,27 @@ from rfig_exp.errors import EXIT_STALLED
 log = logging.getLogger("rfig_exp")
 
 
+def end_process(message: str) -> None:
+    os._exit(EXIT_STALLED)
+
+
+# What ends a stalled process; called from the watchdog thread while the main thread is stuck in
+# XLA, so it must end (or replace) the process itself: nothing can unwind the main thread.
+stall_action: Callable[[str], None] = end_process
+
+
 class Watchdog:
     """Calls ``on_stall(message)`` (default: log it and ``os._exit(EXIT_STALLED)``) once no
     :meth:`beat` has come for too long. ``min_s <= 0`` disables it."""
 
     def __init__(self, tag: str, min_s: float, factor: float = 20.0, first_s: float | None = None,
-                 on_stall: Callable[[str], None] | None = None, poll_s: float = 1.0):
+                 on_stall: Callable[[str], None] | None = None, poll_s: float = 1.0,
+                 release: Callable[[], None] = lambda: None):
         self.tag, self.min_s, self.factor = tag, float(min_s), float(factor)
         self.first_s = float(first_s) if first_s is not None else 3.0 * self.min_s
-        self.on_stall = on_stall or _exit
+        # release: the run's owner locks, freed before the process ends, so the retry (a requeued
+        # task on another node, or this process re-executed) need not wait for them to go stale
+        self.on_stall = on_stall or (lambda message: _exit(message, release))
         self.poll_s = poll_s
         self.windows = 0
         self.slowest = 0.0
@@ -80,8 +95,13 @@ class Watchdog:
                 return
 
 
-def _exit(message: str) -> None:
+def _exit(message: str, release: Callable[[], None]) -> None:
     log.error(message)
+    try:
+        release()
+    except Exception as err:  # noqa: BLE001 - a lock left behind goes stale; the exit must happen
+        log.error("could not release the run's owner locks: %s", err)
     for handler in logging.getLogger().handlers + log.handlers:
         handler.flush()
-    os._exit(EXIT_STALLED)
+    stall_action(message)
+    os._exit(EXIT_STALLED)  # a stall_action that returned

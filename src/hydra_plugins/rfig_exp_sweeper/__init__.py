@@ -4,13 +4,19 @@ Hydra's ``BasicSweeper`` raises at the first failed job and prints a traceback. 
 (selected in ``conf/config.yaml`` as ``hydra.sweeper._target_``; Hydra takes
 plugins only from the ``hydra_plugins`` namespace package, hence this location) reports each failed job as
 its result comes back, with the path of its log, lets every other job run on any launcher,
-and ends with one summary: runs completed, skipped (already complete), resumed and failed.
-The sweep exits 1 when a job failed, 0 otherwise. With the in-process basic launcher the
-jobs go one at a time, so a failure is reported when it happens.
+and ends with one summary: runs completed, skipped (already complete), resumed and failed, and
+the stall retries. The sweep exits 1 when a job failed, 0 otherwise. With the in-process basic
+launcher the jobs go one at a time, so a failure is reported when it happens.
+
+A job the watchdog ends as stalled (exit 75) is retried from its checkpoint up to
+``stall_retries`` times (rfig_exp.retry): an in-process job by re-executing the sweep, which
+picks up here at that job with the counts so far; a submitit task requeues itself and reports
+its retries in its result.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -24,7 +30,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
 
-from rfig_exp import variants
+from rfig_exp import retry, variants, watchdog
 from rfig_exp.errors import EXIT_RUN_FAILED
 
 log = logging.getLogger("rfig_exp")
@@ -39,8 +45,10 @@ class ResilientSweeper(BasicSweeper):
         params.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         batch_size = self.max_batch_size
-        if batch_size is None and isinstance(self.launcher, BasicLauncher):
-            batch_size = 1  # in-process jobs: report each one as soon as it ends
+        if isinstance(self.launcher, BasicLauncher):
+            # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
+            # where a sweep re-executed after a stall goes on)
+            batch_size = 1
         self.overrides = self._grouped(self.split_arguments(parser.parse_overrides(params), None), batch_size)
         # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
         os.environ[variants.SWEEP_VARIES_ENV] = " ".join(
@@ -50,32 +58,48 @@ class ResilientSweeper(BasicSweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
         watcher = self._slurm_watcher()
-        counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0}
+        counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
         failures: list[str] = []
         returns, index, t0 = [], 0, time.perf_counter()
+        in_process = isinstance(self.launcher, BasicLauncher)
+        progress = retry.resumed_progress() if in_process else None
+        if progress:  # this process re-executed the sweep after a stalled job: go on from there
+            counts, failures, index = progress["counts"], progress["failures"], progress["next"]
+            t0 -= progress["elapsed_s"]
+            self.batch_index = index  # one job per batch in-process
+            log.info("[sweep] going on at job #%d after a stalled job", index)
+        retries = {int(k): v for k, v in (progress or {}).get("retries", {}).items()}
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
-            with watcher:
-                results = self.launcher.launch(batch, initial_job_idx=index)
+            if in_process:
+                watchdog.stall_action = functools.partial(
+                    self._retry_in_process, index, batch[0], counts, failures, retries, t0)
+            try:
+                with watcher:
+                    results = self.launcher.launch(batch, initial_job_idx=index)
+            finally:
+                watchdog.stall_action = watchdog.end_process
             for job in results:
                 if job.status == JobStatus.COMPLETED:
                     outcome = job._return_value or {}
                     counts["skipped" if outcome.get("skipped") else "completed"] += 1
                     counts["resumed"] += bool(outcome.get("resumed"))
+                    counts["stall_retries"] += int(outcome.get("stall_retries", 0))
                 else:
-                    counts["failed"] += 1
-                    where = self._log_path(job)
                     error = job._return_value
+                    counts["stall_retries"] += int(getattr(error, "stall_retries", 0))
                     first = str(error).splitlines()[0] if str(error) else type(error).__name__
-                    failures.append(f"{' '.join(job.overrides or [])}: {type(error).__name__}: {first} (log: {where})")
-                    log.error("[sweep] job failed: %s", failures[-1])
+                    self._failed(counts, failures,
+                                 f"{' '.join(job.overrides or [])}: {type(error).__name__}: {first} "
+                                 f"(log: {self._log_path(job)})")
             index += len(batch)
             returns.append(results)
         total = sum(counts[k] for k in ("completed", "skipped", "failed"))
         log.info("[sweep] %d job(s) in %.0fs: %d completed (%d of them resumed), %d skipped (already complete), "
-                 "%d failed", total, time.perf_counter() - t0, counts["completed"], counts["resumed"],
-                 counts["skipped"], counts["failed"])
+                 "%d failed, %d stall retr%s (stall_retries=%d)", total, time.perf_counter() - t0,
+                 counts["completed"], counts["resumed"], counts["skipped"], counts["failed"], counts["stall_retries"],
+                 "y" if counts["stall_retries"] == 1 else "ies", int(self.config.get("stall_retries", 0)))
         for line in failures:
             log.info("[sweep]   failed: %s", line)
         if watcher.reason:
@@ -83,6 +107,30 @@ class ResilientSweeper(BasicSweeper):
         if failures:
             sys.exit(EXIT_RUN_FAILED)
         return returns
+
+    @staticmethod
+    def _failed(counts: dict, failures: list[str], line: str) -> None:
+        counts["failed"] += 1
+        failures.append(line)
+        log.error("[sweep] job failed: %s", line)
+
+    def _retry_in_process(self, index: int, overrides: list[str], counts: dict, failures: list[str],
+                          retries: dict[int, int], t0: float, message: str) -> None:
+        """The watchdog's stall action while job ``index`` runs in this process: re-execute the
+        sweep to resume that job from its checkpoint, or, out of retries, to go on without it."""
+        budget, used = int(self.config.get("stall_retries", 0)), retries.get(index, 0)
+        if used < budget:
+            retries[index] = used + 1
+            counts["stall_retries"] += 1
+            log.warning("[sweep] job #%d stalled: retry %d of %d (stall_retries), re-executing the sweep to "
+                        "resume it from its checkpoint", index, used + 1, budget)
+            following = index
+        else:
+            self._failed(counts, failures, f"{' '.join(overrides)}: stalled (exit 75) {used + 1} time(s), "
+                                           f"stall_retries={budget} used up; relaunch the sweep to resume it")
+            following = index + 1
+        retry.re_execute({"next": following, "counts": counts, "failures": failures, "retries": retries,
+                          "elapsed_s": time.perf_counter() - t0})
 
     def _grouped(self, batches: list, batch_size: Optional[int]) -> list:
         """Per-env options applied to the envs that have them (rfig_exp.env_options), jobs that
@@ -94,11 +142,10 @@ class ResilientSweeper(BasicSweeper):
         # or not at all where its env lacks the key (preflight said which).
         jobs, _ = env_options.apply_to_envs_that_have_them([list(job) for batch in batches for job in batch])
         gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
-        gpu = bool(gpus) or grouping.gpu_visible()
-        size = grouping.resolve(self.config.get("seeds_per_job", grouping.AUTO), gpu)
-        grouped = grouping.group_seeds(jobs, size, int(self.config.get("num_seeds", 1)))
-        line = grouping.describe(len(jobs), grouped, size)
-        if line:
+        grouped, lines = grouping.plan(jobs, self.config.get("seeds_per_job", grouping.AUTO),
+                                       bool(gpus) or grouping.gpu_visible(), str(self.config.env.name),
+                                       int(self.config.get("num_seeds", 1)), int(self.config.get("seed", 0)))
+        for line in lines:
             log.debug(line)  # launch.py's preflight already said it
         step = batch_size or len(grouped) or 1
         return [grouped[i:i + step] for i in range(0, len(grouped), step)]
