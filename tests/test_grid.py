@@ -16,7 +16,9 @@ from rfig_exp.experiment import run_experiment
 ENVS = variants.group_options("env")
 BONUSES = variants.group_options("bonus")
 # One env per family runs end to end in the default suite; `make test-all` runs them all.
-DEFAULT_RUNS = {"cartpole", "minatar_breakout", "pendulum", "deepsea", "pointmaze_umaze", "sparse_ant"}
+DEFAULT_RUNS = {"cartpole", "minatar_breakout", "pendulum", "deepsea", "pointmaze_umaze"}
+# Building a Brax env costs 10-20 s (tests/test_brax.py covers the suite): one in the default suite.
+DEFAULT_BUILDS_BRAX = {"sparse_ant"}
 
 
 def test_config_files_and_registries_agree():
@@ -34,7 +36,8 @@ def _env(name):
     return make_env(compose_config(f"env={name}").env)
 
 
-@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("env", [pytest.param(e, marks=pytest.mark.slow if e.startswith("sparse_")
+                                              and e not in DEFAULT_BUILDS_BRAX else ()) for e in ENVS])
 def test_every_env_with_every_bonus_composes_and_builds(env):
     built = _env(env)
     assert built.obs_shape and built.max_episode_steps > 0
