@@ -31,11 +31,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench_throughput import build  # noqa: E402
-from rfig_exp import checkpoint  # noqa: E402
+from rfig_exp import checkpoint, experiment  # noqa: E402
 
 
 def main(argv=None):
@@ -65,7 +64,7 @@ def main(argv=None):
                         jax.device_get(metrics)
                         win.append(time.perf_counter() - t0)
                         t0 = time.perf_counter()
-                        snapshot = [jnp.array(x, copy=True) for x in jax.tree.leaves(states)]  # as the loop does
+                        snapshot = experiment._Run._snapshot(states)  # as the training loop does
                         copy.append(time.perf_counter() - t0)
                         leaves = [np.asarray(x) for x in jax.device_get(snapshot)]  # the writer thread's part
                         for i in range(n):

@@ -440,11 +440,13 @@ class _Run:
         return signal.signal(signal.SIGTERM, handler)
 
     @staticmethod
-    def _snapshot(states) -> list[jax.Array]:
-        """Device copies of the run state's leaves, dispatched without waiting: the next window
-        takes the donated buffers over, the copies stay ours until the background writer has
-        brought them to the host (so the loop never waits for a device-to-host transfer)."""
-        return [jnp.array(x, copy=True) for x in jax.tree.leaves(states)]
+    @jax.jit
+    def _snapshot(states):
+        """A device copy of the run state, dispatched without waiting (one jitted call: an eager
+        ``jnp.array(x, copy=True)`` per leaf waits for the window that computes ``x``, 2.3 s of
+        an 8-seed RFIG window on this CPU). The next window takes over the donated buffers; the
+        copy stays ours until the background writer has brought it to the host."""
+        return jax.tree.leaves(jax.tree.map(jnp.copy, states))
 
     def _checkpoint(self, writer, snapshot, window: int, train_time: float, resumed_from: list[int],
                     wandb_ids: dict) -> None:
