@@ -215,3 +215,28 @@ def test_the_watcher_cancels_a_job_that_can_never_start():
         assert jobs_named(name) == []
     finally:
         cancel(name)
+
+
+def test_a_stalled_job_is_requeued_by_slurm_and_completes(tmp_path):
+    """The watchdog's exit 75 under SLURM: the task requeues itself (scontrol requeue through
+    submitit), resumes from its checkpoint and completes; the sweep line counts the retry.
+    RFIG_FAULT (rfig_exp.faults) wedges the main thread once after window 3; sbatch passes the
+    environment on."""
+    experiment, log = "slurm_stall", tmp_path / "launch.log"
+    once = tmp_path / "stalled-once"
+    env = dict(os.environ, WANDB_MODE="disabled", RFIG_FAULT="window@3:stall", RFIG_FAULT_ONCE=str(once))
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "launch.py", "-m", *SLURM, "env=cartpole", "bonus=none", *TINY,
+                                 "agent.total_timesteps=640", "eval_frequency=64", "checkpoint.every_windows=2",
+                                 "stall_timeout_s=2", f"results_dir={tmp_path}", f"experiment={experiment}"],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        text = finish(proc, log, timeout=600)
+    finally:
+        cancel(f"rfig-{experiment}")
+    assert once.exists(), "the stall must have fired"
+    assert "1 completed (1 of them resumed)" in text and "1 stall retry" in text, text[-3000:]
+    (run,) = run_dirs(tmp_path, experiment)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["resumed_from_windows"]
+    assert windows_of(run / "metrics.csv") == [64 * w for w in range(1, 11)]
