@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import rfig_exp  # noqa: F401  (must precede any jax import)
@@ -10,6 +12,14 @@ from hydra import compose, initialize_config_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
+
+
+def pytest_configure(config):
+    """One compilation cache for the whole session (conf/config.yaml's RFIG_COMPILE_CACHE), in
+    this process and the launch.py processes it starts: the many tiny runs of one shape compile
+    once instead of once per test. A test that sets compile_cache itself keeps its own."""
+    if "RFIG_COMPILE_CACHE" not in os.environ:
+        os.environ["RFIG_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="rfig-test-jax-cache-")
 
 # A configuration small enough to compile and run in seconds on 2 CPU cores.
 TINY = [

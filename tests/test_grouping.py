@@ -115,6 +115,7 @@ def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
     assert len(expand_jobs(["sweep=repro_brax", "hydra.launcher.gpus_per_node=1"], True)) == 5
 
 
+@pytest.mark.slow  # imports brax (about 18 s); the split itself is tested without it
 def test_a_single_brax_run_of_several_seeds_on_a_cpu_is_warned_about(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     preflight(["env=sparse_ant", "num_seeds=2", "seed=3", f"results_dir={tmp_path}"])  # validates, trains nothing

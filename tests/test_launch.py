@@ -173,6 +173,7 @@ LONG = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", 
         "agent.update_epochs=1", "agent.obs_norm_init_steps=8", "eval_frequency=64", "wandb.mode=disabled"]
 
 
+@pytest.mark.slow  # tests/test_faults.py kills runs at named points in the default suite
 def test_a_killed_run_never_looks_complete_and_resumes_to_identical_metrics(tmp_path):
     budget = "agent.total_timesteps=12800"  # 200 windows
     reference = launch(*LONG, budget, f"results_dir={tmp_path / 'ref'}")
