@@ -361,15 +361,18 @@ def measured_rate(processes: list[Process], host: str, env: str, bonus: str, see
                 seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}")
 
 
-def sweep_jobs(preset: str, overrides: list[str]) -> list[tuple[tuple[str, ...], dict]]:
-    """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``);
-    raises ``PreflightError`` (from rfig_exp.preflight) with the errors of a bad command line."""
+def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
+    """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``),
+    grouped as on a GPU machine when ``gpu`` whatever this one has; raises ``PreflightError``
+    (from rfig_exp.preflight) with the errors of a bad command line."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from rfig_exp.preflight import CONF_DIR, expand_jobs
 
-    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True)
+    # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.grouping).
+    jobs = expand_jobs([f"sweep={preset}", *overrides, *(["hydra.launcher.gpus_per_node=1"] if gpu else [])],
+                       multirun=True)
     out = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
@@ -606,7 +609,7 @@ def _main_sweep(args, results: Path) -> int:
               file=sys.stderr)
         return 2
     try:
-        jobs = sweep_jobs(args.sweep, args.override)
+        jobs = sweep_jobs(args.sweep, args.override, gpu=args.device != "cpu")
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
