@@ -107,8 +107,9 @@ class PendingWatcher:
     """Watches the sweep's jobs (by job name, submitted since it started) while they are
     pending; cancels them when a reason can never clear. ``reason`` is that reason, if any."""
 
-    def __init__(self, job_name: str, interval_s: float = 15.0, run: Callable = subprocess.run):
-        self.job_name, self.interval_s, self.run = job_name, interval_s, run
+    def __init__(self, job_name: str, interval_s: float = 15.0, run: Callable = subprocess.run,
+                 enabled: bool = True):
+        self.job_name, self.interval_s, self.run, self.enabled = job_name, interval_s, run, enabled
         self.reason: str | None = None
         self._seen: dict[str, str] = {}
         self._stop = threading.Event()
@@ -116,7 +117,7 @@ class PendingWatcher:
         self._since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 5))
 
     def __enter__(self):  # once per batch of jobs the sweeper launches
-        if shutil.which("squeue") and self.reason is None:
+        if self.enabled and shutil.which("squeue") and self.reason is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="slurm-pending-watcher", daemon=True)
             self._thread.start()

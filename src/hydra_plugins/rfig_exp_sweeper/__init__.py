@@ -151,19 +151,14 @@ class ResilientSweeper(BasicSweeper):
         return [grouped[i:i + step] for i in range(0, len(grouped), step)]
 
     def _slurm_watcher(self):
-        """Under the SLURM launcher, a watcher of the sweep's pending jobs (rfig_exp.slurm);
-        otherwise one that does nothing."""
-        from contextlib import nullcontext
-
+        """A watcher of the sweep's pending jobs (rfig_exp.slurm), enabled under the SLURM launcher."""
         from rfig_exp import slurm
 
         target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
-        if "Slurm" not in target:
-            watcher = nullcontext()
-            watcher.reason = None
-            return watcher
-        slurm.quiet_sacct()
-        return slurm.PendingWatcher(str(self.config.hydra.launcher.name))
+        if "Slurm" in target:
+            slurm.quiet_sacct()
+        return slurm.PendingWatcher(str(OmegaConf.select(self.config, "hydra.launcher.name", default="")),
+                                    enabled="Slurm" in target)
 
     @staticmethod
     def _log_path(job) -> str:
