@@ -21,7 +21,7 @@ import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is import
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from rfig_exp.errors import EXIT_BAD_CONFIG, EXIT_INTERRUPTED, EXIT_RUN_FAILED, ConfigError  # noqa: E402
+from rfig_exp.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
 from rfig_exp.variants import SWEEP_VARIES_ENV  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
@@ -46,50 +46,43 @@ def _fail(message: str, code: int, multirun: bool):
     sys.exit(code)
 
 
-def _failed(cfg: DictConfig, error: Exception):
-    """This job's result as Hydra's launchers return a job that raised ``error``."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.core.utils import JobReturn, JobStatus
-
-    hc = HydraConfig.get()
-    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=HydraConfig.instance().cfg,
-                     working_dir=os.getcwd(), task_name=hc.job.name, status=JobStatus.FAILED, _return_value=error)
-
-
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig):
+    """One Hydra job: its config becomes a run spec (validated, JAX-free), then it trains.
+
+    Returns a :class:`~rfig_exp.hydra_adapter.JobOutcome` for the sweeper to count."""
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
+    from rfig_exp import hydra_adapter, retry
 
-    hc = HydraConfig.get()
-    multirun = hc.mode == RunMode.MULTIRUN
-    if multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
-        from rfig_exp.placement import place_job, slot_from_hydra
-
-        gpus = cfg.placement.gpus
-        log.info(place_job(*slot_from_hydra(hc), mode=cfg.placement.mode, cores_per_job=cfg.placement.cores_per_job,
-                           gpus=list(gpus) if gpus is not None else None))
-    from rfig_exp import retry
-    from rfig_exp.experiment import Interrupted, RunFailed, run_experiment
-
-    if multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
-        from rfig_exp import watchdog
-
-        watchdog.stall_action = retry.submitit_stall_action(int(cfg.stall_retries), lambda error: _failed(cfg, error))
+    job = hydra_adapter.current_job()
     try:
-        varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if multirun else []
-        summaries = run_experiment(cfg, command_line=list(hc.overrides.task), sweep_varies=varies)
-        # what a sweep's summary counts (hydra_plugins.rfig_exp_sweeper)
-        return {"skipped": not summaries, "resumed": any(s["resumed_from_windows"] for s in summaries),
-                "stall_retries": retry.submitit_retries_used()}
+        from rfig_exp.config import build_run_spec
+
+        spec = build_run_spec(cfg)
+        if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
+            from rfig_exp.placement import place_job
+
+            log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
+                               cores_per_job=spec.placement.cores_per_job, gpus=spec.placement.gpus))
+        if job.multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
+            from rfig_exp import watchdog
+
+            watchdog.stall_action = retry.submitit_stall_action(
+                spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error))
+        from rfig_exp.experiment import run_spec
+
+        varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if job.multirun else []
+        summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies)
+        return hydra_adapter.JobOutcome(skipped=not summaries,
+                                        resumed=any(s["resumed_from_windows"] for s in summaries),
+                                        stall_retries=retry.submitit_retries_used())
     except ConfigError as err:
-        _fail(str(err), EXIT_BAD_CONFIG, multirun)
+        _fail(str(err), ExitCode.BAD_CONFIG, job.multirun)
     except RunFailed as err:
-        _fail(f"run failed: {err}", EXIT_RUN_FAILED, multirun)
+        _fail(f"run failed: {err}", ExitCode.RUN_FAILED, job.multirun)
     except OSError as err:  # a full disk, a folder gone or read-only: the run is not complete, resumable
         _fail(f"cannot write the results under results_dir={cfg.results_dir}: {err}; the run is not marked "
-              "complete: fix that and relaunch the same command to resume it", EXIT_RUN_FAILED, multirun)
+              "complete: fix that and relaunch the same command to resume it", ExitCode.RUN_FAILED, job.multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)
@@ -101,7 +94,7 @@ def cli(argv: list[str]) -> None:
 
         print(help_text())
         return
-    from rfig_exp.preflight import PreflightError, preflight
+    from rfig_exp.preflight import preflight
     from rfig_exp.retry import RESUME_ENV
 
     try:
@@ -110,10 +103,10 @@ def cli(argv: list[str]) -> None:
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
-        sys.exit(EXIT_BAD_CONFIG)
+        sys.exit(ExitCode.BAD_CONFIG)
     except KeyboardInterrupt:
         print("interrupted before any job started", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(ExitCode.INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
         from rfig_exp import retry
 

@@ -34,7 +34,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench_throughput import build  # noqa: E402
-from rfig_exp import checkpoint, experiment  # noqa: E402
+from rfig_exp import checkpoint, observers  # noqa: E402
 
 
 def main(argv=None):
@@ -64,7 +64,7 @@ def main(argv=None):
                         jax.device_get(metrics)
                         win.append(time.perf_counter() - t0)
                         t0 = time.perf_counter()
-                        snapshot = experiment._Run._snapshot(states)  # as the training loop does
+                        snapshot = observers.device_copy(states)  # as the training loop does
                         copy.append(time.perf_counter() - t0)
                         leaves = [np.asarray(x) for x in jax.device_get(snapshot)]  # the writer thread's part
                         for i in range(n):

@@ -66,16 +66,15 @@ def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatc
     monkeypatch.delenv("WANDB_MODE", raising=False)
     cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]", "checkpoint.every_windows=1",
                       "agent.total_timesteps=384", f"results_dir={tmp_path}")
-    import rfig_exp.experiment as experiment
 
     # Die right after the checkpoint of window 2 (as a SIGKILL would), then relaunch.
     real_save = checkpoint.save
-    monkeypatch.setattr(experiment.checkpoint, "save", _save_then_die(2))
+    monkeypatch.setattr(checkpoint, "save", _save_then_die(2))
     try:
         run_experiment(cfg)
     except SystemExit:
         pass
-    monkeypatch.setattr(experiment.checkpoint, "save", real_save)
+    monkeypatch.setattr(checkpoint, "save", real_save)
     run = find_run(tmp_path, "cartpole", "none")
     first_id = json.loads((run / "checkpoint" / "window_2.json").read_text())["extra"]["wandb_id"]
     (summary,) = run_experiment(cfg)
@@ -121,7 +120,6 @@ def test_checkpoints_are_written_by_the_background_writer_in_order_and_errors_su
 
 
 def _count_saves(monkeypatch):
-    import rfig_exp.experiment as experiment
 
     calls, real_save = [], checkpoint.save
 
@@ -129,7 +127,7 @@ def _count_saves(monkeypatch):
         calls.append(window)
         real_save(run_dir, window, leaves, extra, keep)
 
-    monkeypatch.setattr(experiment.checkpoint, "save", counting_save)
+    monkeypatch.setattr(checkpoint, "save", counting_save)
     return calls
 
 
@@ -152,8 +150,7 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
     assert calls == [1, 2]  # windows 1 and 2 of 3; none after the last (its summary follows)
     # Kill it (as SIGKILL would) right after window 2's checkpoint reached the disk, then relaunch.
     real_save = checkpoint.save
-    import rfig_exp.experiment as experiment
-    monkeypatch.setattr(experiment.checkpoint, "save", _save_then_die(2))
+    monkeypatch.setattr(checkpoint, "save", _save_then_die(2))
     cfg2 = tiny_config("env=cartpole", "bonus=none", "checkpoint.every_seconds=1e-9", "agent.total_timesteps=384",
                        f"results_dir={tmp_path}", "overwrite=true")
     try:
@@ -161,7 +158,7 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
     except SystemExit:
         pass
     assert not (run / "summary.json").exists()
-    monkeypatch.setattr(experiment.checkpoint, "save", real_save)
+    monkeypatch.setattr(checkpoint, "save", real_save)
     (summary,) = run_experiment(cfg)
     assert summary["resumed_from_windows"] == [2]
 

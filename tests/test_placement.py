@@ -11,7 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rfig_exp.errors import ConfigError
-from rfig_exp.placement import (count_gpus, cpu_block, format_cores, place_job, slot_from_hydra, slot_of,
+from rfig_exp.hydra_adapter import job_slot
+from rfig_exp.placement import (count_gpus, cpu_block, format_cores, place_job, slot_of,
                                 validate)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,11 +77,11 @@ def test_format_cores_uses_tasksets_ranges():
     assert format_cores([3]) == "3"
 
 
-def test_slot_from_hydra_reads_job_num_and_batch_size():
+def test_job_slot_reads_job_num_and_batch_size():
     multirun = OmegaConf.create({"job": {"num": 5}, "sweeper": {"max_batch_size": 2}})
-    assert slot_from_hydra(multirun) == (5, 2)
+    assert job_slot(multirun) == (5, 2)
     single = OmegaConf.create({"job": {"name": "launch"}, "sweeper": {"max_batch_size": None}})
-    assert slot_from_hydra(single) == (0, None)
+    assert job_slot(single) == (0, None)
 
 
 @pytest.mark.parametrize("num_gpus", [1, 2, 4])

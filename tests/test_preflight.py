@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.errors import EXIT_CODES, exit_codes_help, exit_codes_markdown
+from rfig_exp.errors import ExitCode, exit_codes_help, exit_codes_markdown
 from rfig_exp.preflight import PreflightError, help_text, preflight, preset_summary
 from rfig_exp.variants import group_options
 
@@ -88,13 +88,13 @@ def test_every_bad_job_is_counted_once_and_a_bad_choice_is_said_once():
 def test_the_readme_exit_code_table_is_the_codes_table():
     table = _between("<!-- exit codes:", "<!-- end of exit codes -->").strip()
     assert table == exit_codes_markdown(), f"README's exit codes should read:\n{exit_codes_markdown()}"
-    assert set(EXIT_CODES) == {0, 1, 2, 75, 130, 143}
+    assert set(ExitCode) == {0, 1, 2, 75, 130, 143}
 
 
 def test_help_lists_every_exit_code_and_every_preset_in_full():
     text = help_text()
     assert "\n".join(exit_codes_help()) in text
-    assert all(re.search(rf"^  {code} +\S", text, re.M) for code in EXIT_CODES)
+    assert all(re.search(rf"^  {code} +\S", text, re.M) for code in map(int, ExitCode))
     flat = " ".join(text.split())
     for name in group_options("sweep"):
         summary = preset_summary(name)

@@ -15,25 +15,22 @@ def test_progress_line_reports_the_true_median():
 
 
 def test_progress_line_reports_the_inverse_upkeep_and_warns_when_every_update_recovers(caplog):
-    import types
-
     import numpy as np
 
-    from rfig_exp.experiment import _Run
+    from rfig_exp.observers import ProgressLine
 
     line = progress_line("t", 1, 2, 10, 20, 1000.0, [1.0], [0.1], 5.0, inverse_note(2, 1, 48))
     assert "| inverse: 2 refreshes, 1 recoveries in 48 updates | eta 5s" in line
-    spec = types.SimpleNamespace(train=types.SimpleNamespace(updates_per_window=6))
-    run = types.SimpleNamespace(tag="t", cfg=types.SimpleNamespace(bonus={"matmul_precision": "default"}),
-                                _warned_recoveries=False)
+    progress = ProgressLine("t", num_windows=2, eval_frequency=10, total_env_steps=20, updates_per_window=6,
+                            done_windows=0, intrinsic=True, matmul_precision="default")
     quiet = {"bonus/refresh_count": np.array([1.0, 0.0]), "bonus/divergence_count": np.array([0.0, 0.0])}
-    assert _Run._inverse_upkeep(run, quiet, spec, 2) == "inverse: 1 refreshes, 0 recoveries in 12 updates"
+    assert progress.inverse_upkeep(quiet, 2) == "inverse: 1 refreshes, 0 recoveries in 12 updates"
     assert "every update" not in caplog.text
     lost = {"bonus/refresh_count": np.array([6.0, 6.0]), "bonus/divergence_count": np.array([6.0, 6.0])}
-    assert _Run._inverse_upkeep(run, lost, spec, 2) == "inverse: 12 refreshes, 12 recoveries in 12 updates"
+    assert progress.inverse_upkeep(lost, 2) == "inverse: 12 refreshes, 12 recoveries in 12 updates"
     assert "every update of this window replaced a diverged inverse" in caplog.text
     assert "matmul_precision=default" in caplog.text
-    assert _Run._inverse_upkeep(run, {"episode_return": np.zeros(2)}, spec, 2) == ""  # bonuses without one
+    assert progress.inverse_upkeep({"episode_return": np.zeros(2)}, 2) == ""  # bonuses without one
 
 
 def test_online_wandb_without_a_server_falls_back_to_offline_with_one_warning(tmp_path):

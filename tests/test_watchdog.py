@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from rfig_exp.watchdog import EXIT_STALLED, Watchdog
+from rfig_exp.errors import ExitCode
+from rfig_exp.watchdog import Watchdog
 
 
 def _watch(**kwargs):
@@ -24,7 +25,7 @@ def test_no_first_window_in_time_is_a_stall():
     with dog:
         _wait_for(stalls, 3.0)
     assert len(stalls) == 1 and "before its first window" in stalls[0]
-    assert f"exit code {EXIT_STALLED}" in stalls[0] and "relaunch the same command to resume" in stalls[0]
+    assert f"exit code {int(ExitCode.STALLED)}" in stalls[0] and "relaunch the same command to resume" in stalls[0]
 
 
 def test_steady_windows_keep_it_quiet_and_a_stop_after_them_is_caught():

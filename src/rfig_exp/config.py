@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax.numpy as jnp
-
 from rfig_exp.agents.ppo.train import AGENT_HPARAMS, TrainSpec
 from rfig_exp import variants
 from rfig_exp.errors import ConfigError
@@ -25,7 +23,51 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 @dataclass(frozen=True)
+class CheckpointSettings:
+    """``checkpoint.*``: when each seed's whole run state is saved (None: that cadence is off)."""
+
+    every_windows: int | None = None
+    every_seconds: float | None = None
+    keep: int = 2
+
+
+@dataclass(frozen=True)
+class WandbSettings:
+    """``wandb.*``: the optional mirror of the metrics (metrics.csv stays the record)."""
+
+    mode: str = "disabled"
+    project: str = "rfig-exp"
+    entity: str | None = None
+    group: str | None = None  # None: <experiment>/<env>/<bonus>/<variant>
+    tags: tuple[str, ...] = ()
+    init_timeout: float = 5.0
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """How a job watches itself: the stall watchdog, its retries, the wait for a folder's owner."""
+
+    stall_timeout_s: float = 0.0
+    stall_retries: int = 0
+    owner_grace_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlacementSettings:
+    """``placement.*``: where a local sweep job runs (its own GPU or block of cores)."""
+
+    mode: str = "auto"
+    cores_per_job: int | None = None
+    gpus: list | None = None  # None: every GPU of the machine
+
+
+@dataclass(frozen=True)
 class RunSpec:
+    """Everything a run needs, validated and derived once from the composed config.
+
+    After it is built nothing reads the Hydra config again except to save it
+    (``resolved_config`` is that saved copy, without ``hydra``)."""
+
     env_name: str
     bonus_name: str
     experiment: str
@@ -37,6 +79,14 @@ class RunSpec:
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
     requested_timesteps: int = 0
+    checkpoint: CheckpointSettings = CheckpointSettings()
+    wandb: WandbSettings = WandbSettings()
+    watch: WatchSettings = WatchSettings()
+    placement: PlacementSettings = PlacementSettings()
+    compile_cache: str | None = None
+    resolved_config: dict = field(default_factory=dict)
+    env_options: dict = field(default_factory=dict)  # the env node's keys other than name
+    agent_hparams: dict = field(default_factory=dict)
 
     @property
     def num_windows(self) -> int:
@@ -116,40 +166,65 @@ def check_storage(cfg) -> None:
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise ConfigError(f"results_dir={results_dir} is not writable ({parent}: permission denied)")
             break
-    mode = _select(cfg, "wandb.mode")
-    if mode not in WANDB_MODES:
-        raise ConfigError(f"wandb.mode={mode!r} is not known; valid: {', '.join(WANDB_MODES)}")
+    wandb_settings(cfg)
     if not isinstance(_select(cfg, "overwrite"), bool):
         raise ConfigError(f"overwrite={_select(cfg, 'overwrite')!r} must be true or false")
-    _float(cfg, "wandb.init_timeout", 0.0, low_open=True)
-    tags = _select(cfg, "wandb.tags")
-    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
-        raise ConfigError(f"wandb.tags={tags!r} must be a list of strings, e.g. wandb.tags=[ablation,v2]")
-    from rfig_exp import placement
-
-    gpus = _select(cfg, "placement.gpus")
-    placement.validate(str(_select(cfg, "placement.mode")), None, _select(cfg, "placement.cores_per_job"),
-                       list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus)
-    checkpoint_cadence(cfg)
+    placement_settings(cfg)
+    checkpoint_settings(cfg)
     from rfig_exp import grouping
 
     try:
         grouping.validate(_select(cfg, "seeds_per_job"))
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    _float(cfg, "stall_timeout_s", 0.0)
-    _float(cfg, "owner_grace_s", 0.0)
-    _int(cfg, "stall_retries", 0)
-    _int(cfg, "checkpoint.keep", 1)
+    watch_settings(cfg)
 
 
-def checkpoint_cadence(cfg) -> tuple[int | None, float | None]:
-    """``(checkpoint.every_windows, checkpoint.every_seconds)``, each None when off (null or 0)."""
+def checkpoint_settings(cfg) -> CheckpointSettings:
+    """``checkpoint.*``; a cadence of null or 0 is off."""
     windows = _select(cfg, "checkpoint.every_windows")
     seconds = _select(cfg, "checkpoint.every_seconds")
     windows = None if windows in (None, 0) else _int(cfg, "checkpoint.every_windows", 1)
     seconds = None if seconds in (None, 0) else _float(cfg, "checkpoint.every_seconds", 0.0, low_open=True)
-    return windows, seconds
+    return CheckpointSettings(windows, seconds, _int(cfg, "checkpoint.keep", 1))
+
+
+def wandb_settings(cfg) -> WandbSettings:
+    mode = _select(cfg, "wandb.mode")
+    if mode not in WANDB_MODES:
+        raise ConfigError(f"wandb.mode={mode!r} is not known; valid: {', '.join(WANDB_MODES)}")
+    tags = _select(cfg, "wandb.tags")
+    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        raise ConfigError(f"wandb.tags={tags!r} must be a list of strings, e.g. wandb.tags=[ablation,v2]")
+    entity, group = _select(cfg, "wandb.entity"), _select(cfg, "wandb.group")
+    return WandbSettings(mode=mode, project=str(_select(cfg, "wandb.project")),
+                         entity=None if entity is None else str(entity), group=group or None,
+                         tags=tuple(tags or ()), init_timeout=_float(cfg, "wandb.init_timeout", 0.0, low_open=True))
+
+
+def placement_settings(cfg) -> PlacementSettings:
+    from rfig_exp import placement
+
+    gpus = _select(cfg, "placement.gpus")
+    gpus = list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus
+    mode, cores = str(_select(cfg, "placement.mode")), _select(cfg, "placement.cores_per_job")
+    placement.validate(mode, None, cores, gpus)
+    return PlacementSettings(mode, cores, gpus)
+
+
+def watch_settings(cfg) -> WatchSettings:
+    return WatchSettings(stall_timeout_s=_float(cfg, "stall_timeout_s", 0.0),
+                         stall_retries=_int(cfg, "stall_retries", 0),
+                         owner_grace_s=_float(cfg, "owner_grace_s", 0.0))
+
+
+def resolved_config(cfg) -> dict:
+    """The composed config as saved with each run (``hydra`` left out)."""
+    from omegaconf import OmegaConf
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved.pop("hydra", None)
+    return resolved
 
 
 def build_run_spec(cfg) -> RunSpec:
@@ -198,17 +273,22 @@ def build_run_spec(cfg) -> RunSpec:
         obs_norm_init_steps=_int(cfg, "agent.obs_norm_init_steps", 1),
     )
     overrides = variants.variant_overrides(cfg, choices(cfg))
+    resolved = resolved_config(cfg)
     return RunSpec(
         env_name=str(_select(cfg, "env.name")), bonus_name=str(_select(cfg, "bonus.name")),
         experiment=str(_select(cfg, "experiment")), results_dir=str(_select(cfg, "results_dir")),
         seeds=tuple(range(seed, seed + num_seeds)), eval_frequency=eval_frequency,
         overwrite=bool(_select(cfg, "overwrite")), train=train,
         variant=variants.variant_name(overrides), variant_overrides=overrides, requested_timesteps=total,
+        checkpoint=checkpoint_settings(cfg), wandb=wandb_settings(cfg), watch=watch_settings(cfg),
+        placement=placement_settings(cfg),
+        compile_cache=cfg.get("compile_cache") or None, resolved_config=resolved,
+        env_options={k: v for k, v in resolved["env"].items() if k != "name"}, agent_hparams=hparams,
     )
 
 
 def agent_hparams(cfg) -> dict:
-    """The agent's numeric hyperparameters as float32 scalars (arguments of the jit)."""
+    """The agent's numeric hyperparameters (arguments of the jit, as float32 scalars)."""
     values = {
         "lr": _float(cfg, "agent.lr", 0.0, low_open=True),
         "clip_eps": _float(cfg, "agent.clip_eps", 0.0, low_open=True),
@@ -223,4 +303,4 @@ def agent_hparams(cfg) -> dict:
         "obs_clip": _float(cfg, "agent.obs_clip", 0.0, low_open=True),
     }
     assert set(values) == set(AGENT_HPARAMS)
-    return {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
+    return values

@@ -100,19 +100,6 @@ def format_cores(cores: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def slot_from_hydra(hydra_cfg) -> tuple[int, int | None]:
-    """``(job_index, jobs_in_parallel)`` of the current Hydra job, from ``HydraConfig.get()``.
-
-    ``job.num`` is the job's index in the whole sweep (-1 outside a multirun, read as 0);
-    ``sweeper.max_batch_size`` the number of jobs that submitit_local runs at once (None: all).
-    """
-    from omegaconf import OmegaConf
-
-    num = OmegaConf.select(hydra_cfg, "job.num", default=-1)
-    batch = OmegaConf.select(hydra_cfg, "sweeper.max_batch_size", default=None)
-    return max(int(num if num is not None else 0), 0), (int(batch) if batch else None)
-
-
 def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_job: int | None = None,
              gpus: Sequence[str] | None = None) -> None:
     """Check placement settings before any job starts; :class:`ConfigError` names the key."""

@@ -26,7 +26,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from rfig_exp import variants
-from rfig_exp.errors import ConfigError, exit_codes_help
+from rfig_exp.errors import ConfigError, PreflightError, exit_codes_help
 
 CONF_DIR = variants.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
@@ -38,14 +38,6 @@ _FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-co
 HELP_WIDTH = 100
 # A full stop that ends a sentence, not one inside "e.g." or a number.
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
-
-
-class PreflightError(Exception):
-    """One or more lines, each a complete error message."""
-
-    def __init__(self, lines: Sequence[str]):
-        super().__init__("\n".join(lines))
-        self.lines = list(lines)
 
 
 def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
@@ -126,13 +118,10 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
     :func:`validate_jobs` to report with every other bad job of the sweep."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
+    from rfig_exp.hydra_adapter import HydraException, expand_sweep, parse_overrides
 
-    parser = OverridesParser.create()
     try:
-        parsed = parser.parse_overrides(list(overrides))
+        parsed = parse_overrides(overrides)
     except HydraException as err:
         raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
     errors: list[str] = []
@@ -160,12 +149,12 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
         for key, value in (OmegaConf.select(sweep_cfg, "hydra.sweeper.params") or {}).items():
             params.append(f"{key}={value}")
     try:
-        batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(overrides)), None)
+        expanded = expand_sweep(params + list(overrides))
     except HydraException as err:
         raise PreflightError([str(err).splitlines()[0]]) from None
     from rfig_exp import env_options
 
-    jobs, notes = env_options.apply_to_envs_that_have_them([list(job) for job in batches[0]])
+    jobs, notes = env_options.apply_to_envs_that_have_them(expanded)
     for line in notes:
         print(line, flush=True)
     return group_jobs(jobs, preset, overrides)
@@ -280,7 +269,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object
                 cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
                 spec = build_run_spec(cfg)
                 check_bonus(cfg.bonus, (spec.train.num_steps, spec.train.num_envs))
-                plan_seeds(cfg, spec)
+                plan_seeds(spec)
                 checked.append((job, cfg, spec))
             except ConfigError as err:
                 errors.append(f"{where[id(job)]}{err}")

@@ -25,19 +25,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from rfig_exp.errors import Stalled
+
 log = logging.getLogger("rfig_exp")
 
 RESUME_ENV = "RFIG_SWEEP_RESUME"
 # The sweep's command line as typed (launch.py sets it); None: no re-execution, a stall ends it.
 command: list[str] | None = None
 
-
-class Stalled(RuntimeError):
-    """A sweep job that stalled once more than ``stall_retries`` allows."""
-
-    def __init__(self, message: str, retries: int):
-        super().__init__(message)
-        self.stall_retries = retries
 
 
 def set_command(argv: Sequence[str]) -> None:
@@ -93,22 +88,19 @@ def submitit_stall_action(budget: int, failed_result: Callable[[Exception], obje
 
     def act(message: str) -> None:
         import submitit
-        from submitit.core import utils
+
+        from rfig_exp import hydra_adapter
 
         used = submitit_retries_used()
-        env = submitit.JobEnvironment()
         if used < budget:
             _counter().write_text(str(used + 1))
             log.warning("[sweep] stall retry %d of %d (stall_retries): requeueing task %s, which resumes from "
-                        "its checkpoint", used + 1, budget, env.job_id)
+                        "its checkpoint", used + 1, budget, submitit.JobEnvironment().job_id)
             _flush_logs()
-            try:
-                env._requeue(0)  # submitit's own requeue: scontrol requeue under SLURM
-            except SystemExit as requeue:  # submitit_local requeues a task by its exit code
-                os._exit(int(requeue.code))
+            hydra_adapter.requeue_submitit_task()
             return
         error = Stalled(f"stalled {used + 1} times, stall_retries={budget} used up: {message}", used)
-        utils.cloudpickle_dump(("success", failed_result(error)), env.paths.result_pickle)
+        hydra_adapter.write_submitit_result(failed_result(error))
         _flush_logs()
 
     return act

@@ -7,7 +7,7 @@
   ``interval_s``; a pending reason that can never clear (the job asks more than the partition
   or its limits allow) cancels the sweep's jobs, so the sweep fails with that reason instead of
   waiting for ever; other reasons (Resources, Priority) are reported when they change.
-- :func:`quiet_sacct`: submitit polls ``sacct``; on a cluster without accounting storage each
+- ``hydra_adapter.quiet_sacct``: submitit polls ``sacct``; on a cluster without accounting storage each
   poll printed ``Slurm accounting storage is disabled`` on the console.
 """
 
@@ -159,21 +159,3 @@ class PendingWatcher:
                 self.check()
             except (OSError, subprocess.SubprocessError) as err:  # a slow controller: try again later
                 log.debug("squeue failed: %s", err)
-
-
-def quiet_sacct() -> None:
-    """submitit's sacct polls without their stderr on the console (its own warning about a
-    failed poll still reaches the log, once: see launch.py)."""
-    from submitit.slurm import slurm as submitit_slurm
-
-    watcher = submitit_slurm.SlurmInfoWatcher
-    if getattr(watcher, "_rfig_quiet", False):
-        return
-    make = watcher._make_command
-
-    def make_command(self):
-        command = make(self)
-        return None if command is None else ["sh", "-c", 'exec "$0" "$@" 2>/dev/null', *command]
-
-    watcher._make_command = make_command
-    watcher._rfig_quiet = True

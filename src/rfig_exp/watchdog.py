@@ -5,7 +5,7 @@ jaxlib 0.10 on CPU can wedge for ever inside a jitted call: every thread idle, t
 wedged sweep would sit until someone notices. The watchdog is a daemon thread: the training loop
 calls :meth:`Watchdog.beat` after every window; when no beat has come for ``max(min_s,
 factor * slowest window so far)`` seconds (``first_s`` before the first window), it logs what
-happened and ends the process with :data:`EXIT_STALLED`. Checkpoints already on disk are kept and
+happened and ends the process with :attr:`ExitCode.STALLED`. Checkpoints already on disk are kept and
 no summary is written, so the run never looks complete and relaunching the same command resumes it.
 
 A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.retry): it replaces
@@ -20,13 +20,13 @@ import threading
 import time
 from typing import Callable
 
-from rfig_exp.errors import EXIT_STALLED
+from rfig_exp.errors import ExitCode
 
 log = logging.getLogger("rfig_exp")
 
 
 def end_process(message: str) -> None:
-    os._exit(EXIT_STALLED)
+    os._exit(ExitCode.STALLED)
 
 
 # What ends a stalled process; called from the watchdog thread while the main thread is stuck in
@@ -35,7 +35,7 @@ stall_action: Callable[[str], None] = end_process
 
 
 class Watchdog:
-    """Calls ``on_stall(message)`` (default: log it and ``os._exit(EXIT_STALLED)``) once no
+    """Calls ``on_stall(message)`` (default: log it and ``os._exit(ExitCode.STALLED)``) once no
     :meth:`beat` has come for too long. ``min_s <= 0`` disables it."""
 
     def __init__(self, tag: str, min_s: float, factor: float = 20.0, first_s: float | None = None,
@@ -91,7 +91,7 @@ class Watchdog:
                     f"[{self.tag}] no progress for {idle:.0f} s {done} (limit {limit:.0f} s = "
                     f"max(stall_timeout_s, {self.factor:g} x the slowest window)): the process looks wedged "
                     "(README: XLA CPU wedges); ending it with exit code "
-                    f"{EXIT_STALLED}. Its checkpoints are kept: relaunch the same command to resume")
+                    f"{int(ExitCode.STALLED)}. Its checkpoints are kept: relaunch the same command to resume")
                 return
 
 
@@ -104,4 +104,4 @@ def _exit(message: str, release: Callable[[], None]) -> None:
     for handler in logging.getLogger().handlers + log.handlers:
         handler.flush()
     stall_action(message)
-    os._exit(EXIT_STALLED)  # a stall_action that returned
+    os._exit(ExitCode.STALLED)  # a stall_action that returned

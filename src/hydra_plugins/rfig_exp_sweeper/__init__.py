@@ -24,32 +24,28 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from hydra._internal.core_plugins.basic_launcher import BasicLauncher
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
 
-from rfig_exp import retry, variants, watchdog
-from rfig_exp.errors import EXIT_RUN_FAILED
+from rfig_exp import hydra_adapter, retry, variants, watchdog
+from rfig_exp.hydra_adapter import JobOutcome
+from rfig_exp.errors import ExitCode
 
 log = logging.getLogger("rfig_exp")
 
 
-class ResilientSweeper(BasicSweeper):
+class ResilientSweeper(hydra_adapter.basic_sweeper()):
     def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict] = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: list[str]) -> Any:
         params = self._parse_config()
         params.extend(arguments)
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        batch_size = self.max_batch_size
-        if isinstance(self.launcher, BasicLauncher):
-            # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
-            # where a sweep re-executed after a stall goes on)
-            batch_size = 1
-        self.overrides = self._grouped(self.split_arguments(parser.parse_overrides(params), None), batch_size)
+        in_process = hydra_adapter.runs_in_process(self.launcher)
+        # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
+        # where a sweep re-executed after a stall goes on)
+        batch_size = 1 if in_process else self.max_batch_size
+        self.overrides = self._grouped(hydra_adapter.expand_sweep(params, self.hydra_context.config_loader),
+                                       batch_size)
         # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
         os.environ[variants.SWEEP_VARIES_ENV] = " ".join(
             variants.varying_keys([job for batch in self.overrides for job in batch]))
@@ -61,7 +57,6 @@ class ResilientSweeper(BasicSweeper):
         counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
         failures: list[str] = []
         returns, index, t0 = [], 0, time.perf_counter()
-        in_process = isinstance(self.launcher, BasicLauncher)
         progress = retry.resumed_progress() if in_process else None
         if progress:  # this process re-executed the sweep after a stalled job: go on from there
             counts, failures, index = progress["counts"], progress["failures"], progress["next"]
@@ -81,13 +76,14 @@ class ResilientSweeper(BasicSweeper):
             finally:
                 watchdog.stall_action = watchdog.end_process
             for job in results:
-                if job.status == JobStatus.COMPLETED:
-                    outcome = job._return_value or {}
-                    counts["skipped" if outcome.get("skipped") else "completed"] += 1
-                    counts["resumed"] += bool(outcome.get("resumed"))
-                    counts["stall_retries"] += int(outcome.get("stall_retries", 0))
+                completed, value = hydra_adapter.job_result(job)
+                if completed:
+                    outcome = value if isinstance(value, JobOutcome) else JobOutcome()
+                    counts["skipped" if outcome.skipped else "completed"] += 1
+                    counts["resumed"] += outcome.resumed
+                    counts["stall_retries"] += outcome.stall_retries
                 else:
-                    error = job._return_value
+                    error = value
                     counts["stall_retries"] += int(getattr(error, "stall_retries", 0))
                     first = str(error).splitlines()[0] if str(error) else type(error).__name__
                     self._failed(counts, failures,
@@ -105,7 +101,7 @@ class ResilientSweeper(BasicSweeper):
         if watcher.reason:
             log.error("[sweep] SLURM jobs were cancelled: %s", watcher.reason)
         if failures:
-            sys.exit(EXIT_RUN_FAILED)
+            sys.exit(ExitCode.RUN_FAILED)
         return returns
 
     @staticmethod
@@ -132,7 +128,7 @@ class ResilientSweeper(BasicSweeper):
         retry.re_execute({"next": following, "counts": counts, "failures": failures, "retries": retries,
                           "elapsed_s": time.perf_counter() - t0})
 
-    def _grouped(self, batches: list, batch_size: Optional[int]) -> list:
+    def _grouped(self, jobs: list[list[str]], batch_size: Optional[int]) -> list:
         """Per-env options applied to the envs that have them (rfig_exp.env_options), jobs that
         differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
         preflight validated them, then cut into batches of ``batch_size``."""
@@ -140,7 +136,7 @@ class ResilientSweeper(BasicSweeper):
 
         # launch.py handed Hydra env options as ++env.K=V; each job gets them back as typed,
         # or not at all where its env lacks the key (preflight said which).
-        jobs, _ = env_options.apply_to_envs_that_have_them([list(job) for batch in batches for job in batch])
+        jobs, _ = env_options.apply_to_envs_that_have_them(jobs)
         gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
         grouped, lines = grouping.plan(jobs, self.config.get("seeds_per_job", grouping.AUTO),
                                        bool(gpus) or grouping.gpu_visible(), str(self.config.env.name),
@@ -156,7 +152,7 @@ class ResilientSweeper(BasicSweeper):
 
         target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
         if "Slurm" in target:
-            slurm.quiet_sacct()
+            hydra_adapter.quiet_sacct()
         return slurm.PendingWatcher(str(OmegaConf.select(self.config, "hydra.launcher.name", default="")),
                                     enabled="Slurm" in target)
 
