@@ -168,10 +168,11 @@ def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[st
     root = OmegaConf.load(CONF_DIR / "config.yaml")
     sweep_cfg = OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml") if preset else OmegaConf.create()
 
+    given = command_line_values(overrides)
+
     def setting(key: str, default):
-        given = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+") == key]
-        if given:
-            return yaml_value(given[-1])
+        if key in given:
+            return given[key]
         found = OmegaConf.select(sweep_cfg, key, default=None)
         return found if found is not None else OmegaConf.select(root, key, default=default)
 
@@ -189,6 +190,17 @@ def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[st
     for line in lines:
         print(line, flush=True)
     return grouped
+
+
+def command_line_values(overrides: Sequence[str]) -> dict:
+    """``key -> value`` of a command line's plain ``key=value`` overrides (``+``/``++`` too; the
+    last one wins), each value as Hydra reads it. Sweeps (``a,b``) stay strings."""
+    values = {}
+    for o in overrides:
+        key, sep, value = o.partition("=")
+        if sep and not key.startswith("~"):
+            values[key.lstrip("+")] = yaml_value(value)
+    return values
 
 
 def yaml_value(text: str):
@@ -328,10 +340,9 @@ def check_slurm_request(overrides: Sequence[str]) -> None:
     from rfig_exp import slurm
 
     launcher = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm.yaml"))
-    for o in overrides:
-        key, _, value = o.lstrip("+").partition("=")
+    for key, value in command_line_values(overrides).items():
         if key.startswith("hydra.launcher.") and key.count(".") == 2:
-            launcher[key.rsplit(".", 1)[1]] = yaml_value(value)
+            launcher[key.rsplit(".", 1)[1]] = value
     errors = slurm.check_request(launcher, slurm.read_nodes())
     if errors:
         raise PreflightError(errors)
