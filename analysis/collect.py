@@ -52,6 +52,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rfig_exp import results
+
 from .methods import BASE, Method, build_methods, format_overrides, format_value
 from .names import env_sort_key, method_label, sort_envs, sort_methods
 
@@ -372,16 +374,13 @@ def load_run(path: Path, experiment: str, env: str, bonus: str, seed: int, varia
     """Read one run directory. Never raises for bad content: sets load_error."""
     path = Path(path)
     run = Run(experiment, env, bonus, seed, path, complete=False, variant=variant, flat_layout=flat_layout)
-    summary_path = path / "summary.json"
     errors = []
-    if summary_path.is_file():
-        try:
-            run.summary = json.loads(summary_path.read_text())
-            run.complete = run.summary.get("status", "complete") == "complete"
-            if not run.complete:
-                errors.append(f"summary.json status is {run.summary.get('status')!r}")
-        except (OSError, ValueError) as exc:
-            errors.append(f"summary.json unreadable ({exc})")
+    if (path / results.SUMMARY).is_file():
+        run.summary, problem = results.read_summary(path)
+        problem = problem or results.incomplete_reason(path, run.summary)
+        run.complete = problem is None
+        if problem:
+            errors.append(problem)
     if (path / "config.yaml").is_file():
         try:
             run.config = _read_yaml(path / "config.yaml")

@@ -40,7 +40,6 @@ lanes, ``--slots 8`` for eight GPU nodes), longest-job-first.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -52,14 +51,55 @@ from typing import Iterable
 
 import yaml
 
-# The paper's grid (its Figure: classic control, sparse Brax locomotion, PointMaze, MinAtar).
-PAPER_ENVS = ("acrobot", "mountaincar", "sparse_ant", "sparse_halfcheetah", "sparse_hopper", "sparse_walker2d",
-              "pointmaze_umaze", "pointmaze_medium", "minatar_breakout", "minatar_asterix", "minatar_freeway",
-              "minatar_space_invaders")
-PAPER_BONUSES = ("none", "rfig", "rnd", "vime", "hashexplo")
-PAPER_SEEDS = 32
-PAPER_STEPS = 1_000_000
-EVAL_FREQUENCY = 24_576  # conf/config.yaml's default window
+from rfig_exp import results as results_contract
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What a sweep preset runs: its envs x bonuses x seeds, each for ``steps`` env steps in
+    windows of ``eval_frequency``."""
+
+    envs: tuple[str, ...]
+    bonuses: tuple[str, ...]
+    seeds: int
+    steps: int
+    eval_frequency: int
+
+
+def _sweep_values(text) -> list:
+    """A sweeper parameter's values: ``a,b,c`` or ``range(start,stop[,step])``."""
+    text = str(text).strip()
+    if text.startswith("range(") and text.endswith(")"):
+        return list(range(*(int(x) for x in text[len("range("):-1].split(","))))
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def sweep_grid(preset: str = PAPER_SWEEP, conf_dir: Path = CONF_DIR) -> Grid:
+    """The grid of ``conf/sweep/<preset>.yaml``, its unset values from ``conf/config.yaml`` and
+    the default agent (read as YAML: no Hydra, no JAX)."""
+    def load(path: Path) -> dict:
+        return yaml.safe_load(path.read_text()) or {}
+
+    top = load(conf_dir / "config.yaml")
+    agent_choice = next(d["agent"] for d in top["defaults"] if isinstance(d, dict) and "agent" in d)
+    sweep = load(conf_dir / "sweep" / f"{preset}.yaml")
+    params = sweep.get("hydra", {}).get("sweeper", {}).get("params", {})
+    seeds_per_job = int(sweep.get("num_seeds", top["num_seeds"]))
+    starts = _sweep_values(params["seed"]) if "seed" in params else [sweep.get("seed", top["seed"])]
+    steps = sweep.get("agent", {}).get("total_timesteps", load(conf_dir / "agent" / f"{agent_choice}.yaml")
+                                       ["total_timesteps"])
+    return Grid(tuple(_sweep_values(params["env"])), tuple(_sweep_values(params["bonus"])),
+                len(starts) * seeds_per_job, int(steps), int(sweep.get("eval_frequency", top["eval_frequency"])))
+
+
+def default_eval_frequency(conf_dir: Path = CONF_DIR) -> int:
+    """Env steps per evaluation window by default (``conf/config.yaml``'s ``eval_frequency``)."""
+    return int((yaml.safe_load((conf_dir / "config.yaml").read_text()) or {})["eval_frequency"])
+
+
 # Overrides that leave the cost of one env step unchanged (how long, where and how often to log).
 SPEED_NEUTRAL = ("agent.total_timesteps", "eval_frequency")
 
@@ -94,8 +134,10 @@ class PairEstimate:
     experiments: tuple[str, ...]
 
 
-def rounded_steps(steps: int, eval_frequency: int = EVAL_FREQUENCY) -> int:
-    """Env steps per seed that training runs for a budget: up to whole windows."""
+def rounded_steps(steps: int, eval_frequency: int | None = None) -> int:
+    """Env steps per seed that training runs for a budget: up to whole windows (of the
+    default window, :func:`default_eval_frequency`, unless given)."""
+    eval_frequency = eval_frequency or default_eval_frequency()
     return math.ceil(steps / eval_frequency) * eval_frequency
 
 
@@ -105,7 +147,7 @@ def variant_is_speed_neutral(variant_dir: Path, variant: str, also: tuple[str, .
     if variant == "base":
         return True
     try:
-        overrides = yaml.safe_load((variant_dir / "variant.yaml").read_text()) or {}
+        overrides = yaml.safe_load((variant_dir / results_contract.VARIANT).read_text()) or {}
     except (OSError, yaml.YAMLError):
         return False
     return isinstance(overrides, dict) and all(str(k) in SPEED_NEUTRAL + also for k in overrides)
@@ -117,21 +159,20 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
     (``any_variant``: every variant counts, as in a calibration of a sweep's own jobs)."""
     skipped = defaultdict(int)
     seen: dict[tuple, Process] = {}
-    names = list(experiments) if experiments else sorted(
-        p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
+    names = list(experiments) if experiments else results_contract.experiments(results)
     for name in names:
-        for summary_path in sorted((results / name).glob("*/*/*/seed_*/summary.json")):
-            seed_dir = summary_path.parent
-            env, bonus, variant = seed_dir.relative_to(results / name).parts[:3]
-            try:
-                summary = json.loads(summary_path.read_text())
-            except (OSError, ValueError):
+        for run in results_contract.iter_runs(results, name):
+            env, bonus, variant = run.env, run.bonus, run.variant
+            if not (run.path / results_contract.SUMMARY).exists():
+                continue
+            summary, problem = results_contract.read_summary(run.path)
+            if problem:
                 skipped["unreadable summary.json"] += 1
                 continue
-            if summary.get("status") != "complete":
+            if results_contract.incomplete_reason(run.path, summary):
                 skipped["not complete"] += 1
                 continue
-            if not any_variant and not variant_is_speed_neutral(seed_dir.parent, variant, also_neutral):
+            if not any_variant and not variant_is_speed_neutral(run.path.parent, variant, also_neutral):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
             if summary.get("resumed_from_windows"):
@@ -194,7 +235,7 @@ def _hours(h: float) -> str:
 
 
 def format_report(estimates, processes: list[Process], skipped: dict, envs, bonuses, seeds: int,
-                  steps: int, steps_per_seed: int, eval_frequency: int = EVAL_FREQUENCY) -> str:
+                  steps: int, steps_per_seed: int, eval_frequency: int) -> str:
     envs, bonuses = list(envs), list(bonuses)
     lines = [f"# Compute for the grid: {len(envs)} envs x {len(bonuses)} bonuses x {seeds} seeds x "
              f"{steps:,} env steps ({steps_per_seed:,} after rounding up to whole windows of {eval_frequency:,})",
@@ -456,12 +497,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rfig_exp.estimate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None, help="comma-separated experiments to measure from; default: all")
-    parser.add_argument("--envs", default=None, help="comma-separated envs of the grid; default: the paper's 12")
-    parser.add_argument("--bonuses", default=None, help="comma-separated bonuses; default: none,rfig,rnd,vime,hashexplo")
-    parser.add_argument("--seeds", type=int, default=PAPER_SEEDS, help="seeds per env x bonus; default 32")
-    parser.add_argument("--steps", type=int, default=PAPER_STEPS, help="env steps per seed; default 1,000,000")
-    parser.add_argument("--eval-frequency", type=int, default=EVAL_FREQUENCY,
-                        help="env steps per window (the budget is rounded up to whole windows); default 24576")
+    paper = sweep_grid()
+    parser.add_argument("--envs", default=None,
+                        help=f"comma-separated envs of the grid; default: the paper's {len(paper.envs)} "
+                             f"(conf/sweep/{PAPER_SWEEP}.yaml)")
+    parser.add_argument("--bonuses", default=None,
+                        help=f"comma-separated bonuses; default: {','.join(paper.bonuses)}")
+    parser.add_argument("--seeds", type=int, default=paper.seeds, help=f"seeds per env x bonus; default {paper.seeds}")
+    parser.add_argument("--steps", type=int, default=paper.steps, help=f"env steps per seed; default {paper.steps:,}")
+    parser.add_argument("--eval-frequency", type=int, default=paper.eval_frequency,
+                        help="env steps per window (the budget is rounded up to whole windows); "
+                             f"default {paper.eval_frequency}")
     parser.add_argument("--sweep", default=None,
                         help="cost the jobs of `launch.py -m sweep=NAME` (before running them) instead of the grid")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -503,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     if absent:
         print(f"error: --experiment: no such experiment in {results}: {', '.join(absent)}", file=sys.stderr)
         return 2
-    envs, bonuses = _names(args.envs, PAPER_ENVS), _names(args.bonuses, PAPER_BONUSES)
+    envs, bonuses = _names(args.envs, paper.envs), _names(args.bonuses, paper.bonuses)
     steps_per_seed = rounded_steps(args.steps, args.eval_frequency)
     processes, skipped = collect_processes(results, experiments or None)
     estimates = estimate(processes, envs, bonuses, args.seeds, steps_per_seed)
