@@ -334,7 +334,10 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         have = find_experiments(tree)
         if experiment not in have:
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
-        opts = ReportOptions(reps=reps, seed=seed)
+        # The data's time, not the build's (a rebuilt tree's files are all new): a rebuild from
+        # unchanged data writes the same bytes.
+        as_of = f"{meta['finished']} (the runs' end, data/meta.json)" if meta.get("finished") else "unknown"
+        opts = ReportOptions(reps=reps, seed=seed, as_of=as_of)
         main = collect(tree, experiment, variants=list(MAIN_VARIANTS))
         build_report(main, out / "main", opts, only=STANDARD_SECTIONS)
         agg = compute_aggregates(main, reps=reps, seed=seed)

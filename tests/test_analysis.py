@@ -352,6 +352,23 @@ def test_report_files_written(report):
     assert {p["y"] for p in blob["probability_of_improvement"]} == {"none", "rnd"}
 
 
+def test_report_says_when_its_results_last_changed_not_when_it_was_built(clean, tmp_path):
+    import os
+    import time
+
+    from analysis.report import build_report
+
+    root, _ = clean
+    coll = collect(root, "synth")
+    first = build_report(coll, tmp_path / "a", only=["data"]).index.read_text()
+    time.sleep(1.1)
+    assert build_report(coll, tmp_path / "b", only=["data"]).index.read_text() == first
+    newest = max(os.path.getmtime(r.path / name) for r in coll.runs for name in ("summary.json", "metrics.csv")
+                 if (r.path / name).is_file())
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(newest))
+    assert f"- Results as of: {stamp} (the newest run file)" in first
+
+
 def test_registry_plugin_and_failing_maker(defects, tmp_path):
     from analysis.registry import Section, register_maker, unregister_maker
     from analysis.report import build_report
