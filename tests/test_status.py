@@ -143,8 +143,8 @@ def test_status_and_analysis_agree_on_completeness(tmp_path, summary, rows, stat
         assert load_run(path, "exp", "mountaincar", "none", 0).load_error == results.incomplete_reason(path)
 
 
-def test_status_and_estimate_do_not_import_jax():
-    code = "import sys, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
+def test_the_results_contract_status_and_estimate_do_not_import_jax():
+    code = "import sys, rfig_exp.results, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert out.stdout.strip() == "False", out.stderr
