@@ -1,8 +1,9 @@
 """Analysis of a results tree: collect, aggregate (rliable), plot, tabulate, report.
 
-Reads only ``<results>/<experiment>/<env>/<bonus>/seed_<k>/`` (config.yaml,
-metrics.csv, summary.json); never imports JAX or the training package, so it
-runs anywhere numpy / pandas / matplotlib / rliable are installed.
+Reads only the results contract, ``<results>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/``
+(config.yaml, metrics.csv, summary.json, visits.npy), through :mod:`rfig_exp.results`; never
+imports JAX or the training code, so it runs anywhere numpy / pandas / matplotlib / rliable
+are installed.
 
     python -m analysis --results results --experiment paper --out reports/paper
 

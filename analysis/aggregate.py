@@ -322,6 +322,24 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
     elif coll.envs:
         notes.append("No env has final scores for every method: no cross-env aggregates.")
 
+    poi = _rfig_poi(coll, scores, methods, reps, seed + 3000, ci, notes)
+
+    spread = {}
+    for b in methods:
+        iqrs = []
+        for e in coll.envs:
+            if norm.usable(e) and b in scores[e] and len(scores[e][b][1]) >= 2:
+                q25, q75 = np.percentile(norm.apply(e, scores[e][b][1]), [25, 75])
+                iqrs.append(q75 - q25)
+        spread[b] = float(np.median(iqrs)) if iqrs else float("nan")
+
+    return Aggregates(last_k, reps, seed, norm, scores, per_env, agg_envs, methods, runs_per_method, overall,
+                      curve_x, curve_xlabel, curves, poi, spread, notes)
+
+
+def _rfig_poi(coll: Collection, scores, methods: list[str], reps: int, seed: int, ci: float,
+              notes: list[str]) -> list[tuple]:
+    """P(RFIG > other) over the envs where both have scores, for every other method."""
     poi = []
     if "rfig" in methods:
         for j, b in enumerate(m for m in methods if m != "rfig"):
@@ -335,23 +353,12 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
             x = np.stack([_take_runs(scores[e]["rfig"], nx)[1] for e in envs], axis=1)
             y = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
             key = f"rfig,{b}"
-            pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + 3000 + j, ci)
+            pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + j, ci)
             poi.append(("rfig", b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
                         len(envs)))
     elif methods:
         notes.append("RFIG has no final scores: no probability of improvement.")
-
-    spread = {}
-    for b in methods:
-        iqrs = []
-        for e in coll.envs:
-            if norm.usable(e) and b in scores[e] and len(scores[e][b][1]) >= 2:
-                q25, q75 = np.percentile(norm.apply(e, scores[e][b][1]), [25, 75])
-                iqrs.append(q75 - q25)
-        spread[b] = float(np.median(iqrs)) if iqrs else float("nan")
-
-    return Aggregates(last_k, reps, seed, norm, scores, per_env, agg_envs, methods, runs_per_method, overall,
-                      curve_x, curve_xlabel, curves, poi, spread, notes)
+    return poi
 
 
 def _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method, reps, seed, ci, curve_points,

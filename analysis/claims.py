@@ -116,99 +116,116 @@ def claims_table(coll: Collection, agg, reps: int = 2000, seed: int = 0,
 
     agg: compute_aggregates(coll) output (per-env IQM intervals, normalisation).
     speed: env -> bonus -> median env steps/s (from the runs' summaries), for the cost claim."""
-    claims: list[Claim] = []
     scores = final_scores(coll)
     envs = [e for e in coll.envs if "rfig" in scores.get(e, {}) and "none" in scores.get(e, {})]
     baselines = [m for m in ("rnd", "vime", "hashexplo") if m in coll.methods]
-
-    # 1. RFIG beats PPO: final score, area under the curve, success.
+    claims: list[Claim] = []
     if envs:
-        poi = paired_poi({e: scores[e]["rfig"][1] for e in envs}, {e: scores[e]["none"][1] for e in envs}, reps, seed)
-        per_env = []
-        for i, e in enumerate(envs):
-            p = paired_poi({e: scores[e]["rfig"][1]}, {e: scores[e]["none"][1]}, reps, seed + 10 + i)
-            per_env.append(f"{env_label(e)} {p.point:.2f} [{p.lo:.2f}, {p.hi:.2f}] ({beats_verdict(p)})")
-        claims.append(Claim("PPO+RFIG beats PPO (final score)", f"P(RFIG > PPO) over {len(envs)} envs",
-                            _fmt_iv(poi), beats_verdict(poi), "; ".join(per_env)))
-        auc_x, auc_y = {}, {}
-        for e in envs:
-            ax, ay = area_under_curve(coll, e, "rfig"), area_under_curve(coll, e, "none")
-            if ax and ay:
-                auc_x[e], auc_y[e] = np.array(list(ax.values())), np.array(list(ay.values()))
-        if auc_x:
-            poi_auc = paired_poi(auc_x, auc_y, reps, seed + 1)
-            claims.append(Claim("PPO+RFIG beats PPO (area under the curve)",
-                                f"P(RFIG > PPO) on the mean return over all windows, {len(auc_x)} envs",
-                                _fmt_iv(poi_auc), beats_verdict(poi_auc)))
-        solved_rows = []
-        verdicts = []
-        for e in envs:
-            sx, sy = success_of_runs(coll, e, "rfig"), success_of_runs(coll, e, "none")
-            if sx is None or sy is None or not len(sx) or not len(sy):
-                continue
-            lx, ly = wilson(int(sx.sum()), len(sx)), wilson(int(sy.sum()), len(sy))
-            if lx[0] > ly[1]:
-                v = SUPPORTED
-            elif lx[1] < ly[0]:
-                v = NOT_SUPPORTED
-            else:
-                v = INCONCLUSIVE
-            verdicts.append(v)
-            solved_rows.append(f"{env_label(e)}: RFIG {int(sx.sum())}/{len(sx)} [{lx[0]:.2f}, {lx[1]:.2f}] vs PPO "
-                               f"{int(sy.sum())}/{len(sy)} [{ly[0]:.2f}, {ly[1]:.2f}] ({v})")
-        if solved_rows:
-            more, fewer = verdicts.count(SUPPORTED), verdicts.count(NOT_SUPPORTED)
-            overall = (SUPPORTED if more and not fewer else NOT_SUPPORTED if fewer and not more else INCONCLUSIVE)
-            claims.append(Claim("PPO+RFIG solves more seeds than PPO",
-                                "seeds solved at the last window per env, Wilson 95% intervals apart",
-                                f"more on {more}, fewer on {fewer}, no difference resolved on "
-                                f"{len(verdicts) - more - fewer} of {len(verdicts)} envs", overall,
-                                "; ".join(solved_rows)))
-
-    # 2. Competitive with RND, VIME, #Explo on every env; no catastrophic failure.
+        claims += _beats_ppo_claims(coll, scores, envs, reps, seed)
     if baselines:
-        rows, worst, failures = [], [], []
-        for e in coll.envs:
-            cells = agg.per_env.get(e, {})
-            if "rfig" not in cells:
-                continue
-            others = {b: cells[b]["iqm"] for b in baselines if b in cells}
-            if not others:
-                continue
-            best_b = max(others, key=lambda b: others[b].point)
-            r = cells["rfig"]["iqm"]
-            competitive = r.hi >= others[best_b].lo
-            below_all = all(r.hi < iv.lo for iv in others.values())
-            below_ppo = "none" in cells and r.hi < cells["none"]["iqm"].lo
-            rows.append(f"{env_label(e)}: RFIG {r.point:.3g} [{r.lo:.3g}, {r.hi:.3g}] vs best baseline "
-                        f"{coll.label(best_b)} {others[best_b].point:.3g} [{others[best_b].lo:.3g}, "
-                        f"{others[best_b].hi:.3g}]" + ("" if competitive else " (below)"))
-            if not competitive:
-                worst.append(env_label(e))
-            if below_all or below_ppo:
-                failures.append(env_label(e) + (" (below every baseline)" if below_all else " (below PPO)"))
-        if rows:
-            verdict = SUPPORTED if not worst else NOT_SUPPORTED
-            claims.append(Claim("RFIG is competitive with RND, VIME and #Explo on every env",
-                                "per env, RFIG's IQM CI reaches the best baseline's IQM CI",
-                                f"{len(rows) - len(worst)} of {len(rows)} envs", verdict,
-                                ("below on: " + ", ".join(worst) + ". " if worst else "") + "; ".join(rows)))
-            claims.append(Claim("RFIG has no catastrophic failure",
-                                "per env, RFIG's IQM CI entirely below every baseline's or below PPO's",
-                                f"{len(failures)} of {len(rows)} envs", SUPPORTED if not failures else NOT_SUPPORTED,
-                                ", ".join(failures) if failures else "none"))
-        for j, b in enumerate(baselines):
-            both = [e for e in coll.envs if "rfig" in scores.get(e, {}) and b in scores.get(e, {})]
-            if both:
-                p = paired_poi({e: scores[e]["rfig"][1] for e in both}, {e: scores[e][b][1] for e in both},
-                               reps, seed + 100 + j)
-                claims.append(Claim(f"RFIG against {coll.label(b)} (final score)",
-                                    f"P(RFIG > {coll.label(b)}) over {len(both)} envs", _fmt_iv(p),
-                                    {SUPPORTED: "RFIG better", NOT_SUPPORTED: f"{coll.label(b)} better"}.get(
-                                        beats_verdict(p), "no difference resolved at this n"),
-                                    "the paper claims parity, not superiority: an interval containing 0.5 agrees"))
+        claims += _baseline_claims(coll, agg, scores, baselines, reps, seed)
+    claims += _peak_claims(coll, agg)
+    if speed:
+        claims += _speed_claims(speed)
+    return claims
 
-    # 3. RFIG peaks on Breakout and sparse-halfcheetah; VIME on sparse ant / walker2d.
+
+def _beats_ppo_claims(coll: Collection, scores, envs: list[str], reps: int, seed: int) -> list[Claim]:
+    """RFIG beats PPO: final score, area under the curve, success."""
+    claims: list[Claim] = []
+    poi = paired_poi({e: scores[e]["rfig"][1] for e in envs}, {e: scores[e]["none"][1] for e in envs}, reps, seed)
+    per_env = []
+    for i, e in enumerate(envs):
+        p = paired_poi({e: scores[e]["rfig"][1]}, {e: scores[e]["none"][1]}, reps, seed + 10 + i)
+        per_env.append(f"{env_label(e)} {p.point:.2f} [{p.lo:.2f}, {p.hi:.2f}] ({beats_verdict(p)})")
+    claims.append(Claim("PPO+RFIG beats PPO (final score)", f"P(RFIG > PPO) over {len(envs)} envs",
+                        _fmt_iv(poi), beats_verdict(poi), "; ".join(per_env)))
+    auc_x, auc_y = {}, {}
+    for e in envs:
+        ax, ay = area_under_curve(coll, e, "rfig"), area_under_curve(coll, e, "none")
+        if ax and ay:
+            auc_x[e], auc_y[e] = np.array(list(ax.values())), np.array(list(ay.values()))
+    if auc_x:
+        poi_auc = paired_poi(auc_x, auc_y, reps, seed + 1)
+        claims.append(Claim("PPO+RFIG beats PPO (area under the curve)",
+                            f"P(RFIG > PPO) on the mean return over all windows, {len(auc_x)} envs",
+                            _fmt_iv(poi_auc), beats_verdict(poi_auc)))
+    solved_rows = []
+    verdicts = []
+    for e in envs:
+        sx, sy = success_of_runs(coll, e, "rfig"), success_of_runs(coll, e, "none")
+        if sx is None or sy is None or not len(sx) or not len(sy):
+            continue
+        lx, ly = wilson(int(sx.sum()), len(sx)), wilson(int(sy.sum()), len(sy))
+        if lx[0] > ly[1]:
+            v = SUPPORTED
+        elif lx[1] < ly[0]:
+            v = NOT_SUPPORTED
+        else:
+            v = INCONCLUSIVE
+        verdicts.append(v)
+        solved_rows.append(f"{env_label(e)}: RFIG {int(sx.sum())}/{len(sx)} [{lx[0]:.2f}, {lx[1]:.2f}] vs PPO "
+                           f"{int(sy.sum())}/{len(sy)} [{ly[0]:.2f}, {ly[1]:.2f}] ({v})")
+    if solved_rows:
+        more, fewer = verdicts.count(SUPPORTED), verdicts.count(NOT_SUPPORTED)
+        overall = (SUPPORTED if more and not fewer else NOT_SUPPORTED if fewer and not more else INCONCLUSIVE)
+        claims.append(Claim("PPO+RFIG solves more seeds than PPO",
+                            "seeds solved at the last window per env, Wilson 95% intervals apart",
+                            f"more on {more}, fewer on {fewer}, no difference resolved on "
+                            f"{len(verdicts) - more - fewer} of {len(verdicts)} envs", overall,
+                            "; ".join(solved_rows)))
+    return claims
+
+
+def _baseline_claims(coll: Collection, agg, scores, baselines: list[str], reps: int, seed: int) -> list[Claim]:
+    """Competitive with RND, VIME, #Explo on every env; no catastrophic failure."""
+    claims: list[Claim] = []
+    rows, worst, failures = [], [], []
+    for e in coll.envs:
+        cells = agg.per_env.get(e, {})
+        if "rfig" not in cells:
+            continue
+        others = {b: cells[b]["iqm"] for b in baselines if b in cells}
+        if not others:
+            continue
+        best_b = max(others, key=lambda b: others[b].point)
+        r = cells["rfig"]["iqm"]
+        competitive = r.hi >= others[best_b].lo
+        below_all = all(r.hi < iv.lo for iv in others.values())
+        below_ppo = "none" in cells and r.hi < cells["none"]["iqm"].lo
+        rows.append(f"{env_label(e)}: RFIG {r.point:.3g} [{r.lo:.3g}, {r.hi:.3g}] vs best baseline "
+                    f"{coll.label(best_b)} {others[best_b].point:.3g} [{others[best_b].lo:.3g}, "
+                    f"{others[best_b].hi:.3g}]" + ("" if competitive else " (below)"))
+        if not competitive:
+            worst.append(env_label(e))
+        if below_all or below_ppo:
+            failures.append(env_label(e) + (" (below every baseline)" if below_all else " (below PPO)"))
+    if rows:
+        verdict = SUPPORTED if not worst else NOT_SUPPORTED
+        claims.append(Claim("RFIG is competitive with RND, VIME and #Explo on every env",
+                            "per env, RFIG's IQM CI reaches the best baseline's IQM CI",
+                            f"{len(rows) - len(worst)} of {len(rows)} envs", verdict,
+                            ("below on: " + ", ".join(worst) + ". " if worst else "") + "; ".join(rows)))
+        claims.append(Claim("RFIG has no catastrophic failure",
+                            "per env, RFIG's IQM CI entirely below every baseline's or below PPO's",
+                            f"{len(failures)} of {len(rows)} envs", SUPPORTED if not failures else NOT_SUPPORTED,
+                            ", ".join(failures) if failures else "none"))
+    for j, b in enumerate(baselines):
+        both = [e for e in coll.envs if "rfig" in scores.get(e, {}) and b in scores.get(e, {})]
+        if both:
+            p = paired_poi({e: scores[e]["rfig"][1] for e in both}, {e: scores[e][b][1] for e in both},
+                           reps, seed + 100 + j)
+            claims.append(Claim(f"RFIG against {coll.label(b)} (final score)",
+                                f"P(RFIG > {coll.label(b)}) over {len(both)} envs", _fmt_iv(p),
+                                {SUPPORTED: "RFIG better", NOT_SUPPORTED: f"{coll.label(b)} better"}.get(
+                                    beats_verdict(p), "no difference resolved at this n"),
+                                "the paper claims parity, not superiority: an interval containing 0.5 agrees"))
+    return claims
+
+
+def _peak_claims(coll: Collection, agg) -> list[Claim]:
+    """RFIG peaks on Breakout and sparse-halfcheetah; VIME on sparse ant / walker2d."""
+    claims: list[Claim] = []
     for method, targets in (("rfig", ("minatar_breakout", "sparse_halfcheetah")),
                             ("vime", ("sparse_ant", "sparse_walker2d"))):
         for target in targets:
@@ -233,24 +250,27 @@ def claims_table(coll: Collection, agg, reps: int = 2000, seed: int = 0,
                                 for b in sorted(cells, key=lambda b: -cells[b]["iqm"].point))
             claims.append(Claim(name, f"IQM final score on {env_label(env)}", _fmt_iv(mine, 3), v,
                                 f"ranking by IQM: {ranking}"))
+    return claims
 
-    # 4. No significant execution-time difference from the NN bonuses.
-    if speed:
-        ratios, rows = [], []
-        for e, by_bonus in speed.items():
-            nn = [by_bonus[b] for b in ("rnd", "vime", "hashexplo") if b in by_bonus]
-            if "rfig" in by_bonus and nn:
-                r = by_bonus["rfig"] / float(np.median(nn))
-                ratios.append(r)
-                rows.append(f"{env_label(e)} {r:.2f}x")
-        if ratios:
-            lo, hi = min(ratios), max(ratios)
-            verdict = SUPPORTED if lo >= 2 / 3 else NOT_SUPPORTED
-            claims.append(Claim("RFIG's execution time is not significantly different from the NN bonuses'",
-                                "RFIG env steps/s / median of RND, VIME, #Explo (same runs, 8 vmapped seeds, "
-                                "one CPU core); supported when RFIG is nowhere more than 1.5x slower",
-                                f"{float(np.median(ratios)):.2f}x (range {lo:.2f}-{hi:.2f}x)", verdict,
-                                "; ".join(rows)))
+
+def _speed_claims(speed: dict[str, dict[str, float]]) -> list[Claim]:
+    """No significant execution-time difference from the NN bonuses."""
+    claims: list[Claim] = []
+    ratios, rows = [], []
+    for e, by_bonus in speed.items():
+        nn = [by_bonus[b] for b in ("rnd", "vime", "hashexplo") if b in by_bonus]
+        if "rfig" in by_bonus and nn:
+            r = by_bonus["rfig"] / float(np.median(nn))
+            ratios.append(r)
+            rows.append(f"{env_label(e)} {r:.2f}x")
+    if ratios:
+        lo, hi = min(ratios), max(ratios)
+        verdict = SUPPORTED if lo >= 2 / 3 else NOT_SUPPORTED
+        claims.append(Claim("RFIG's execution time is not significantly different from the NN bonuses'",
+                            "RFIG env steps/s / median of RND, VIME, #Explo (same runs, 8 vmapped seeds, "
+                            "one CPU core); supported when RFIG is nowhere more than 1.5x slower",
+                            f"{float(np.median(ratios)):.2f}x (range {lo:.2f}-{hi:.2f}x)", verdict,
+                            "; ".join(rows)))
     return claims
 
 

@@ -36,9 +36,9 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from .names import PALETTE, method_colour, method_label, method_sort_key
+from rfig_exp.variants import BASE, format_value
 
-BASE = "base"
+from .names import PALETTE, method_colour, method_label, method_sort_key
 
 # Colour-blind-friendly colours (Paul Tol's muted / bright sets) that are none of
 # the five fixed bonus colours.
@@ -88,24 +88,6 @@ class Method:
     @property
     def overrides_dict(self) -> dict[str, Any]:
         return dict(self.overrides)
-
-
-def format_value(v: Any) -> str:
-    """Compact, exact text of an override value (``0.001``, ``1e-05``, ``true``)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return str(v)
-        short = f"{v:.6g}"
-        return short if float(short) == v else repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ",".join(format_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ",".join(f"{k}:{format_value(x)}" for k, x in v.items()) + "}"
-    return str(v)
 
 
 def format_overrides(overrides: Mapping[str, Any], short: Mapping[str, str] | None = None) -> str:

@@ -98,7 +98,8 @@ def _save(fig, base: Path) -> list[Path]:
     paths = []
     for ext in FORMATS:
         p = base.with_suffix("." + ext)
-        fig.savefig(p, dpi=_DPI, bbox_inches="tight")
+        # No creation date in a PDF: a figure redrawn from unchanged data is byte-identical.
+        fig.savefig(p, dpi=_DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(p)
     plt.close(fig)
     return paths

@@ -47,6 +47,8 @@ class ReportOptions:
     normalisation: str = "minmax"
     seed: int = 0
     curve_points: int = 40
+    # The report's "Results as of" line; None: the newest run file's time (report.results_as_of).
+    as_of: str | None = None
 
 
 @dataclass

@@ -9,6 +9,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rfig_exp import results
+
 from .aggregate import describe_normalisation
 from .collect import Collection
 from .methods import format_overrides
@@ -52,6 +54,18 @@ def methods_markdown(coll: Collection) -> str:
                            align="llll")
 
 
+def results_as_of(coll: Collection) -> str:
+    """When the collected runs last changed: the newest modification time (UTC) of their
+    summary.json and metrics.csv. Not the wall-clock time of the build, so a report rebuilt
+    from unchanged results is byte-identical."""
+    times = [p.stat().st_mtime for r in coll.runs for p in (r.path / results.SUMMARY, r.path / results.METRICS)
+             if p.is_file()]
+    if not times:
+        return "unknown (no run files)"
+    newest = _dt.datetime.fromtimestamp(max(times), _dt.timezone.utc)
+    return newest.strftime("%Y-%m-%dT%H:%M:%SZ") + " (the newest run file)"
+
+
 def _header(coll: Collection, opts: ReportOptions) -> str:
     k = opts.last_k
     final = "the return of the last evaluation window" if k == 1 else f"the mean of the last {k} evaluation windows"
@@ -70,7 +84,7 @@ def _header(coll: Collection, opts: ReportOptions) -> str:
         + (f"; filters: {'; '.join(filters)}" if filters else ""),
         "- Overrides common to every method (not repeated in labels): " + (f"`{common}`" if common else "none")
         + ".",
-        f"- Generated: {_dt.datetime.now().isoformat(timespec='seconds')}",
+        f"- Results as of: {opts.as_of or results_as_of(coll)}",
         f"- Final score of a run: {final} (episode return, mean over the episodes that finished in the window).",
         f"- Normalisation for cross-env aggregates: {describe_normalisation(opts.normalisation)}.",
         f"- Uncertainty: stratified bootstrap over runs (seeds), never over episodes; {opts.reps} reps, "

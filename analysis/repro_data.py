@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .collect import _seed_dirs, find_experiments
+from rfig_exp import results as contract
+
+from .runs import find_experiments
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
@@ -47,27 +49,28 @@ def export_tree(results: str | Path, data_dir: str | Path, experiments=None) -> 
     data_dir.mkdir(parents=True, exist_ok=True)
     frames, records, visits = [], [], {}
     for exp in experiments or find_experiments(results):
-        for env, bonus, variant, _flat, seed, path in _seed_dirs(results / exp):
+        for run in contract.iter_runs(results, exp):
+            env, bonus, variant, seed, path = run.env, run.bonus, run.variant, run.seed, run.path
             ident = dict(experiment=exp, env=env, bonus=bonus, variant=variant, seed=seed)
             rec: dict = dict(ident)
-            metrics = path / "metrics.csv"
+            metrics = path / contract.METRICS
             if metrics.is_file() and metrics.stat().st_size:
                 df = pd.read_csv(metrics)
                 df = df[[c for c in KEPT_COLUMNS if c in df.columns]]
                 for k, v in reversed(ident.items()):
                     df.insert(0, k, v)
                 frames.append(df)
-            if (path / "summary.json").is_file():
-                summary = json.loads((path / "summary.json").read_text())
+            if (path / contract.SUMMARY).is_file():
+                summary = json.loads((path / contract.SUMMARY).read_text())
                 rec["summary"] = {k: v for k, v in summary.items() if k not in DROPPED_SUMMARY_KEYS}
-            if (path.parent / "variant.yaml").is_file():
-                rec["variant_overrides"] = yaml.safe_load((path.parent / "variant.yaml").read_text()) or {}
-            if (path / "config.yaml").is_file():
-                cfg = yaml.safe_load((path / "config.yaml").read_text()) or {}
+            if (path.parent / contract.VARIANT).is_file():
+                rec["variant_overrides"] = yaml.safe_load((path.parent / contract.VARIANT).read_text()) or {}
+            if (path / contract.CONFIG).is_file():
+                cfg = yaml.safe_load((path / contract.CONFIG).read_text()) or {}
                 rec["config"] = {k: cfg[k] for k in ("env", "bonus", "agent", "num_seeds", "eval_frequency")
                                  if k in cfg}
-            if exp in VISIT_EXPERIMENTS and (path / "visits.npy").is_file():
-                visits[_visit_key(exp, env, bonus, variant, seed)] = np.load(path / "visits.npy")
+            if exp in VISIT_EXPERIMENTS and (path / contract.VISITS).is_file():
+                visits[_visit_key(exp, env, bonus, variant, seed)] = np.load(path / contract.VISITS)
             records.append(rec)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(ID_COLUMNS))
     # mtime=0: the same data gives the same bytes, so a rebuilt export does not show as a change.
@@ -91,20 +94,20 @@ def rebuild_tree(data_dir: str | Path, results: str | Path) -> Path:
     visits = np.load(data_dir / VISITS) if (data_dir / VISITS).is_file() else {}
     for rec in records:
         key = tuple(rec[k] for k in ID_COLUMNS)
-        path = results / rec["experiment"] / rec["env"] / rec["bonus"] / rec["variant"] / f"seed_{rec['seed']}"
+        path = contract.run_dir(results, rec["experiment"], rec["env"], rec["bonus"], rec["variant"], rec["seed"])
         path.mkdir(parents=True, exist_ok=True)
         if "variant_overrides" in rec:
-            (path.parent / "variant.yaml").write_text(yaml.safe_dump(rec["variant_overrides"]))
+            (path.parent / contract.VARIANT).write_text(yaml.safe_dump(rec["variant_overrides"]))
         if "config" in rec:
-            (path / "config.yaml").write_text(yaml.safe_dump(rec["config"]))
+            (path / contract.CONFIG).write_text(yaml.safe_dump(rec["config"]))
         rows = groups.get(key)
         if rows is not None:
-            rows.drop(columns=list(ID_COLUMNS)).to_csv(path / "metrics.csv", index=False)
+            rows.drop(columns=list(ID_COLUMNS)).to_csv(path / contract.METRICS, index=False)
         else:
-            (path / "metrics.csv").write_text("")
+            (path / contract.METRICS).write_text("")
         if "summary" in rec:
-            (path / "summary.json").write_text(json.dumps(rec["summary"]))
+            (path / contract.SUMMARY).write_text(json.dumps(rec["summary"]))
         vkey = _visit_key(*key)
         if vkey in visits:
-            np.save(path / "visits.npy", visits[vkey])
+            np.save(path / contract.VISITS, visits[vkey])
     return results

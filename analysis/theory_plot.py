@@ -142,6 +142,48 @@ def _rule_label(rule: str, rows: list[dict]) -> str:
     return f"$\\lambda = {lam}$ (RFIG default); bounds with $\\lambda_0 = \\lambda / n$"
 
 
+def _draw_panel(ax, per_n: list, colours: list, lo: float, hi: float) -> tuple[float, float]:
+    """One (lambda rule, d) panel: per n, the measured errors and both bounds against D; returns
+    (lo, hi) widened to the positive values drawn."""
+    for rs, c in zip(per_n, colours):
+        if not rs:
+            continue
+        D = np.array([r["D"] for r in rs], float)
+        mean = np.array([r["mean_abs_err"] for r in rs])
+        ax.fill_between(D, mean, [r["max_abs_err"] for r in rs], color=c, zorder=2.5, **_MAX)
+        ax.plot(D, mean, color=c, zorder=3, **_MEASURED)
+        for key, style in (("bound_prop42", _PROP42), ("bound_prop43", _PROP43)):
+            ax.plot(D, [r[key] for r in rs], color=c, zorder=2, **style)
+        vals = np.array([[r[k] for k in ("mean_abs_err", "max_abs_err", "bound_prop42", "bound_prop43")]
+                         for r in rs])
+        vals = vals[np.isfinite(vals) & (vals > 0)]
+        if vals.size:
+            lo, hi = min(lo, vals.min()), max(hi, vals.max())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.25, linewidth=0.6, which="major")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.tick_params(labelsize=8.5)
+    return lo, hi
+
+
+def _legends(fig, axes, rows, ns, colour) -> None:
+    """The colour of each n (first panel) and the line styles (below the panels)."""
+    seeds = sorted({r["seeds"] for r in rows})
+    delta = rows[0]["delta"]
+    axes[0, 0].legend([Line2D([], [], color=colour[n], linewidth=2.2) for n in ns], [f"n = {n}" for n in ns],
+                      loc="upper right", frameon=False, fontsize=9, title="data points", title_fontsize=9)
+    handles = [Line2D([], [], color="0.2", **_MEASURED), Patch(facecolor="0.2", **_MAX),
+               Line2D([], [], color="0.2", **_PROP42), Line2D([], [], color="0.2", **_PROP43),
+               Line2D([], [], color="0.45", linewidth=1.0, linestyle="-.")]
+    labels = [f"measured: mean over queries ({'/'.join(map(str, seeds))} feature draws)",
+              "measured: band up to the max over queries",
+              "Prop. 4.2 at the measured kernel error $\\hat\\epsilon$",
+              f"Prop. 4.2 with Prop. 4.3's $\\epsilon$ ($\\delta = {delta:g}$)",
+              "$\\propto D^{-1/2}$"]
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False, fontsize=9.5)
+
+
 def draw_theory_figure(rows):
     """The figure (not saved): one row of panels per lambda rule, one column per input
     dimension d; per n (colour) the mean absolute error over query points (solid, averaged
@@ -162,31 +204,11 @@ def draw_theory_figure(rows):
         rule_rows = [r for r in rows if r["lam_rule"] == rule]
         lo, hi = math.inf, 0.0
         for j, d in enumerate(ds):
-            ax = axes[i, j]
-            for n in ns:
-                rs = settings.get((rule, d, n))
-                if not rs:
-                    continue
-                D = np.array([r["D"] for r in rs], float)
-                c = colour[n]
-                mean = np.array([r["mean_abs_err"] for r in rs])
-                ax.fill_between(D, mean, [r["max_abs_err"] for r in rs], color=c, zorder=2.5, **_MAX)
-                ax.plot(D, mean, color=c, zorder=3, **_MEASURED)
-                for key, style in (("bound_prop42", _PROP42), ("bound_prop43", _PROP43)):
-                    ax.plot(D, [r[key] for r in rs], color=c, zorder=2, **style)
-                vals = np.array([[r[k] for k in ("mean_abs_err", "max_abs_err", "bound_prop42", "bound_prop43")]
-                                 for r in rs])
-                vals = vals[np.isfinite(vals) & (vals > 0)]
-                if vals.size:
-                    lo, hi = min(lo, vals.min()), max(hi, vals.max())
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.grid(alpha=0.25, linewidth=0.6, which="major")
-            ax.spines[["top", "right"]].set_visible(False)
-            ax.tick_params(labelsize=8.5)
-            ax.set_title(f"d = {d}, $\\ell = \\sqrt{{d}}$", fontsize=10.5)
+            lo, hi = _draw_panel(axes[i, j], [settings.get((rule, d, n)) for n in ns], [colour[n] for n in ns],
+                                 lo, hi)
+            axes[i, j].set_title(f"d = {d}, $\\ell = \\sqrt{{d}}$", fontsize=10.5)
             if i == len(rules) - 1:
-                ax.set_xlabel("Random features D", fontsize=10)
+                axes[i, j].set_xlabel("Random features D", fontsize=10)
         # Shared y range per row (sharey would tie both rows), a D^-1/2 slope in each panel
         # anchored at the top of the measured errors.
         # A fixed lambda: the exact IG never exceeds its no-data value 0.5 log(1 + 1/lambda)
@@ -220,19 +242,7 @@ def draw_theory_figure(rows):
         ax.set_xticks(Ds_all)
         every = 1 if len(Ds_all) <= 5 else 2
         ax.set_xticklabels([str(D) if k % every == 0 else "" for k, D in enumerate(Ds_all)])
-    seeds = sorted({r["seeds"] for r in rows})
-    delta = rows[0]["delta"]
-    axes[0, 0].legend([Line2D([], [], color=colour[n], linewidth=2.2) for n in ns], [f"n = {n}" for n in ns],
-                      loc="upper right", frameon=False, fontsize=9, title="data points", title_fontsize=9)
-    handles = [Line2D([], [], color="0.2", **_MEASURED), Patch(facecolor="0.2", **_MAX),
-               Line2D([], [], color="0.2", **_PROP42), Line2D([], [], color="0.2", **_PROP43),
-               Line2D([], [], color="0.45", linewidth=1.0, linestyle="-.")]
-    labels = [f"measured: mean over queries ({'/'.join(map(str, seeds))} feature draws)",
-              "measured: band up to the max over queries",
-              "Prop. 4.2 at the measured kernel error $\\hat\\epsilon$",
-              f"Prop. 4.2 with Prop. 4.3's $\\epsilon$ ($\\delta = {delta:g}$)",
-              "$\\propto D^{-1/2}$"]
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False, fontsize=9.5)
+    _legends(fig, axes, rows, ns, colour)
     return fig
 
 

@@ -1,7 +1,6 @@
 """Synthetic results trees for the analysis tests (real variant.yaml /
 config.yaml / metrics.csv / summary.json / visits.npy files, following the
-results contract: ``<exp>/<env>/<bonus>/<variant>/seed_<k>/``, or the old
-``<exp>/<env>/<bonus>/seed_<k>/`` with ``flat=True``)."""
+results contract: ``<exp>/<env>/<bonus>/<variant>/seed_<k>/``)."""
 
 from __future__ import annotations
 
@@ -33,10 +32,9 @@ def variant_name(overrides: dict | None) -> str:
     return ",".join(f"{k}={_fmt(v)}" for k, v in sorted(overrides.items()))
 
 
-def run_path(root: Path, experiment: str, env: str, bonus: str, seed: int, variant: str | None = "base") -> Path:
-    """A run folder; variant None = the old layout (no variant folder)."""
-    d = Path(root) / experiment / env / bonus
-    return (d if variant is None else d / variant) / f"seed_{seed}"
+def run_path(root: Path, experiment: str, env: str, bonus: str, seed: int, variant: str = "base") -> Path:
+    """A run folder."""
+    return Path(root) / experiment / env / bonus / variant / f"seed_{seed}"
 
 
 def _set_dotted(cfg: dict, key: str, value) -> None:
@@ -49,21 +47,21 @@ def _set_dotted(cfg: dict, key: str, value) -> None:
 
 def write_run(root: Path, experiment: str, env: str, bonus: str, seed: int, steps, returns, episodes=None,
               complete: bool = True, extra: dict | None = None, summary: dict | None = None,
-              drop_rows=(), overrides: dict | None = None, variant: str | None = None, flat: bool = False,
+              drop_rows=(), overrides: dict | None = None, variant: str | None = None,
               defaults: dict | None = None, visits: np.ndarray | None = None,
               write_variant_yaml: bool = True) -> Path:
     """Write one run dir. returns: NaN -> empty CSV cell. episodes: per-window
     episodes_finished (default 4 everywhere). drop_rows: row indices left out
     of metrics.csv (missing windows). overrides: the variant's {dotted key:
     value} (written to variant.yaml, summary.json and config.yaml); variant:
-    its folder name (default variant_name(overrides)); flat: old layout.
+    its folder name (default variant_name(overrides)).
     defaults: {dotted key: value} of the composed config the overrides change.
     visits: [n0, n1] counts written to visits.npy (pass summary={"coverage_grid": ...})."""
     overrides = dict(overrides or {})
-    variant = None if flat else (variant or variant_name(overrides))
+    variant = variant or variant_name(overrides)
     d = run_path(root, experiment, env, bonus, seed, variant)
     d.mkdir(parents=True, exist_ok=True)
-    if variant is not None and write_variant_yaml:
+    if write_variant_yaml:
         (d.parent / "variant.yaml").write_text(yaml.safe_dump(overrides))
     steps = np.asarray(steps, np.int64)
     returns = np.asarray(returns, float)
@@ -101,8 +99,7 @@ def write_run(root: Path, experiment: str, env: str, bonus: str, seed: int, step
              "compile_time_s": 3.0, "env_steps_per_second": 1000.0 * (2 if bonus == "none" else 1) + seed,
              "versions": {"python": "3.11"}, "host": "testhost", "git_dirty": False,
              "overrides": [f"{k}={v}" for k, v in sorted(overrides.items())]}
-        if not flat:
-            s.update({"variant": variant, "variant_overrides": overrides})
+        s.update({"variant": variant, "variant_overrides": overrides})
         s.update(summary or {})
         (d / "summary.json").write_text(json.dumps(s))
     return d

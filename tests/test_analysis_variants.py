@@ -174,27 +174,21 @@ def test_variant_and_method_selection(lr_tree, sens_tree):
     assert coll.methods == ["none", "rfig"]
 
 
-def test_old_layout_is_read_as_base(tmp_path):
+def test_folders_outside_the_layout_are_not_runs(tmp_path):
+    """Only <env>/<bonus>/<variant>/seed_<k> is a run (rfig_exp.results.iter_runs): the old layout
+    without a variant folder, and hidden folders, are not read."""
     r = truth_returns("acrobot", "rfig", 2)
     for s in range(2):
-        write_run(tmp_path, "old", "acrobot", "rfig", s, STEPS, r[s], flat=True)
-        write_run(tmp_path, "old", "acrobot", "none", s, STEPS, r[s] - 5, flat=True)
-    assert run_path(tmp_path, "old", "acrobot", "rfig", 0, None).is_dir()
-    assert find_experiments(tmp_path) == ["old"]
-    coll = collect(tmp_path, "old")
-    assert coll.methods == ["none", "rfig"] and [coll.label(m) for m in coll.methods] == ["PPO", "RFIG"]
-    assert {r.variant for r in coll.runs} == {"base"} and all(r.flat_layout for r in coll.runs)
-    np.testing.assert_allclose(coll.env_data["acrobot"].returns("rfig")[1], r)
-    assert [i for i in coll.issues if i.severity != "info"] == []
-    # The same seed in both layouts: the variant-folder one is used, the other reported.
-    write_run(tmp_path, "old", "acrobot", "rfig", 0, STEPS, r[0] + 1000)
-    write_run(tmp_path, "old", "acrobot", "rfig", 7, STEPS, r[0] + 7)  # a new seed, new layout only
-    coll = collect(tmp_path, "old")
-    assert coll.methods == ["none", "rfig"]
-    seeds, v = coll.env_data["acrobot"].returns("rfig")
-    assert list(seeds) == [0, 1, 7]
-    np.testing.assert_allclose(v[0], r[0] + 1000)
-    assert any(i.kind == "duplicate" and i.seed == 0 for i in coll.issues)
+        write_run(tmp_path, "exp", "acrobot", "rfig", s, STEPS, r[s])
+    old = write_run(tmp_path, "old", "acrobot", "rfig", 0, STEPS, r[0])
+    old.rename(old.parent.parent / "seed_0")                          # old/acrobot/rfig/seed_0
+    hidden = write_run(tmp_path, "exp", "acrobot", "rfig", 5, STEPS, r[0], variant="_trash")
+    assert hidden.is_dir() and (tmp_path / "old" / "acrobot" / "rfig" / "seed_0" / "metrics.csv").is_file()
+    assert find_experiments(tmp_path) == ["exp"]
+    with pytest.raises(AnalysisError, match="no runs for experiment 'old'"):
+        collect(tmp_path, "old")
+    coll = collect(tmp_path, "exp")
+    assert sorted(r.seed for r in coll.runs) == [0, 1]
 
 
 def test_variant_overrides_fallbacks_and_mismatch(tmp_path):

@@ -4,6 +4,7 @@ sensitivity, checked on synthetic results trees whose answers are known."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,3 +136,24 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
     assert claims["RFIG has low sensitivity; RND medium; VIME and #Explo high (the paper's table)"]["verdict"] == \
         SUPPORTED
     assert claims["PPO+RFIG beats PPO (final score)"]["verdict"] == SUPPORTED
+
+
+def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
+    """`make figures` on a clean checkout must leave `git status` clean: no wall-clock time in
+    index.md (its "Results as of" is the data's, from meta.json), none in the PDFs."""
+    import time
+
+    raw, data = tmp_path / "raw", tmp_path / "data"
+    _grid(raw, {"none": -200.0, "rfig": -120.0})
+    export_tree(raw, data)
+    (data / "meta.json").write_text(json.dumps({"finished": "2026-01-02T03:04:05Z"}))
+    build(data, tmp_path / "a", reps=REPS)
+    time.sleep(1.1)  # a wall-clock time in seconds would now differ
+    build(data, tmp_path / "b", reps=REPS)
+    texts = [p.relative_to(tmp_path / "a") for p in sorted((tmp_path / "a").rglob("*"))
+             if p.suffix in (".md", ".json", ".csv", ".tex", ".pdf")]
+    assert any(p.suffix == ".pdf" for p in texts) and Path("main/index.md") in texts
+    for rel in texts:
+        a, b = (tmp_path / "a" / rel).read_bytes(), (tmp_path / "b" / rel).read_bytes()
+        assert a.replace(b"/a/", b"/b/") == b, rel
+    assert "- Results as of: 2026-01-02T03:04:05Z" in (tmp_path / "a" / "main" / "index.md").read_text()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp import estimate, status
+from rfig_exp import estimate, results, status
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "env_steps,update,episode_return\r\n"
@@ -95,30 +95,56 @@ def test_status_errors_and_empty_trees(tmp_path):
     assert status.main(["--results", str(tmp_path / "res"), "--experiment", "a"]) == 0
 
 
-def test_status_skips_bad_manifest_lines_and_notes_the_old_layout(tmp_path, capsys):
+def test_status_skips_bad_manifest_lines_and_folders_outside_the_layout(tmp_path, capsys):
     exp = tmp_path / "old"
     manifest(exp, ("cartpole", "none", "base", [0]))
     with open(exp / "manifest.jsonl", "a") as f:
         f.write('{"env": "cartpole", "bonus"\n')  # torn by a crash
-    (exp / "cartpole" / "none" / "seed_0").mkdir(parents=True)  # before variants named the folder
+    old = exp / "cartpole" / "none" / "seed_0"   # <env>/<bonus>/seed_k (no variant level): not the layout
+    old.mkdir(parents=True)
+    (old / "metrics.csv").write_text(HEADER + "100,1,1.5\r\n")
+    run_folder(exp, ".trash", "none", "base", 1, windows=2)      # hidden folders are not part of the tree
     assert status.main(["--results", str(tmp_path), "--experiment", "old"]) == 0
     out = capsys.readouterr().out
-    assert "1 unreadable line(s)" in out and "1 run folder(s) in the old" in out
+    assert "1 unreadable line(s)" in out
     assert "total: 1 runs; 0 complete, 0 partial, 1 missing" in out
 
 
-def test_count_rows_matches_a_csv_reader(tmp_path):
+def test_whole_rows_matches_a_csv_reader(tmp_path):
     import csv
 
     path = tmp_path / "metrics.csv"
     for text in ("", HEADER, HEADER + "1,2,3\r\n", HEADER + "1,2,3\r\n4,5,6\r\n", HEADER + "1,2,3\n4,5,6\n"):
         path.write_text(text)
         with open(path, newline="") as f:
-            assert status.count_rows(path) == len(list(csv.DictReader(f)))
+            assert results.whole_rows(tmp_path) == len(list(csv.DictReader(f)))
 
 
-def test_status_and_estimate_do_not_import_jax():
-    code = "import sys, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
+@pytest.mark.parametrize("summary, rows, state", [
+    ({"status": "complete"}, 10, "complete"),
+    ({"status": "complete", "num_windows": 10}, 10, "complete"),
+    ({"status": "complete", "num_windows": 10}, 7, "failed"),   # metrics.csv truncated: re-run by the trainer
+    ({"env": "mountaincar"}, 10, "failed"),                     # no status: not a summary the trainer wrote
+    ({"status": "failed"}, 10, "failed"),
+    ("[1, 2]", 10, "failed"),                                   # not a JSON object
+    ("{", 10, "failed"),                                        # torn
+])
+def test_status_and_analysis_agree_on_completeness(tmp_path, summary, rows, state):
+    """One rule (results.incomplete_reason): status, the trainer (results.is_complete) and
+    analysis.collect.load_run give the same answer for the same run folder."""
+    from analysis.collect import load_run
+
+    path = run_folder(tmp_path / "exp", "mountaincar", "none", "base", 0, windows=rows)
+    (path / "summary.json").write_text(summary if isinstance(summary, str) else json.dumps(summary))
+    assert status.read_seed(path, 0).state == state
+    assert results.is_complete(path) == (state == "complete")
+    assert load_run(path, "exp", "mountaincar", "none", 0).complete == (state == "complete")
+    if state != "complete":
+        assert load_run(path, "exp", "mountaincar", "none", 0).load_error == results.incomplete_reason(path)
+
+
+def test_the_results_contract_status_and_estimate_do_not_import_jax():
+    code = "import sys, rfig_exp.results, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert out.stdout.strip() == "False", out.stderr
@@ -321,3 +347,26 @@ def test_calibration_measures_only_the_pairs_the_table_lacks(tmp_path, capsys):
     assert len(rows) == 2 and estimate.missing_pairs(jobs, rows, "cpu") == []
     assert estimate.calibrate(jobs, rows, "cpu", windows=2, path=table) == []
     assert "has a cpu row already" in capsys.readouterr().out
+
+
+def test_the_paper_grid_and_window_come_from_the_sweep_preset_and_config():
+    paper = estimate.sweep_grid()
+    assert paper.envs[:2] == ("acrobot", "mountaincar") and len(paper.envs) == 12
+    assert paper.bonuses == ("none", "rfig", "rnd", "vime", "hashexplo")
+    assert (paper.seeds, paper.steps, paper.eval_frequency) == (32, 1_000_000, 24_576)  # 4 jobs x 8 seeds
+    assert estimate.sweep_grid("paper32").seeds == 32                                      # 1 job x 32 seeds
+    assert estimate.sweep_grid("smoke").eval_frequency == 8192                              # the preset's own window
+
+
+def test_a_sweep_grid_reads_seed_ranges_budgets_and_windows(tmp_path):
+    import shutil
+
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    (conf / "sweep" / "mine.yaml").write_text(
+        "# @package _global_\nnum_seeds: 2\neval_frequency: 1000\nagent:\n  total_timesteps: 5000\n"
+        "hydra:\n  sweeper:\n    params:\n      env: acrobot,deepsea\n      bonus: rnd\n      seed: range(0,10,2)\n")
+    assert estimate.sweep_grid("mine", conf) == estimate.Grid(("acrobot", "deepsea"), ("rnd",), 10, 5000, 1000)
+    (conf / "config.yaml").write_text((conf / "config.yaml").read_text().replace("eval_frequency: 24576",
+                                                                                "eval_frequency: 4096"))
+    assert estimate.default_eval_frequency(conf) == 4096

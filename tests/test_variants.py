@@ -29,3 +29,24 @@ def test_a_swept_value_equal_to_the_default_is_shown_and_ambiguous_leaves_keep_t
     assert variant_tag({}, {"bonus.lengthscale": "auto"}) == "lengthscale=auto"
     assert variant_tag({"agent.lr": 1e-4}, {"agent.lr": 1e-4, "bonus.lr": 1e-3}) == "agent.lr=0.0001,bonus.lr=0.001"
     assert variant_tag({}, {}) == ""
+
+
+def test_variant_folder_names_are_pinned():
+    """Variant folder names are part of the results layout: results written before a change must
+    still be found (and resumed) after it. These names must never change."""
+    from rfig_exp.variants import BASE, format_value, variant_name
+
+    assert variant_name({}) == BASE == "base"
+    assert variant_name({"bonus.lengthscale": 2.0, "agent.lr": 0.001}) == "agent.lr=0.001,bonus.lengthscale=2"
+    assert variant_name({"agent.lr": 1e-5}) == "agent.lr=1e-05"
+    assert variant_name({"agent.lr": 0.1 + 0.2}) == "agent.lr=0.30000000000000004"
+    assert variant_name({"env.size": 30, "env.backend": "spring"}) == "env.backend=spring,env.size=30"
+    assert variant_name({"agent.hidden": [64, 64], "bonus.inverse": True}) == "agent.hidden=64x64,bonus.inverse=true"
+    assert variant_name({"agent.hidden": []}) == "agent.hidden=empty"
+    assert variant_name({"bonus.table_sizes": None, "agent.total_timesteps": 1e20}) == \
+        "agent.total_timesteps=1e+20,bonus.table_sizes=null"
+    assert variant_name({"wandb.tags": "a/b c"}) == "wandb.tags=a_b_c"
+    long = {f"bonus.key_{i}": 0.5 for i in range(12)}
+    assert variant_name(long) == ("bonus.key_0=0.5,bonus.key_1=0.5,bonus.key_10=0.5,bonus.key_11=0.5,bonus.key_2=0.5,"
+                                  "bonus~2d85b509")
+    assert format_value(3.0) == "3" and format_value(float("inf")) == "inf"

@@ -29,6 +29,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap, LogNorm
 
+from rfig_exp import results
+
 from ..aggregate import Interval, _per_env_func, bootstrap
 from ..collect import Collection
 from ..names import env_label
@@ -159,7 +161,7 @@ def mean_visits(coll: Collection, env: str):
         for c in coll.env_data[env].curves.get(m, []):
             if c.scored:
                 g = _grid_of(c.run.summary)
-                if g is not None and (c.run.path / "visits.npy").is_file():
+                if g is not None and (c.run.path / results.VISITS).is_file():
                     grids[(m, c.seed)] = g
     if not grids:
         return None, {}, notes
@@ -177,7 +179,7 @@ def mean_visits(coll: Collection, env: str):
                 notes.append(f"{who}: another coverage_grid than the other runs; left out")
                 continue
             try:
-                v = np.load(c.run.path / "visits.npy", allow_pickle=False)
+                v = np.load(c.run.path / results.VISITS, allow_pickle=False)
             except (OSError, ValueError) as exc:
                 notes.append(f"{who}: visits.npy unreadable ({type(exc).__name__}); left out")
                 continue

@@ -316,13 +316,14 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object
 def write_manifest(validated: Sequence[tuple[list[str], object]]) -> None:
     """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
     (``python -m rfig_exp.status`` counts what is missing against it)."""
+    from rfig_exp import results
     from rfig_exp.config import build_run_spec
 
     stamp = _dt.datetime.now().isoformat(timespec="seconds")
     lines: dict[Path, list[str]] = {}
     for job, cfg in validated:
         spec = build_run_spec(cfg)
-        path = Path(spec.results_dir) / spec.experiment / "manifest.jsonl"
+        path = Path(spec.results_dir) / spec.experiment / results.MANIFEST
         lines.setdefault(path, []).append(json.dumps({
             "env": spec.env_name, "bonus": spec.bonus_name, "variant": spec.variant, "seeds": list(spec.seeds),
             "overrides": [o for o in job], "launched_at": stamp}))

@@ -7,7 +7,13 @@ Each run (env, bonus, variant, seed) owns
 - ``config.yaml``: the resolved config of the run (with its own ``seed``);
 - ``metrics.csv``: one row per evaluation window, appended and flushed as training goes;
 - ``visits.npy``: the final visit counts of the env's coverage grid (envs with a grid);
-- ``summary.json``: written last and atomically. Without it a run is *not* complete.
+- ``summary.json``: written last and atomically; see :func:`incomplete_reason` for when a run
+  is complete (the one rule that the trainer, ``status``, ``estimate`` and ``analysis`` share).
+
+An experiment folder also holds ``manifest.jsonl`` (:data:`MANIFEST`): one line per job of every
+``-m`` launch, with its seeds (written by ``preflight``, read by ``status``). Readers find runs
+with :func:`iter_runs` only; folders whose names start with ``.`` or ``_`` are not part of the
+tree (a ``.trash`` or ``_old`` folder beside the runs is skipped).
 
 Files are created with the permissions the umask allows (as ``open`` would), so that
 collaborators on a shared cluster can read them.
@@ -21,10 +27,12 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import yaml
 
@@ -35,6 +43,8 @@ METRICS = "metrics.csv"
 CONFIG = "config.yaml"
 VARIANT = "variant.yaml"
 VISITS = "visits.npy"
+MANIFEST = "manifest.jsonl"
+SEED_DIR = re.compile(r"^seed_(\d+)$")
 # Leading columns of metrics.csv, in this order; the rest follow alphabetically.
 LEADING_COLUMNS = ("env_steps", "update", "episode_return", "episode_length", "episodes_finished",
                    "intrinsic_reward", "intrinsic_reward_normalized", "extrinsic_reward")
@@ -51,6 +61,94 @@ FILE_MODE = 0o666 & ~_umask()
 
 def run_dir(results_dir: str | os.PathLike, experiment: str, env: str, bonus: str, variant: str, seed: int) -> Path:
     return Path(results_dir) / experiment / env / bonus / variant / f"seed_{seed}"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Where one run lives: its place in the layout (folder names) and its folder."""
+
+    experiment: str
+    env: str
+    bonus: str
+    variant: str
+    seed: int
+    path: Path
+
+
+def hidden(name: str) -> bool:
+    """Folders that are not part of the results tree (``.trash``, ``_old``, ...)."""
+    return name.startswith((".", "_"))
+
+
+def _subdirs(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_dir() and not hidden(p.name))
+
+
+def experiments(results_dir: str | os.PathLike) -> list[str]:
+    """The experiment folders of a results folder, sorted (none when it is not a folder)."""
+    root = Path(results_dir)
+    return [p.name for p in _subdirs(root)] if root.is_dir() else []
+
+
+def iter_runs(results_dir: str | os.PathLike, experiment: str) -> Iterator[RunDir]:
+    """Every run folder ``<env>/<bonus>/<variant>/seed_<k>`` of one experiment, in sorted order."""
+    exp_dir = Path(results_dir) / experiment
+    if not exp_dir.is_dir():
+        return
+    for env_dir in _subdirs(exp_dir):
+        for bonus_dir in _subdirs(env_dir):
+            for variant_dir in _subdirs(bonus_dir):
+                for seed_dir in _subdirs(variant_dir):
+                    m = SEED_DIR.match(seed_dir.name)
+                    if m:
+                        yield RunDir(experiment, env_dir.name, bonus_dir.name, variant_dir.name, int(m.group(1)),
+                                     seed_dir)
+
+
+def has_runs(results_dir: str | os.PathLike, experiment: str) -> bool:
+    return next(iter_runs(results_dir, experiment), None) is not None
+
+
+def read_summary(path: Path) -> tuple[dict | None, str | None]:
+    """``(summary, problem)`` of a run folder: ``(None, "no summary.json")`` without one,
+    ``(None, why)`` when it cannot be read as a JSON object."""
+    try:
+        text = (path / SUMMARY).read_text()
+    except FileNotFoundError:
+        return None, f"no {SUMMARY}"
+    except OSError as exc:
+        return None, f"{SUMMARY} unreadable ({exc})"
+    try:
+        summary = json.loads(text)
+    except ValueError as exc:
+        return None, f"{SUMMARY} unreadable ({exc})"
+    if not isinstance(summary, dict):
+        return None, f"{SUMMARY} unreadable (not a JSON object)"
+    return summary, None
+
+
+def incomplete_reason(path: Path, summary: Mapping | None = None) -> str | None:
+    """Why the run in ``path`` is not complete; None when it is. THE rule of completeness:
+
+    a readable ``summary.json`` whose ``status`` is ``complete`` (the trainer writes ``status``
+    in every summary: ``complete`` or ``failed``; a summary without it is not one the trainer
+    wrote, so it does not count as complete), over a whole ``metrics.csv`` (a row per window:
+    ``num_windows`` of the summary, when it says), so that a truncated or deleted metrics file
+    makes the run incomplete again and a relaunch re-runs it. ``summary``: the summary already
+    read from ``path`` (read here otherwise)."""
+    if summary is None:
+        summary, problem = read_summary(path)
+        if problem:
+            return problem
+    status = summary.get("status")
+    if status != "complete":
+        return f"{SUMMARY} status is {status!r}"
+    windows = summary.get("num_windows")
+    if windows is not None:
+        rows = whole_rows(path)
+        if rows != windows:
+            return f"{METRICS} has {rows} whole row(s), {SUMMARY} says {windows} window(s)"
+    return None
 
 
 def write_variant(variant_dir: Path, overrides: Mapping[str, Any]) -> None:
@@ -72,15 +170,8 @@ def config_differences(saved_yaml: str, new_yaml: str) -> list[str]:
 
 
 def is_complete(path: Path) -> bool:
-    """A summary that says complete, over a whole metrics.csv (a row per window of the summary):
-    a truncated or deleted metrics file makes the run incomplete again, so it is re-run."""
-    try:
-        summary = json.loads((path / SUMMARY).read_text())
-        if not isinstance(summary, dict) or summary.get("status") != "complete":
-            return False
-        return "num_windows" not in summary or whole_rows(path) == summary["num_windows"]
-    except (OSError, ValueError):
-        return False
+    """Whether the run in ``path`` is complete (:func:`incomplete_reason`)."""
+    return incomplete_reason(path) is None
 
 
 def whole_rows(path: Path) -> int:

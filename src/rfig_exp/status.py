@@ -5,13 +5,15 @@
 
 For every (env, bonus, variant) of an experiment it counts the seeds that are
 
-- *complete*: ``summary.json`` with ``status: complete``;
+- *complete*: complete by the results contract (:func:`rfig_exp.results.incomplete_reason`:
+  ``summary.json`` with ``status: complete`` over a whole ``metrics.csv``);
 - *partial*: no complete summary, but ``metrics.csv`` has rows (its last window = the number
   of rows; a relaunch of the same sweep resumes it from its checkpoint);
 - *missing*: expected by the sweep (``manifest.jsonl``: one line per job of every ``-m``
   launch, with its seeds) but with no window written yet (never started, or died before
   its first window);
-- *failed*: a ``summary.json`` whose status is not ``complete``.
+- *failed*: a ``summary.json`` that does not make the run complete (its status is not
+  ``complete``, it cannot be read, or ``metrics.csv`` lacks some of its windows).
 
 Seeds found on disk that no manifest line mentions (single runs, or runs from before the
 manifest existed) are counted too. Nothing here imports JAX, Hydra or the training code,
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +34,7 @@ from typing import Iterable
 
 import yaml
 
-SUMMARY = "summary.json"
-METRICS = "metrics.csv"
-CONFIG = "config.yaml"
-MANIFEST = "manifest.jsonl"
-_SEED_DIR = re.compile(r"^seed_(\d+)$")
+from rfig_exp import results
 
 
 @dataclass
@@ -67,17 +64,6 @@ class GroupStatus:
                 "partial_windows": {str(s.seed): [s.window, s.num_windows] for s in self.of("partial")}}
 
 
-def count_rows(metrics: Path) -> int:
-    """Data rows of a metrics.csv (header excluded; a half-written last line is not a row)."""
-    try:
-        data = metrics.read_bytes()
-    except OSError:
-        return 0
-    lines = data.split(b"\n")
-    complete_lines = lines[:-1]  # the text after the last newline is an unfinished row (or empty)
-    return max(0, sum(1 for line in complete_lines if line.strip()) - 1)
-
-
 def configured_windows(config: Path) -> int | None:
     """Windows a run was configured for: ceil(agent.total_timesteps / eval_frequency)."""
     try:
@@ -90,18 +76,16 @@ def configured_windows(config: Path) -> int | None:
 
 def read_seed(path: Path, seed: int) -> SeedState:
     """The state of one run directory."""
-    summary = path / SUMMARY
-    if summary.exists():
-        try:
-            status = json.loads(summary.read_text()).get("status")
-        except (OSError, ValueError):
-            status = "unreadable summary.json"
-        if status == "complete":
+    if (path / results.SUMMARY).exists():
+        summary, problem = results.read_summary(path)
+        why = problem or results.incomplete_reason(path, summary)
+        if why is None:
             return SeedState(seed, "complete")
-        return SeedState(seed, "failed", detail=str(status))
-    rows = count_rows(path / METRICS)
+        status = summary.get("status") if summary is not None else None
+        return SeedState(seed, "failed", detail=str(status) if status not in (None, "complete") else why)
+    rows = results.whole_rows(path)
     if rows > 0:
-        return SeedState(seed, "partial", window=rows, num_windows=configured_windows(path / CONFIG))
+        return SeedState(seed, "partial", window=rows, num_windows=configured_windows(path / results.CONFIG))
     return SeedState(seed, "missing", detail="started, no window yet")
 
 
@@ -128,25 +112,16 @@ def read_manifest(path: Path) -> tuple[list[dict], int]:
 def collect(experiment_dir: Path) -> tuple[list[GroupStatus], dict]:
     """Status of every (env, bonus, variant) of one experiment, sorted; and notes about the tree."""
     groups: dict[tuple[str, str, str], GroupStatus] = {}
-    entries, bad_lines = read_manifest(experiment_dir / MANIFEST)
+    entries, bad_lines = read_manifest(experiment_dir / results.MANIFEST)
     for entry in entries:
         key = (entry["env"], entry["bonus"], entry["variant"])
         group = groups.setdefault(key, GroupStatus(*key))
         for seed in entry["seeds"]:
             group.seeds.setdefault(seed, SeedState(seed, "missing"))
-    for seed_dir in sorted(experiment_dir.glob("*/*/*/seed_*")):
-        match = _SEED_DIR.match(seed_dir.name)
-        parts = seed_dir.relative_to(experiment_dir).parts
-        if not match or not seed_dir.is_dir() or any(p.startswith(".") for p in parts):
-            continue
-        env, bonus, variant = parts[:3]
-        group = groups.setdefault((env, bonus, variant), GroupStatus(env, bonus, variant))
-        seed = int(match.group(1))
-        group.seeds[seed] = read_seed(seed_dir, seed)
-    # <env>/<bonus>/seed_k: the layout before run directories named their variant
-    old_layout = sum(1 for p in experiment_dir.glob("*/*/seed_*")
-                     if p.is_dir() and not any(q.startswith(".") for q in p.relative_to(experiment_dir).parts))
-    notes = {"manifest_lines": len(entries), "manifest_unreadable_lines": bad_lines, "old_layout_runs": old_layout,
+    for run in results.iter_runs(experiment_dir.parent, experiment_dir.name):
+        group = groups.setdefault((run.env, run.bonus, run.variant), GroupStatus(run.env, run.bonus, run.variant))
+        group.seeds[run.seed] = read_seed(run.path, run.seed)
+    notes = {"manifest_lines": len(entries), "manifest_unreadable_lines": bad_lines,
              "last_launch": max((e.get("launched_at", "") for e in entries), default=None)}
     return [groups[k] for k in sorted(groups)], notes
 
@@ -208,15 +183,9 @@ def format_table(name: str, groups: list[GroupStatus], notes: dict) -> str:
     if totals["partial"] or totals["missing"]:
         lines.append("relaunching the same sweep runs only the missing seeds and resumes the partial ones")
     if notes["manifest_unreadable_lines"]:
-        lines.append(f"note: {notes['manifest_unreadable_lines']} unreadable line(s) in {MANIFEST} were ignored")
-    if notes["old_layout_runs"]:
-        lines.append(f"note: {notes['old_layout_runs']} run folder(s) in the old <env>/<bonus>/seed_<k> layout "
-                     "(no variant level) are not counted")
+        lines.append(f"note: {notes['manifest_unreadable_lines']} unreadable line(s) in {results.MANIFEST} "
+                     "were ignored")
     return "\n".join(lines)
-
-
-def experiments_in(results: Path) -> list[str]:
-    return sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,22 +195,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="experiment name; default: every experiment in the results folder")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
-    results = Path(args.results)
-    if not results.is_dir():
-        print(f"error: --results {results} is not a folder", file=sys.stderr)
+    root = Path(args.results)
+    if not root.is_dir():
+        print(f"error: --results {root} is not a folder", file=sys.stderr)
         return 2
-    names = [args.experiment] if args.experiment else experiments_in(results)
-    if args.experiment and not (results / args.experiment).is_dir():
-        found = ", ".join(experiments_in(results)) or "none"
-        print(f"error: --experiment {args.experiment}: no such experiment in {results} (found: {found})",
+    names = [args.experiment] if args.experiment else results.experiments(root)
+    if args.experiment and not (root / args.experiment).is_dir():
+        found = ", ".join(results.experiments(root)) or "none"
+        print(f"error: --experiment {args.experiment}: no such experiment in {root} (found: {found})",
               file=sys.stderr)
         return 2
     if not names:
-        print(f"no experiments in {results}")
+        print(f"no experiments in {root}")
         return 0
     report = {}
     for name in names:
-        groups, notes = collect(results / name)
+        groups, notes = collect(root / name)
         report[name] = (groups, notes)
     if args.json:
         print(json.dumps({name: {"groups": [g.as_dict() for g in groups], "notes": notes}
