@@ -69,18 +69,15 @@ REDUCTIONS = [
 
 
 def job_is_complete(cfg: dict, results: Path) -> bool:
-    """Did every seed of this composed job finish (a complete summary.json)?"""
+    """Did every seed of this composed job finish (complete by the results contract)?"""
+    from rfig_exp import results as contract
     from rfig_exp import variants
 
     choices = {g: cfg[g]["name"] for g in variants.GROUPS}
     name = variants.variant_name(variants.variant_overrides(cfg, choices))
-    runs = results / cfg["experiment"] / choices["env"] / choices["bonus"] / name
     seeds = range(int(cfg["seed"]), int(cfg["seed"]) + int(cfg["num_seeds"]))
-    for seed in seeds:
-        summary = runs / f"seed_{seed}" / "summary.json"
-        if not summary.is_file() or json.loads(summary.read_text()).get("status") != "complete":
-            return False
-    return True
+    return all(contract.is_complete(contract.run_dir(results, cfg["experiment"], choices["env"], choices["bonus"],
+                                                     name, seed)) for seed in seeds)
 
 
 def stage_minutes(table, results: Path | None = None) -> tuple[dict[str, float], list[str]]:
