@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax.numpy as jnp
-
-from rfig_exp.agents.ppo.train import AGENT_HPARAMS, TrainSpec
 from rfig_exp import variants
+from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
+from rfig_exp.bonuses.settings import BonusSettings, parse_bonus
 from rfig_exp.errors import ConfigError
 
-ACTIVATIONS = ("tanh", "relu")
 WANDB_MODES = ("online", "offline", "disabled")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -37,6 +35,8 @@ class RunSpec:
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
     requested_timesteps: int = 0
+    agent: AgentSettings | None = None   # [compiled_path] the checked agent and bonus settings
+    bonus: BonusSettings | None = None
 
     @property
     def num_windows(self) -> int:
@@ -156,17 +156,8 @@ def build_run_spec(cfg) -> RunSpec:
     """Check the composed config and derive the run's static structure."""
     check_names(cfg)
     check_storage(cfg)
-    num_envs = _int(cfg, "agent.num_envs", 1)
-    num_steps = _int(cfg, "agent.num_steps", 1)
-    batch = num_envs * num_steps
-    num_minibatches = _int(cfg, "agent.num_minibatches", 1)
-    if batch % num_minibatches:
-        raise ConfigError(f"agent.num_minibatches={num_minibatches} must divide the batch "
-                          f"agent.num_envs * agent.num_steps = {batch}")
-    total = _int(cfg, "agent.total_timesteps", 1)
-    if total < batch:
-        raise ConfigError(f"agent.total_timesteps={total} is smaller than one batch "
-                          f"(agent.num_envs * agent.num_steps = {batch})")
+    agent = AgentSettings.parse(_select(cfg, "agent"))  # [compiled_path] every agent.* check
+    batch, total = agent.batch_size, agent.total_timesteps
     eval_frequency = _int(cfg, "eval_frequency", 1)
     if eval_frequency % batch:
         raise ConfigError(f"eval_frequency={eval_frequency} must be a multiple of the batch "
@@ -176,27 +167,10 @@ def build_run_spec(cfg) -> RunSpec:
     updates_per_window = eval_frequency // batch
     num_windows = math.ceil(total / eval_frequency)  # at least the requested budget, in whole windows
 
-    hidden = _select(cfg, "agent.hidden")
-    try:
-        hidden = tuple(int(h) for h in hidden)
-    except (TypeError, ValueError):
-        raise ConfigError(f"agent.hidden={hidden!r} must be a list of layer widths") from None
-    if not hidden or min(hidden) < 1:
-        raise ConfigError(f"agent.hidden={list(hidden)} must be a non-empty list of positive widths")
-    activation = _select(cfg, "agent.activation")
-    if activation not in ACTIVATIONS:
-        raise ConfigError(f"agent.activation={activation!r} is not known; valid: {', '.join(ACTIVATIONS)}")
-
-    hparams = agent_hparams(cfg)  # validates every numeric value before anything compiles
+    bonus = parse_bonus(_select(cfg, "bonus"), batch)  # [compiled_path] every bonus.* check, beta included
     seed = _int(cfg, "seed", 0)
     num_seeds = _int(cfg, "num_seeds", 1)
-    train = TrainSpec(
-        num_envs=num_envs, num_steps=num_steps, num_minibatches=num_minibatches,
-        update_epochs=_int(cfg, "agent.update_epochs", 1),
-        num_updates=num_windows * updates_per_window, updates_per_window=updates_per_window,
-        hidden=hidden, activation=activation, anneal_lr=bool(_select(cfg, "agent.anneal_lr")),
-        obs_norm_init_steps=_int(cfg, "agent.obs_norm_init_steps", 1),
-    )
+    train = agent.train_spec(num_windows * updates_per_window, updates_per_window)
     overrides = variants.variant_overrides(cfg, choices(cfg))
     return RunSpec(
         env_name=str(_select(cfg, "env.name")), bonus_name=str(_select(cfg, "bonus.name")),
@@ -204,23 +178,5 @@ def build_run_spec(cfg) -> RunSpec:
         seeds=tuple(range(seed, seed + num_seeds)), eval_frequency=eval_frequency,
         overwrite=bool(_select(cfg, "overwrite")), train=train,
         variant=variants.variant_name(overrides), variant_overrides=overrides, requested_timesteps=total,
+        agent=agent, bonus=bonus,
     )
-
-
-def agent_hparams(cfg) -> dict:
-    """The agent's numeric hyperparameters as float32 scalars (arguments of the jit)."""
-    values = {
-        "lr": _float(cfg, "agent.lr", 0.0, low_open=True),
-        "clip_eps": _float(cfg, "agent.clip_eps", 0.0, low_open=True),
-        "vf_coef": _float(cfg, "agent.vf_coef", 0.0),
-        "ent_coef": _float(cfg, "agent.ent_coef", 0.0),
-        "max_grad_norm": _float(cfg, "agent.max_grad_norm", 0.0, low_open=True),
-        "gamma": _float(cfg, "agent.gamma", 0.0, 1.0),
-        "gae_lambda": _float(cfg, "agent.gae_lambda", 0.0, 1.0),
-        "gamma_int": _float(cfg, "agent.gamma_int", 0.0, 1.0),
-        "ext_coef": _float(cfg, "agent.ext_coef", 0.0),
-        "beta": _float(cfg, "bonus.beta", 0.0),
-        "obs_clip": _float(cfg, "agent.obs_clip", 0.0, low_open=True),
-    }
-    assert set(values) == set(AGENT_HPARAMS)
-    return {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}

@@ -31,9 +31,9 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from rfig_exp import checkpoint, faults, ownership, results, variants
-from rfig_exp.agents.ppo.train import make_trainer
+from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import make_bonus
-from rfig_exp.config import RunSpec, agent_hparams, build_run_spec, checkpoint_cadence
+from rfig_exp.config import RunSpec, build_run_spec, checkpoint_cadence
 from rfig_exp.envs import make_env
 from rfig_exp.errors import EXIT_INTERRUPTED, ConfigError
 from rfig_exp.tracking import WandbRuns, inverse_note, log, progress_line
@@ -153,9 +153,10 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
     spec = build_run_spec(cfg)
     plans = plan_seeds(cfg, spec)
     env = make_env(cfg.env)
-    bonus, bonus_hparams = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+    # [compiled_path] the bonus from its checked settings; hparams: PPOHparams of float32 scalars
+    bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                       (spec.train.num_steps, spec.train.num_envs))
-    hparams = {**agent_hparams(cfg), "bonus": bonus_hparams}
+    hparams = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hparams))
     varying = {k: OmegaConf.select(cfg, k) for k in sweep_varies}
     tag = variants.variant_tag(spec.variant_overrides,
                                {k: v for k, v in varying.items() if v is not None and not OmegaConf.is_config(v)})
@@ -168,7 +169,7 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
     if len(todo) < len(plans):
         log.info("[%s] seeds %s are complete; running only seeds %s", name,
                  _seed_range([p.seed for p in plans if p.action == "skip"]), _seed_range([p.seed for p in todo]))
-    if spec.bonus_name == "none" and float(hparams["ext_coef"]) == 0.0:
+    if spec.bonus_name == "none" and float(hparams.ext_coef) == 0.0:
         log.info("[%s] agent.ext_coef=0 with bonus=none: the entropy-only policy (no reward at all)", name)
     if spec.total_env_steps != spec.requested_timesteps:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,

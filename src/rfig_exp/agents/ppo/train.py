@@ -18,7 +18,6 @@ shapes and structural choices live in the static ``TrainSpec``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
@@ -27,35 +26,16 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents.ppo import losses
+from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env
 from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.shuffle import permutations
 
-# Agent hyperparameters passed at run time (see conf/agent/ppo.yaml for their meaning).
-AGENT_HPARAMS = ("lr", "clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "gamma", "gae_lambda",
-                 "gamma_int", "ext_coef", "beta", "obs_clip")
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """Static structure of a run: shapes, loop lengths and structural switches."""
-
-    num_envs: int
-    num_steps: int
-    num_minibatches: int
-    update_epochs: int
-    num_updates: int
-    updates_per_window: int
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    anneal_lr: bool = True
-    obs_norm_init_steps: int = 128
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
+def as_arrays(hparams: PPOHparams) -> PPOHparams:
+    """The hyperparameters as float32 scalars, the arguments of the compiled functions."""
+    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)
 
 
 class Transition(NamedTuple):
@@ -135,7 +115,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                                    jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
         warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
         obs_rms = rms_update(rms_init(obs_shape), warm_obs)
-        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams["obs_clip"]), hparams["bonus"])
+        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams.obs_clip), hparams.bonus)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
         obs, env_state = v_reset(jax.random.split(k_reset, num_envs))
@@ -151,7 +131,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         def step(carry, noise_and_keys):
             env_state, obs, ep_ret, ep_len, finished = carry
             action_noise, env_keys = noise_and_keys
-            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))
+            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))
             action = pi.sample_with_noise(action_noise)
             out = v_step(env_keys, env_state, _env_action(action, env.action_space))
             ep_ret = ep_ret + out.reward
@@ -182,11 +162,11 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     def loss_fn(flat_params, mb, hp, unravel):
         pi, values = network.apply(unravel(flat_params), mb["obs_norm"])
         adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
-        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
-        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp["clip_eps"])  # [2]
+        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp.clip_eps)
+        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp.clip_eps)  # [2]
         entropy = pi.entropy().mean()
         value_loss = value_losses.sum() if bonus.intrinsic else value_losses[EXT]
-        total = pg_loss + hp["vf_coef"] * value_loss - hp["ent_coef"] * entropy
+        total = pg_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
         # One stacked vector per minibatch: a single scan output instead of one per metric.
         aux = jnp.stack([pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac])
         return total, aux
@@ -197,7 +177,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp, unravel)
         grad_norm = optax.tree.norm(grads)
-        grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
+        grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp.max_grad_norm / (grad_norm + 1e-6)), grads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
         return (params, opt_state), jnp.concatenate([aux, grad_norm[None]])
@@ -211,34 +191,34 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         # statistics they acted with, so old log-probs and values stay consistent.
         obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
         bonus_batch = BonusBatch(
-            obs=normalize(obs_rms, traj.obs, hp["obs_clip"]), actions=_env_action(traj.action, env.action_space),
-            next_obs=normalize(obs_rms, traj.final_obs, hp["obs_clip"]),
+            obs=normalize(obs_rms, traj.obs, hp.obs_clip), actions=_env_action(traj.action, env.action_space),
+            next_obs=normalize(obs_rms, traj.final_obs, hp.obs_clip),
             terminated=traj.terminated, truncated=traj.truncated)
-        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
-        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp["bonus"])
+        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp.bonus)
+        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp.bonus)
 
         def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
-            return network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))[1]
+            return network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))[1]
 
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
         v_ext_final = values_when_acting(traj.final_obs)[..., EXT]
         term = traj.terminated.astype(jnp.float32)
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
-                                       traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
+                                       traj.truncated.astype(jnp.float32), hp.gamma, hp.gae_lambda)
         if bonus.intrinsic:
             int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
-                                                             r_int_raw, hp["gamma_int"])
+                                                             r_int_raw, hp.gamma_int)
             v_int_last = values_when_acting(last_obs)[..., INT]
-            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
-            adv = hp["ext_coef"] * adv_ext + hp["beta"] * adv_int
+            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, hp.gae_lambda)
+            adv = hp.ext_coef * adv_ext + hp.beta * adv_int
         else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
             int_filter, int_rms, r_int = state.int_return_filter, state.int_return_rms, r_int_raw
             adv_int = jnp.zeros_like(adv_ext)
-            adv = hp["ext_coef"] * adv_ext
+            adv = hp.ext_coef * adv_ext
 
         batch = dict(
             # The observations as the policy saw them: normalised with the statistics it acted with.
-            obs_norm=normalize(state.obs_rms, traj.obs, hp["obs_clip"]),
+            obs_norm=normalize(state.obs_rms, traj.obs, hp.obs_clip),
             action=traj.action, log_prob=traj.log_prob,
             # Combined before minibatching; each minibatch then normalises it (PPO+RND).
             adv=adv,
@@ -246,7 +226,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
         frac = 1.0 - state.update.astype(jnp.float32) / spec.num_updates if spec.anneal_lr else 1.0
-        lr = hp["lr"] * frac
+        lr = hp.lr * frac
 
         def epoch(carry, perm):
             mbs = jax.tree.map(
@@ -294,7 +274,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                 need = jax.vmap(bonus.needs_refresh)(states.bonus_state)
 
                 def refresh(bonus_states):
-                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams["bonus"])
+                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams.bonus)
                     return _where_seed(need, fresh, bonus_states)
 
                 bonus_states = jax.lax.cond(need.any(), refresh, lambda b: b, states.bonus_state)
