@@ -13,7 +13,7 @@ The inverse is a config choice (``bonus.inverse``):
 - ``exact``: Cholesky inverse of Sigma every update (the paper's final experiments);
 - ``newton_schulz``: K iterations of ``X <- X (2I - Sigma X)`` warm-started from the
   previous inverse (the paper's appendix, K = 20), scaled by ``2 / (2 + tr(Phi Lambda Phi^T))``
-  so that the iteration provably converges (see ``linalg.newton_schulz_warm_start``);
+  so that the iteration provably converges (see ``precision.newton_schulz_warm_start``);
 - ``woodbury``: rank-k update of Lambda (k = floor(N rho)); float32 rounding accumulates,
   so an exact refresh (Cholesky inverse of Sigma) runs whenever the residual check below
   exceeds ``refresh_tol`` and has at least doubled since the last exact inverse, and every
@@ -28,11 +28,15 @@ included) and ``max_inverse_residual`` (the largest residual any update produced
 before any refresh it triggered), so a run's summary.json records both.
 
 The bonus's quadratic form ``phi^T Lambda phi`` over the whole batch is its dominant cost;
-it reads only the upper block triangle of Lambda (``linalg.quadratic_form``,
+it reads only the upper block triangle of Lambda (``precision.quadratic_form``,
 ``quad_blocks`` blocks: 5/8 of the dense matmul's work at 4 blocks). See docs/rfig_speed.md.
 
 The length-scale is ``bonus.lengthscale`` or, with ``auto``, ``sqrt(d_eff)`` estimated
-from the random-policy warm-up states (``bonus.lengthscale_method``; see linalg.py).
+from the random-policy warm-up states (``bonus.lengthscale_method``; see lengthscale.py).
+
+The package: this module is the bonus; ``features`` the random Fourier features,
+``precision`` the inverse upkeep, ``lengthscale`` the length-scale heuristics; the
+settings are ``rfig_exp.bonuses.settings.RFIGSettings``.
 """
 
 from __future__ import annotations
@@ -44,9 +48,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rfig_exp import linalg, theory
 from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
+from rfig_exp.bonuses.rfig.precision import (exact_inverse, inverse_residual, newton_schulz,
+                                              newton_schulz_warm_start, quadratic_form, woodbury_update)
+from rfig_exp.bonuses.rfig.features import rff_features, rff_params
+from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
 from rfig_exp.bonuses.settings import RFIGSettings
+from rfig_exp.linalg import sequential_vmap
 from rfig_exp.shuffle import subsample
 
 NUM_PROBES = 4
@@ -80,7 +88,7 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
 
     def rff(state, flat):
         """``[n, in_dim]`` already-flat states -> ``[n, D]`` features."""
-        return theory.rff_features(flat, state.omega_unit, state.bias, state.lengthscale)
+        return rff_features(flat, state.omega_unit, state.bias, state.lengthscale)
 
     def features(state, x):
         """``[*lead, *obs_shape]`` -> ``[prod(lead), D]``."""
@@ -88,12 +96,12 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
 
     def init(key, warmup_obs, hp):
         k_rff, k_sub, k_probe = jax.random.split(key, 3)
-        omega_unit, bias = theory.rff_params(k_rff, in_dim, num_features, jnp.float32)
+        omega_unit, bias = rff_params(k_rff, in_dim, num_features, jnp.float32)
         if settings.auto_lengthscale:
             states = flat_states(warmup_obs, obs_ndim)
             n = min(settings.lengthscale_samples, states.shape[0])
             states = states[subsample(k_sub, states.shape[0], n)]
-            lengthscale, d_eff = linalg.auto_lengthscale(states, settings.lengthscale_method, hp.lengthscale_gamma)
+            lengthscale, d_eff = auto_lengthscale(states, settings.lengthscale_method, hp.lengthscale_gamma)
             lengthscale = jnp.asarray(lengthscale, jnp.float32)
             d_eff = jnp.asarray(d_eff, jnp.float32)
         else:
@@ -113,7 +121,7 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
 
     def reward(state, batch, hp):
         phi = features(state, batch.next_obs)                       # [T*B, D]
-        quad = linalg.quadratic_form(phi, state.precision, settings.quad_blocks)
+        quad = quadratic_form(phi, state.precision, settings.quad_blocks)
         r = 0.5 * jnp.log1p(jnp.maximum(quad, 0.0))
         return r.reshape(batch.terminated.shape), {}
 
@@ -125,15 +133,15 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
         phi = rff(state, states[idx])                               # [k, D]
         sigma = state.sigma + phi.T @ phi
         if settings.inverse == "exact":
-            precision = linalg.exact_inverse(sigma)
+            precision = exact_inverse(sigma)
         elif settings.inverse == "newton_schulz":
             # The plain warm start X0 = Lambda_{t-1} diverges once ||Phi Lambda Phi^T|| >= 1
             # (early updates at rho N = 256 states do); the trace-scaled one always converges.
-            x0 = linalg.newton_schulz_warm_start(state.precision, phi)
-            precision = linalg.newton_schulz(sigma, x0, settings.newton_schulz_iters)
+            x0 = newton_schulz_warm_start(state.precision, phi)
+            precision = newton_schulz(sigma, x0, settings.newton_schulz_iters)
         else:
-            precision = linalg.woodbury_update(state.precision, phi)
-        residual = linalg.inverse_residual(sigma, precision, state.probes)
+            precision = woodbury_update(state.precision, phi)
+        residual = inverse_residual(sigma, precision, state.probes)
         diverged = jnp.logical_or(~jnp.isfinite(residual), residual > hp.divergence_tol)
         # Stale: above refresh_tol, and at least twice the residual of the last exact inverse.
         # The second condition keeps a refresh from repeating every update once float32's own
@@ -164,8 +172,8 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
         return need
 
     def refresh(state, hp):
-        precision = linalg.exact_inverse(state.sigma)
-        residual = linalg.inverse_residual(state.sigma, precision, state.probes)
+        precision = exact_inverse(state.sigma)
+        residual = inverse_residual(state.sigma, precision, state.probes)
         return state._replace(
             precision=precision, residual=residual, refreshed_residual=residual,
             recoveries=state.recoveries + state.diverged.astype(jnp.int32),
@@ -180,10 +188,10 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
                 "max_inverse_residual": state.max_residual}
 
     # Under the agent's vmap over seeds, one seed after another on CPU: batched matmuls are
-    # far slower there than a loop of plain ones (linalg.sequential_vmap).
-    reward = linalg.sequential_vmap(reward)
-    update = linalg.sequential_vmap(update)
-    refresh = linalg.sequential_vmap(refresh)
+    # far slower there than a loop of plain ones (rfig_exp.linalg.sequential_vmap).
+    reward = sequential_vmap(reward)
+    update = sequential_vmap(update)
+    refresh = sequential_vmap(refresh)
     # Every matmul of the bonus at its own precision, whatever the process default (the PPO
     # networks keep theirs): the context is read when the agent's jit traces these functions.
     at = functools.partial(at_matmul_precision, precision=settings.matmul_precision)
