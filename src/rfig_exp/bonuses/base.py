@@ -64,6 +64,7 @@ class Bonus:
     refresh: Optional[Callable[[BonusState, Hparams], BonusState]] = None
     describe: Optional[Callable[[BonusState], Metrics]] = None  # scalars for summary.json
     intrinsic: bool = True
+    counted_metrics: tuple[str, ...] = ()  # metrics that count events: summed over a window, not averaged
 
 
 def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:

@@ -65,6 +65,7 @@ def row_keys(bits: jax.Array, pow_mod: jax.Array, moduli: jax.Array) -> jax.Arra
 
 def make_hashexplo_bonus(settings: HashSettings, obs_shape, action_space, batch_shape):
     """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
+    # A factory of the bonus's short closures, sharing its static settings and tables by closure.
     del action_space, batch_shape
     obs_ndim = len(obs_shape)
     in_dim = math.prod(obs_shape)

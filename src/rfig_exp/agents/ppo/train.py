@@ -27,6 +27,8 @@ from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
+from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
+from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env
@@ -69,7 +71,6 @@ class RunState(NamedTuple):
 class Trainer(NamedTuple):
     init: Any
     run_window: Any
-    network: ActorCritic
 
 
 def _random_actions(key, action_space, n):
@@ -92,8 +93,11 @@ def _where_seed(mask, a, b):
 
 
 def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
+    # Long as a whole, short in its parts: a factory of closures (init, rollout, loss, one SGD step,
+    # one PPO update, a window), each well under 80 lines, sharing the static network, env, bonus
+    # and spec by closure so that jit sees them as constants rather than arguments.
     network = ActorCritic(env.action_space, len(env.obs_shape), spec.hidden, spec.activation)
-    optimizer = optax.scale_by_adam(eps=1e-5)
+    optimizer = ppo_optimizer()
     num_envs, num_steps = spec.num_envs, spec.num_steps
     obs_shape = env.obs_shape
     v_reset = jax.vmap(env.reset)
@@ -138,9 +142,9 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             ep_len = ep_len + 1
             done = jnp.logical_or(out.terminated, out.truncated)
             # Sums over the episodes that end here; the window divides by episodes_finished.
-            ended = {"episode_return_sum": ep_ret, "episode_length_sum": ep_len.astype(jnp.float32),
-                     "episodes_finished": jnp.ones_like(ep_ret),
-                     **{f"env/{k}_sum": out.episode_info[k] for k in env.episode_info}}
+            ended = {"episode_return": ep_ret, "episode_length": ep_len.astype(jnp.float32),
+                     EPISODES_FINISHED: jnp.ones_like(ep_ret),
+                     **{f"env/{k}": out.episode_info[k] for k in env.episode_info}}
             finished = {k: finished[k] + jnp.where(done, v, 0.0).sum() for k, v in ended.items()}
             transition = Transition(obs, action, pi.log_prob(action), values, out.reward,
                                     out.terminated, out.truncated, out.final_obs, out.cell)
@@ -153,8 +157,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         noise = sampling_noise(env.action_space, k_noise, (num_steps, num_envs))
         env_keys = jax.random.split(k_env, (num_steps, num_envs))
         zero = jnp.zeros((), jnp.float32)
-        finished = {k: zero for k in ("episode_return_sum", "episode_length_sum", "episodes_finished",
-                                      *(f"env/{k}_sum" for k in env.episode_info))}
+        finished = {k: zero for k in ("episode_return", "episode_length", EPISODES_FINISHED,
+                                      *(f"env/{k}" for k in env.episode_info))}
         carry = (state.env_state, state.obs, state.episode_return, state.episode_length, finished)
         carry, traj = jax.lax.scan(step, carry, (noise, env_keys))
         return carry, traj
@@ -167,20 +171,17 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         entropy = pi.entropy().mean()
         value_loss = value_losses.sum() if bonus.intrinsic else value_losses[EXT]
         total = pg_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
-        # One stacked vector per minibatch: a single scan output instead of one per metric.
-        aux = jnp.stack([pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac])
-        return total, aux
+        return total, (pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac)
 
     def sgd_step(carry, mb, hp, lr, unravel):
         # Parameters, gradients and Adam moments are single flat vectors here: the same
         # element-wise math, but a handful of XLA kernels per step instead of a few per leaf.
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp, unravel)
-        grad_norm = optax.tree.norm(grads)
-        grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp.max_grad_norm / (grad_norm + 1e-6)), grads)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-        return (params, opt_state), jnp.concatenate([aux, grad_norm[None]])
+        updates, opt_state = optimizer.update(grads, opt_state, params, max_grad_norm=hp.max_grad_norm,
+                                              learning_rate=lr)
+        metrics = SGDMetrics(*aux, grad_norm=optax.tree.norm(grads))
+        return (optax.apply_updates(params, updates), opt_state), metrics.stacked()
 
     def update(state: RunState, hp):
         key, k_roll, k_bonus, k_sgd = jax.random.split(state.key, 4)
@@ -234,27 +235,29 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr, unravel), carry, mbs)
 
         flat_params, unravel = ravel_pytree(state.params)
-        adam = state.opt_state  # optax.ScaleByAdamState(count, mu, nu)
-        flat_adam = adam._replace(mu=ravel_pytree(adam.mu)[0], nu=ravel_pytree(adam.nu)[0])
-        (flat_params, flat_adam), sgd_metrics = jax.lax.scan(
-            epoch, (flat_params, flat_adam), permutations(k_sgd, spec.update_epochs, spec.batch_size))
+        params_def = jax.tree.structure(state.params)
+        flat_opt = ravel_like(state.opt_state, params_def, lambda p: ravel_pytree(p)[0])
+        (flat_params, flat_opt), sgd_metrics = jax.lax.scan(
+            epoch, (flat_params, flat_opt), permutations(k_sgd, spec.update_epochs, spec.batch_size))
         params = unravel(flat_params)
-        opt_state = flat_adam._replace(mu=unravel(flat_adam.mu), nu=unravel(flat_adam.nu))
+        opt_state = unravel_like(flat_opt, state.opt_state, params_def, unravel)
 
         if num_cells:
             visits = state.visits.at[traj.cell.reshape(-1)].add(1)
         else:
             visits = state.visits
 
-        metrics = dict(zip(SGD_METRICS, sgd_metrics.reshape(-1, len(SGD_METRICS)).mean(0)))
-        metrics.update(finished)
-        if num_cells:
-            metrics["coverage"] = (visits > 0).mean()
-        metrics.update(
-            extrinsic_reward=traj.reward.mean(), intrinsic_reward=r_int_raw.mean(),
-            intrinsic_reward_normalized=r_int.mean(), learning_rate=lr,
+        bonus_metrics = {f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()}
+        counted = {f"bonus/{k}" for k in bonus.counted_metrics}
+        metrics = UpdateMetrics(
+            means={**SGDMetrics.mean_of(sgd_metrics)._asdict(), "extrinsic_reward": traj.reward.mean(),
+                   "intrinsic_reward": r_int_raw.mean(), "intrinsic_reward_normalized": r_int.mean(),
+                   "learning_rate": lr, **{k: v for k, v in bonus_metrics.items() if k not in counted}},
+            counts={EPISODES_FINISHED: finished.pop(EPISODES_FINISHED),
+                    **{k: v for k, v in bonus_metrics.items() if k in counted}},
+            episode_sums=finished,
+            final={"coverage": (visits > 0).mean()} if num_cells else {},
         )
-        metrics.update({f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()})
         new_state = RunState(
             params=params, opt_state=opt_state, obs_rms=obs_rms, int_return_filter=int_filter,
             int_return_rms=int_rms, bonus_state=bonus_state, env_state=env_state, obs=last_obs,
@@ -284,27 +287,4 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)
         return states, reduce_window(metrics)
 
-    return Trainer(init=init, run_window=run_window, network=network)
-
-
-SGD_METRICS = ("policy_loss", "value_loss_ext", "value_loss_int", "entropy", "approx_kl", "clip_frac", "grad_norm")
-LAST = ("coverage",)  # states at the end of the window, not averages over it
-
-
-def reduce_window(metrics: dict) -> dict:
-    """``[U, S]`` per-update metrics -> ``[S]`` per window.
-
-    Sums for counts, the last value for states (``coverage``), else means. Every
-    ``<name>_sum`` over finished episodes becomes ``<name>``, its mean per finished episode
-    (NaN when no episode finished in the window).
-    """
-    def reduce(k, v):
-        if k in LAST:
-            return v[-1]
-        return v.sum(0) if k.endswith("_sum") or k.endswith("_count") or k == "episodes_finished" else v.mean(0)
-
-    out = {k: reduce(k, v) for k, v in metrics.items()}
-    n = out["episodes_finished"]
-    for k in [k for k in out if k.endswith("_sum")]:
-        out[k[: -len("_sum")]] = jnp.where(n > 0, out.pop(k) / jnp.maximum(n, 1), jnp.nan)
-    return out
+    return Trainer(init=init, run_window=run_window)

@@ -81,6 +81,8 @@ class RFIGState(NamedTuple):
 def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape):
     """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout (``settings.subsample`` is
     already counted from it)."""
+    # A factory of the bonus's closures (init, reward, update, needs_refresh, refresh, describe),
+    # each short; together they read the static settings by closure, as jit needs.
     del action_space, batch_shape
     obs_ndim = len(obs_shape)
     num_features = settings.num_features
@@ -195,8 +197,9 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape
     # Every matmul of the bonus at its own precision, whatever the process default (the PPO
     # networks keep theirs): the context is read when the agent's jit traces these functions.
     at = functools.partial(at_matmul_precision, precision=settings.matmul_precision)
-    return (Bonus("rfig", at(init), at(reward), at(update), needs_refresh, at(refresh), describe),
-            float32_hparams(settings.hparams))
+    bonus = Bonus("rfig", at(init), at(reward), at(update), needs_refresh, at(refresh), describe,
+                  counted_metrics=("divergence_count", "refresh_count"))
+    return bonus, float32_hparams(settings.hparams)
 
 
 def at_matmul_precision(fn, precision: str):
