@@ -58,6 +58,7 @@ def errors(approx, ref64):
 
 
 def main(argv=None):
+    # A script's body: the cases one after another, each a few lines of setup and a timing.
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dim", type=int, default=1024, help="number of random features D")
     p.add_argument("--rank", type=int, default=256, help="rows per update k (floor(N rho))")

@@ -175,6 +175,8 @@ def timed_rounds(cases: dict, rounds: int, clock) -> dict:
 
 
 def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
+    # One case read top to bottom as the module docstring describes it (setup, refresh rate, the
+    # timed loop and its parts): its closures share the case's states and batches.
     cfg = compose_cfg(env_name, "rfig", [f"bonus.inverse={inverse}", *args.overrides])
     spec = build_run_spec(cfg)
     env = make_env(cfg.env)

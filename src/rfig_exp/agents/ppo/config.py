@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from rfig_exp.errors import ConfigError
 from rfig_exp.validation import choice, integer, number, require, select
 
 ACTIVATIONS = ("tanh", "relu")
@@ -115,7 +116,7 @@ class AgentSettings:
         try:
             hidden = tuple(int(h) for h in hidden)
         except (TypeError, ValueError):
-            require(False, f"{prefix}hidden={hidden!r} must be a list of layer widths")
+            raise ConfigError(f"{prefix}hidden={hidden!r} must be a list of layer widths") from None
         require(bool(hidden) and min(hidden) >= 1,
                 f"{prefix}hidden={list(hidden)} must be a non-empty list of positive widths")
         activation = choice(get("activation"), prefix + "activation", ACTIVATIONS)
