@@ -21,6 +21,11 @@ import os
 # runs: a rank-256 Woodbury update took 140-190 ms instead of 24-31 ms, a 1024 x 1024 exact
 # inverse 410-430 ms instead of 120-130 ms (docs/rfig_speed.md). On a quiet machine one
 # thread was no slower. Set before OpenBLAS loads; an explicit setting is respected.
+# This is too late where the process loaded OpenBLAS before importing this module: measured
+# with `launch.py ... bonus=rfig`, `env=minatar_breakout` gives other metrics (last bits) than
+# with OPENBLAS_NUM_THREADS=1 exported, while `env=mountaincar` and `env=pointmaze_umaze` give
+# the same (before the config checks stopped importing JAX, mountaincar differed too). Setting it
+# where the XLA flags are set (rfig_exp/__init__.py) would make it hold everywhere.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
