@@ -187,7 +187,8 @@ def _legends(fig, axes, rows, ns, colour) -> None:
 def draw_theory_figure(rows):
     """The figure (not saved): one row of panels per lambda rule, one column per input
     dimension d; per n (colour) the mean absolute error over query points (solid, averaged
-    over feature draws) with a band up to the max over query points, Prop. 4.2's bound at the measured kernel error (dashed), Prop. 4.2
+    over feature draws) with a band up to the max over query points, Prop. 4.2's bound at the measured kernel error
+    (dashed), Prop. 4.2
     with Prop. 4.3's kernel error at failure probability delta (dotted), and a D^-1/2 slope."""
     rows = _records(rows)
     if not rows:

@@ -102,7 +102,8 @@ def per_update_cost(env_name, bonus_name, seeds, reps, overrides):
     bonus, hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space, (NUM_STEPS, NUM_ENVS))
     batch = random_policy_batch(env, jax.random.PRNGKey(0), seeds)
     keys = jax.random.split(jax.random.PRNGKey(1), seeds)
-    states = jax.jit(jax.vmap(bonus.init, in_axes=(0, 0, None)))(keys, batch.obs.reshape((seeds, -1) + env.obs_shape), hp)
+    warmup = batch.obs.reshape((seeds, -1) + env.obs_shape)
+    states = jax.jit(jax.vmap(bonus.init, in_axes=(0, 0, None)))(keys, warmup, hp)
     if seeds == 1:  # a lone seed runs unbatched, as in the training loop
         states, batch, keys = jax.tree.map(lambda x: x[0], (states, batch, keys))
         lift = lambda f, axes: f  # noqa: E731
@@ -146,7 +147,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed (none, bonus) window pairs after one warm-up each")
     parser.add_argument("--reps", type=int, default=10, help="timed calls of reward / update for the per-update split")
     parser.add_argument("--no-train", action="store_true", help="only the per-update split (no training loop)")
-    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every case, e.g. bonus.update_proportion=0.25")
+    parser.add_argument("overrides", nargs="*",
+                        help="extra Hydra overrides for every case, e.g. bonus.update_proportion=0.25")
     args = parser.parse_args()
     bonuses = [b for b in args.bonuses.split(",") if b]
     unknown = [b for b in bonuses if b not in REGISTRY]

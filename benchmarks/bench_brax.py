@@ -100,7 +100,8 @@ def main() -> None:
     parser.add_argument("--modes", default="random,ppo")
     parser.add_argument("--random-steps", type=int, default=200, help="steps per env in the random-policy scan")
     parser.add_argument("--updates", type=int, default=1, help="PPO updates (of 32 x 128 steps) per timed window")
-    parser.add_argument("--windows", type=int, default=3, help="timed windows after one warm-up; the median is reported")
+    parser.add_argument("--windows", type=int, default=3,
+                        help="timed windows after one warm-up; the median is reported")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for the PPO runs")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; {NUM_ENVS} envs per seed; "

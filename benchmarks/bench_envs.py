@@ -97,7 +97,7 @@ def main(argv=None):
             cases.append(({"name": name}, name))
     print(f"random policy, {args.seeds} seeds x {args.envs_per_seed} envs vmapped, {args.steps} steps per call, "
           f"median of {args.repeats} calls; jax {jax.__version__} on {jax.devices()[0].platform}")
-    print(f"| env | env steps/s (median) | min - max | compile s |\n|---|---:|---:|---:|")
+    print("| env | env steps/s (median) | min - max | compile s |\n|---|---:|---:|---:|")
     for cfg, label in cases:
         r = measure(cfg, args.seeds, args.envs_per_seed, args.steps, args.repeats)
         print(f"| {label} | {r['steps_per_s'] / 1e6:.2f}M | {r['min'] / 1e6:.2f}M - {r['max'] / 1e6:.2f}M | "

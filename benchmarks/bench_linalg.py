@@ -32,12 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 
 try:
-    from rfig_exp import linalg as L
-    from rfig_exp import theory as T
+    from rfig_exp.bonuses.rfig import features as T
+    from rfig_exp.bonuses.rfig import precision as P
 except ImportError:  # not installed: run from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from rfig_exp import linalg as L
-    from rfig_exp import theory as T
+    from rfig_exp.bonuses.rfig import features as T
+    from rfig_exp.bonuses.rfig import precision as P
 
 
 def timeit(fn, *args, repeats):
@@ -58,6 +58,7 @@ def errors(approx, ref64):
 
 
 def main(argv=None):
+    # length: a script's body: the cases one after another, each a few lines of setup and a timing.
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dim", type=int, default=1024, help="number of random features D")
     p.add_argument("--rank", type=int, default=256, help="rows per update k (floor(N rho))")
@@ -94,15 +95,15 @@ def main(argv=None):
 
     sig_old32 = jnp.asarray(sigma_old, jnp.float32)
     sig_new32 = jnp.asarray(sigma_new, jnp.float32)
-    lam_old = L.exact_inverse(sig_old32)  # the previous inverse, as kept in training
+    lam_old = P.exact_inverse(sig_old32)  # the previous inverse, as kept in training
     mu_max = float(np.linalg.eigvalsh(phi64 @ np.asarray(lam_old, np.float64) @ phi64.T).max())
 
     K = args.ns_iters
-    ns = jax.jit(functools.partial(L.newton_schulz, num_iters=K))
+    ns = jax.jit(functools.partial(P.newton_schulz, num_iters=K))
 
     @jax.jit
     def ns_safe(a, lam, phi):
-        return L.newton_schulz(a, L.newton_schulz_warm_start(lam, phi), K)
+        return P.newton_schulz(a, P.newton_schulz_warm_start(lam, phi), K)
 
     rows = []
 
@@ -112,11 +113,11 @@ def main(argv=None):
         rows.append((name, sec, best, mx, rel))
         return out
 
-    row("exact (Cholesky)", L.exact_inverse, sig_new32)
+    row("exact (Cholesky)", P.exact_inverse, sig_new32)
     row("jnp.linalg.inv", jnp.linalg.inv, sig_new32)
     row(f"newton_schulz K={K}, warm=Lam_old", ns, sig_new32, lam_old)
     row(f"newton_schulz K={K}, scaled warm", ns_safe, sig_new32, lam_old, phi_new)
-    row(f"woodbury rank-{k}", L.woodbury_update, lam_old, phi_new)
+    row(f"woodbury rank-{k}", P.woodbury_update, lam_old, phi_new)
 
     # The very first update, from Lambda_0 = I / reg: where the paper's warm start fails.
     phi1 = np.asarray(batch(keys[0], k), np.float64)
@@ -129,7 +130,7 @@ def main(argv=None):
     row(f"[1st update] newton_schulz K={K}, scaled", ns_safe, s1, lam0, jnp.asarray(phi1, jnp.float32), ref64=ref1)
 
     probe = jax.random.normal(key_v, (D, 8), jnp.float32)
-    res_sec, res_min, res = timeit(L.inverse_residual, sig_new32, lam_old, probe, repeats=args.repeats)
+    res_sec, res_min, res = timeit(P.inverse_residual, sig_new32, lam_old, probe, repeats=args.repeats)
 
     phi_b = batch(keys[-1], args.batch)
 
@@ -139,14 +140,14 @@ def main(argv=None):
 
     @jax.jit
     def bonus_blocked(phi, lam):
-        return 0.5 * jnp.log1p(L.quadratic_form(phi, lam, args.quad_blocks))
+        return 0.5 * jnp.log1p(P.quadratic_form(phi, lam, args.quad_blocks))
 
     @jax.jit
     def bonus_with_features(x, lam):
         phi = T.rff_features(x, omega, bias, ls)
-        return 0.5 * jnp.log1p(L.quadratic_form(phi, lam, args.quad_blocks))
+        return 0.5 * jnp.log1p(P.quadratic_form(phi, lam, args.quad_blocks))
 
-    lam_new = L.exact_inverse(sig_new32)
+    lam_new = P.exact_inverse(sig_new32)
     b_sec, b_min, b = timeit(bonus, phi_b, lam_new, repeats=args.repeats)
     bb_sec, bb_min, bb = timeit(bonus_blocked, phi_b, lam_new, repeats=args.repeats)
     b_ref = 0.5 * np.log1p(np.einsum("nd,nd->n", np.asarray(phi_b, np.float64) @ ref, np.asarray(phi_b, np.float64)))

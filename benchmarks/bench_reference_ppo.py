@@ -63,6 +63,8 @@ def make_train(gymnax_id, num_updates, num_envs=32, num_steps=128, epochs=4, min
                lam=0.95, clip_eps=0.2, vf_coef=0.5, ent_coef=0.01, max_grad_norm=0.5, truncation_aware=False):
     """``truncation_aware``: bootstrap from V(final observation) on a time-limit truncation (an
     extra critic pass over the batch, as rfig-exp does); otherwise every episode end is terminal."""
+    # length: the reference is PureJaxRL's single-function layout on purpose, so that it reads as the
+    # independent implementation it is compared with, not as a copy of our modules.
     env, env_params = gymnax.make(gymnax_id)
     n_act = env.action_space(env_params).n
     net = Net(n_act, len(env.observation_space(env_params).shape))
@@ -210,7 +212,8 @@ def compare(env_name: str, num_seeds: int, windows: int, rounds: int) -> dict:
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="mountaincar", help="rfig-exp env names of gymnax environments, comma-separated")
+    parser.add_argument("--env", default="mountaincar",
+                        help="rfig-exp env names of gymnax environments, comma-separated")
     parser.add_argument("--seeds", default="1", help="vmapped seeds, comma-separated (e.g. 1,8,32 on a GPU)")
     parser.add_argument("--windows", type=int, default=1, help="windows per timed round (more on a GPU)")
     parser.add_argument("--rounds", type=int, default=20, help="interleaved timing rounds")

@@ -1,4 +1,4 @@
-"""RFIG's cost per PPO update against its matrix floor, and the whole update (issue 11).
+"""RFIG's cost per PPO update against its matrix floor, and the whole update.
 
     python benchmarks/bench_rfig.py --clock cpu            # the docs/rfig_speed.md tables
     python benchmarks/bench_rfig.py --envs mountaincar --seeds 1 --inverses woodbury \
@@ -14,12 +14,13 @@ interleaved rounds:
   its own batch: ``reward`` and ``update`` per seed, then ``needs_refresh`` and a
   ``lax.cond`` refresh outside the seed vmap, exactly as ``train.py`` calls them; plus the
   refresh's cost times the refresh rate (below). Per update.
-- ``floor``: the issue's definition, written out here independently of the project code,
+- ``floor``: the matrix work RFIG cannot avoid (docs/rfig_speed.md), written out here
+  independently of the project code,
   in the same kind of loop: the dense quadratic form ``sum((phi @ Lambda) * phi, -1)`` over
   the N states' features plus a bare rank-k Woodbury update (``U = Phi Lambda``, Cholesky
   of ``I + U Phi^T``, one triangular solve, ``Lambda - V^T V``; k = floor(N rho) = 256),
-  chained through Lambda. Features are not part of it (the issue's definition). For S > 1
-  seeds, one seed after another (``linalg.sequential_vmap``, the faster way on CPU; the
+  chained through Lambda. Features are not part of it (by definition). For S > 1
+  seeds, one seed after another (``rfig_exp.linalg.sequential_vmap``, the faster way on CPU; the
   ``batched`` column is the same floor with XLA's batched matmuls under a plain vmap).
 - the parts, each one call jitted alone: ``features`` (RFF map of the N states), ``quad``
   (the bonus's quadratic form on given features), ``sigma`` (subsample, features of the k
@@ -45,14 +46,11 @@ Ratios are medians over rounds of ratios measured in the same round; the spread 
 inter-quartile range of those per-round ratios. Other processes share the machine: with
 ``--clock cpu`` this process's CPU time (all its threads) is timed instead of elapsed time,
 which other processes disturb far less (but it counts threads that spin while waiting).
-The script also runs against the code before issue 11 (``git archive 2d1fe9b``), for a
-before/after comparison in one sitting.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time
@@ -68,15 +66,16 @@ import numpy as np  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from jax.scipy.linalg import solve_triangular  # noqa: E402
 
-from rfig_exp import linalg, theory  # noqa: E402
-from rfig_exp.bonuses import Bonus, BonusBatch, make_bonus  # noqa: E402
-from rfig_exp.bonuses.base import flat_states  # noqa: E402
+from rfig_exp.bonuses import make_bonus  # noqa: E402
+from rfig_exp.bonuses.base import Bonus, BonusBatch, flat_states  # noqa: E402
+from rfig_exp.bonuses.rfig import precision  # noqa: E402
+from rfig_exp.bonuses.rfig.features import rff_features  # noqa: E402
 from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+from rfig_exp.linalg import sequential_vmap  # noqa: E402
+from rfig_exp.shuffle import subsample  # noqa: E402
 
 from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from rfig_exp.errors import ConfigError  # noqa: E402
-from rfig_exp.shuffle import subsample  # noqa: E402
 
 
 def compose_cfg(env_name: str, bonus_name: str, overrides=()):
@@ -89,7 +88,7 @@ def compose_cfg(env_name: str, bonus_name: str, overrides=()):
 
 
 def floor_quadratic_form(phi, lam):
-    """The dense quadratic form the issue's floor is defined by, [N, D] x [D, D] -> [N]."""
+    """The dense quadratic form the floor is defined by, [N, D] x [D, D] -> [N]."""
     return jnp.sum((phi @ lam) * phi, axis=-1)
 
 
@@ -104,20 +103,12 @@ def floor_woodbury(lam, phi):
 # ---------------------------------------------------------------------------------- helpers
 
 
-def env_from(cfg):
-    try:
-        return make_env(cfg.env)
-    except ConfigError:  # before the env config node carried options: by name only
-        return make_env(str(cfg.env.name))
-
-
 def per_seed(fn, num_seeds: int, batched: bool = False):
     """``fn`` over stacked ``[S, ...]`` arguments: unbatched for one seed (as train.py), else
-    vmapped through ``linalg.sequential_vmap`` (one seed after another on CPU, as the bonus
-    runs), or as a plain ``jax.vmap`` (XLA's batched matmuls) with ``batched``."""
+    vmapped through ``sequential_vmap`` (one seed after another on CPU, as the bonus runs), or
+    as a plain ``jax.vmap`` (XLA's batched matmuls) with ``batched``."""
     if num_seeds > 1:
-        sequential = getattr(linalg, "sequential_vmap", None)  # absent before issue 11
-        return jax.vmap(fn if batched or sequential is None else sequential(fn))
+        return jax.vmap(fn if batched else sequential_vmap(fn))
 
     def one(*args):
         out = fn(*jax.tree.map(lambda x: x[0], args))
@@ -184,13 +175,15 @@ def timed_rounds(cases: dict, rounds: int, clock) -> dict:
 
 
 def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
+    # length: one case read top to bottom as the module docstring describes it (setup, refresh rate, the
+    # timed loop and its parts): its closures share the case's states and batches.
     cfg = compose_cfg(env_name, "rfig", [f"bonus.inverse={inverse}", *args.overrides])
     spec = build_run_spec(cfg)
-    env = env_from(cfg)
+    env = make_env(cfg.env)
     num_steps, num_envs = spec.train.num_steps, spec.train.num_envs
-    bonus, hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space, (num_steps, num_envs))
+    bonus, hp = make_bonus(spec.bonus, env.obs_shape, env.action_space, (num_steps, num_envs))
     obs_ndim = len(env.obs_shape)
-    num_blocks, k = int(cfg.bonus.get("quad_blocks", 1)), math.floor(num_steps * num_envs * float(cfg.bonus.rho))
+    num_blocks, k = spec.bonus.quad_blocks, spec.bonus.subsample
 
     random_policy_batches = random_policy_sampler(env, num_steps, num_envs, num_seeds)
     key = jax.random.PRNGKey(args.seed)
@@ -229,8 +222,8 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
     # Refresh rate.
     if args.refresh_rate is not None:
         rate, rate_source = args.refresh_rate, "--refresh-rate"
-    elif inverse == "woodbury" and int(cfg.bonus.refresh_every) > 0:
-        rate, rate_source = 1.0 / int(cfg.bonus.refresh_every), f"1/refresh_every={cfg.bonus.refresh_every}"
+    elif inverse == "woodbury" and spec.bonus.refresh_every > 0:
+        rate, rate_source = 1.0 / spec.bonus.refresh_every, f"1/refresh_every={spec.bonus.refresh_every}"
     else:
         stream = states
         for i in range(args.stream_updates):
@@ -247,7 +240,7 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
     key_seq = jax.vmap(keys_for)(jax.random.split(jax.random.fold_in(k_upd, 1), loop))  # [U, S, 2]
 
     def features_of(s, x):
-        return theory.rff_features(flat_states(x, obs_ndim), s.omega_unit, s.bias, s.lengthscale)
+        return rff_features(flat_states(x, obs_ndim), s.omega_unit, s.bias, s.lengthscale)
 
     phi = jax.jit(per_seed(features_of, num_seeds))(states, batch.next_obs)
     idx_fn = lambda kk: subsample(kk, num_steps * num_envs, k)  # noqa: E731
@@ -258,13 +251,13 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
 
     sigma_new, phi_k = jax.jit(per_seed(sigma_piece, num_seeds))(states, batch.next_obs, keys)
     if inverse == "woodbury":
-        inverse_fn = lambda s, sig, p: linalg.woodbury_update(s.precision, p)  # noqa: E731
+        inverse_fn = lambda s, sig, p: precision.woodbury_update(s.precision, p)  # noqa: E731
     elif inverse == "exact":
-        inverse_fn = lambda s, sig, p: linalg.exact_inverse(sig)  # noqa: E731
+        inverse_fn = lambda s, sig, p: precision.exact_inverse(sig)  # noqa: E731
     else:
-        iters = int(cfg.bonus.newton_schulz_iters)
-        inverse_fn = lambda s, sig, p: linalg.newton_schulz(  # noqa: E731
-            sig, linalg.newton_schulz_warm_start(s.precision, p), iters)
+        iters = spec.bonus.newton_schulz_iters
+        inverse_fn = lambda s, sig, p: precision.newton_schulz(  # noqa: E731
+            sig, precision.newton_schulz_warm_start(s.precision, p), iters)
     lam_new = jax.jit(per_seed(inverse_fn, num_seeds))(states, sigma_new, phi_k)
 
     loop_batches = jax.tree.map(  # [U, S, T, B, ...]: a different batch for every update in the loop
@@ -303,19 +296,15 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
         return jax.lax.scan(body, lam, None, length=loop)
 
     after_loop = bonus_loop(states, loop_batches, key_seq)[0]
-    refreshed_in_loop = (int(np.asarray(after_loop.refreshes - states.refreshes).sum())
-                         if hasattr(states, "refreshes") else 0)  # no counter before issue 11
+    refreshed_in_loop = int(np.asarray(after_loop.refreshes - states.refreshes).sum())
     jit = lambda f: jax.jit(per_seed(f, num_seeds))  # noqa: E731
     f_features = jit(features_of)
-    if hasattr(linalg, "quadratic_form"):
-        f_quad = jit(lambda p, l: linalg.quadratic_form(p, l, num_blocks))
-    else:  # before issue 11: the dense form
-        f_quad = jit(floor_quadratic_form)
+    f_quad = jit(lambda p, lam: precision.quadratic_form(p, lam, num_blocks))
     f_floor_quad = jit(floor_quadratic_form)
     f_floor_wb = jit(floor_woodbury)
     f_sigma = jit(sigma_piece)
     f_inverse = jit(inverse_fn)
-    f_resid = jit(linalg.inverse_residual)
+    f_resid = jit(precision.inverse_residual)
     f_reward = jit(lambda s, b: bonus.reward(s, b, hp)[0])
     f_update = jit(lambda s, b, kk: bonus.update(s, b, kk, hp))
     f_refresh = jit(lambda s: bonus.refresh(s, hp))
@@ -403,11 +392,11 @@ def build_agent(env_name: str, case: str, num_seeds: int, overrides):
         overrides = [o for o in overrides if not o.lstrip("+~").startswith("bonus.")]
     cfg = compose_cfg(env_name, "none" if case in ("none", "zero") else "rfig", overrides)
     spec = build_run_spec(cfg)
-    env = env_from(cfg)
+    env = make_env(cfg.env)
     if case == "zero":
-        bonus, bonus_hp = zero_bonus(), {}
+        bonus, bonus_hp = zero_bonus(), ()
     else:
-        bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+        bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                      (spec.train.num_steps, spec.train.num_envs))
     window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     return window, states, hp, spec.train.updates_per_window

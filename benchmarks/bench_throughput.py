@@ -25,9 +25,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from rfig_exp.agents.ppo.train import make_trainer  # noqa: E402
+from rfig_exp.agents.ppo.train import as_arrays, make_trainer  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
-from rfig_exp.config import agent_hparams, build_run_spec  # noqa: E402
+from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
         cfg = compose("config", overrides=[f"env={env_name}", f"bonus={bonus_name}", *overrides])
     spec = build_run_spec(cfg)
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                  (spec.train.num_steps, spec.train.num_envs))
     return (*compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds), spec)
 
@@ -45,7 +45,7 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
 def compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds: int):
     """Initialise ``num_seeds`` vmapped seeds and compile one window of the training loop, as
     ``experiment.py`` does: ``(run_window, states, hparams)``. Shared by the other benchmarks."""
-    hp = {**agent_hparams(cfg), "bonus": bonus_hp}
+    hp = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
     trainer = make_trainer(spec.train, env, bonus)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
     states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp))
@@ -84,7 +84,8 @@ def main() -> None:
     parser.add_argument("--bonuses", default="none,rfig")
     parser.add_argument("--seeds", default="1,8", help="vmapped seeds per process, comma-separated")
     parser.add_argument("--windows", type=int, default=5,
-                        help="timed windows after one warm-up window (24,576 steps per seed each); the median is reported")
+                        help="timed windows after one warm-up window (24,576 steps per seed each); "
+                             "the median is reported")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. bonus.inverse=exact")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; overrides: {args.overrides or 'none'}")

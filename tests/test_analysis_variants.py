@@ -232,7 +232,7 @@ def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
     agg = compute_aggregates(coll, reps=REPS)
     x, y, lo, hi, n = sensitivity_points(agg, "mountaincar", sweeps["bonus.lengthscale"]["rfig"])
     np.testing.assert_array_equal(x, [0.5, 1.0, 2.0])
-    for xi, yi, li, hii, key in zip(x, y, lo, hi, ["rfig/bonus.lengthscale=0.5", "rfig", "rfig/bonus.lengthscale=2"],
+    for _xi, yi, li, hii, key in zip(x, y, lo, hi, ["rfig/bonus.lengthscale=0.5", "rfig", "rfig/bonus.lengthscale=2"],
                                     strict=True):
         assert np.isclose(yi, scipy.stats.trim_mean(truth[("mountaincar", key)][:, -1], 0.25))
         assert li <= yi <= hii

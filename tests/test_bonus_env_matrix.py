@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 
 from conftest import compose_config
-from rfig_exp.agents.ppo.train import make_trainer
+from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config import agent_hparams, build_run_spec
+from rfig_exp.config import build_run_spec
 from rfig_exp.envs import BoxSpace, DiscreteSpace, make_env
 
 NUM_ENVS, NUM_STEPS = 4, 8
@@ -90,9 +90,9 @@ def one_update(bonus_name: str, env_kind: str, num_seeds: int):
     spec = build_run_spec(cfg)
     assert spec.train.num_updates == 1 and spec.train.updates_per_window == 1
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                  (spec.train.num_steps, spec.train.num_envs))
-    hp = {**agent_hparams(cfg), "bonus": bonus_hp}
+    hp = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
     trainer = make_trainer(spec.train, env, with_reward_spy(bonus))
 
     def init_and_window(keys, hp):

@@ -66,7 +66,7 @@ def per_example_information_gain(params, samples, x, y, hp):
             h = h @ w + b
             if layer < len(p["mu"]) - 1:
                 h = jnp.maximum(h, 0.0)
-        return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+        return jnp.sum((h - yi) ** 2) / (2.0 * hp.likelihood_sigma ** 2)
 
     def nll(p, xi, yi):
         return sum(nll_one(p, eps, xi, yi) for eps in samples) / len(samples)
@@ -79,7 +79,7 @@ def per_example_information_gain(params, samples, x, y, hp):
         h_rho = 2.0 * jnp.exp(2.0 * rho) / ((1.0 + jnp.exp(rho)) ** 2 * sigma ** 2)
         axes = tuple(range(1, g_mu.ndim))
         total = total + jnp.sum(g_mu ** 2 * sigma ** 2, axis=axes) + jnp.sum(g_rho ** 2 / h_rho, axis=axes)
-    return 0.5 * hp["step_size"] ** 2 * total
+    return 0.5 * hp.step_size ** 2 * total
 
 
 def to64(tree):
@@ -97,7 +97,8 @@ def trained_state(bonus, hp, batch, steps, seed=0):
 def mean_reward(bonus, hp, state, batch, draws=8):
     """The bonus averaged over several weight-noise draws (the state's key replaced)."""
     reward = jax.jit(bonus.reward)
-    return float(np.mean([reward(state._replace(key=jax.random.PRNGKey(k)), batch, hp)[0].mean() for k in range(draws)]))
+    draws = [reward(state._replace(key=jax.random.PRNGKey(k)), batch, hp)[0].mean() for k in range(draws)]
+    return float(np.mean(draws))
 
 
 def test_action_features_one_hot_and_box_values():
@@ -161,7 +162,7 @@ def test_information_gain_is_the_kl_of_the_second_order_step(x64):
         for layer, (m, r, e) in enumerate(zip(p["mu"], p["rho"], eps)):
             h = h @ (m["w"] + jax.nn.softplus(r["w"]) * e["w"]) + m["b"] + jax.nn.softplus(r["b"]) * e["b"]
             h = jnp.maximum(h, 0.0) if layer < len(p["mu"]) - 1 else h
-        return jnp.sum((h - yi) ** 2) / (2.0 * hp["likelihood_sigma"] ** 2)
+        return jnp.sum((h - yi) ** 2) / (2.0 * hp.likelihood_sigma ** 2)
 
     grads = jax.jit(jax.vmap(jax.grad(nll), in_axes=(None, 0, 0)))(params, x, y)   # [N, every parameter]
     leaves = [np.asarray(a) for a in jax.tree.leaves((params["mu"], params["rho"], grads["mu"], grads["rho"]))]
@@ -181,7 +182,7 @@ def test_information_gain_is_the_kl_of_the_second_order_step(x64):
 
     errors = {}
     for step in (0.01, 0.001):
-        ig = np.asarray(jax.jit(information_gain)(params, [eps], x, y, {**to64(hp), "step_size": jnp.float64(step)}))
+        ig = np.asarray(jax.jit(information_gain)(params, [eps], x, y, to64(hp)._replace(step_size=jnp.float64(step))))
         exact = np.array([exact_kl_after_step(step, i) for i in range(len(x))])
         assert np.all(exact > 0) and np.all(ig > 0)
         errors[step] = np.max(np.abs(ig / exact - 1.0))
@@ -191,7 +192,7 @@ def test_information_gain_is_the_kl_of_the_second_order_step(x64):
 
 def test_reward_uses_the_pre_update_model_and_agent_order():
     bonus, hp = make(**SMALL)
-    hp = {**hp, "lr": jnp.float32(1e-2)}
+    hp = hp._replace(lr=jnp.float32(1e-2))
     state = bonus.init(jax.random.PRNGKey(0), None, hp)
     batch = transitions(1)
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
@@ -215,7 +216,7 @@ def test_reward_uses_the_pre_update_model_and_agent_order():
 
 def test_information_gain_shrinks_as_the_model_sees_the_same_data():
     bonus, hp = make(**SMALL)
-    hp = {**hp, "lr": jnp.float32(3e-3)}
+    hp = hp._replace(lr=jnp.float32(3e-3))
     batch = transitions(0)
     levels = [mean_reward(bonus, hp, trained_state(bonus, hp, batch, steps), batch) for steps in (0, 100, 300)]
     assert levels[0] > 0
@@ -225,7 +226,7 @@ def test_information_gain_shrinks_as_the_model_sees_the_same_data():
 
 def test_bonus_of_a_trained_batch_falls_well_below_novel_transitions():
     bonus, hp = make(**SMALL)
-    hp = {**hp, "lr": jnp.float32(1e-2)}
+    hp = hp._replace(lr=jnp.float32(1e-2))
     seen, novel = transitions(0, center=-1.0), transitions(1, center=1.0)   # inputs of equal norm
     fresh = bonus.init(jax.random.PRNGKey(0), None, hp)
     r_seen0, r_novel0 = mean_reward(bonus, hp, fresh, seen), mean_reward(bonus, hp, fresh, novel)
@@ -243,7 +244,7 @@ def test_clip_and_non_finite_guard():
     batch = transitions(0, scale=30.0)
     raw, _ = jax.jit(bonus.reward)(state, batch, hp)
     cap = float(np.median(np.asarray(raw)))
-    clipped, metrics = jax.jit(bonus.reward)(state, batch, {**hp, "clip": jnp.float32(cap)})
+    clipped, metrics = jax.jit(bonus.reward)(state, batch, hp._replace(clip=jnp.float32(cap)))
     assert float(clipped.max()) == pytest.approx(cap) and 0.3 < float(metrics["clipped_fraction"]) < 0.7
     bad = batch._replace(next_obs=batch.next_obs.at[0, 0, 0].set(jnp.nan))
     r, metrics = jax.jit(bonus.reward)(state, bad, hp)
@@ -275,7 +276,8 @@ def test_more_samples_and_delta_target_run():
     @jax.jit
     def gains(params, keys):   # the 3-sample gain, and each sample's own
         eps = [sample_noise(k, params["mu"]) for k in keys]
-        return information_gain(params, eps, x, y, hp), jnp.stack([information_gain(params, [e], x, y, hp) for e in eps])
+        each = jnp.stack([information_gain(params, [e], x, y, hp) for e in eps])
+        return information_gain(params, eps, x, y, hp), each
 
     joint, single = gains(state.params, jax.random.split(state.key, 3))
     np.testing.assert_allclose(np.asarray(r).reshape(-1), np.asarray(joint), rtol=1e-5)
@@ -328,7 +330,7 @@ def test_bad_config_names_the_key(key, value, match):
 
 def test_zero_kl_weight_is_allowed():
     bonus, hp = make(kl_weight=0.0, **SMALL)
-    assert float(hp["kl_weight"]) == 0.0
+    assert float(hp.kl_weight) == 0.0
 
 
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):

@@ -64,7 +64,8 @@ def _save_then_die(at_window):
 
 def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]", "checkpoint.every_windows=1",
+    cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]",
+                      "checkpoint.every_windows=1",
                       "agent.total_timesteps=384", f"results_dir={tmp_path}")
 
     # Die right after the checkpoint of window 2 (as a SIGKILL would), then relaunch.

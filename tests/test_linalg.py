@@ -1,4 +1,5 @@
-"""Tests for rfig_exp.linalg against independent float64 numpy computations."""
+"""Tests for rfig_exp.linalg and RFIG's precision and length-scale modules against independent
+float64 numpy computations."""
 
 import functools
 import itertools
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from rfig_exp import linalg as L
+from rfig_exp.bonuses.rfig import lengthscale as LS
+from rfig_exp.bonuses.rfig import precision as P
 
 
 # ---------------------------------------------------------------- numpy references
@@ -56,7 +59,7 @@ def test_exact_inverse_float64(x64):
     for _ in range(4):
         s.add(s.batch(64))
     (sig,) = to(jnp.float64, s.sigma)
-    out = L.exact_inverse(sig)
+    out = P.exact_inverse(sig)
     assert out.dtype == jnp.float64
     assert rel_err(out, np.linalg.inv(s.sigma)) < 1e-12
     np.testing.assert_array_equal(np.asarray(out), np.asarray(out).T)
@@ -66,7 +69,7 @@ def test_exact_inverse_float32():
     s = RFIGStream(1)
     for _ in range(4):
         s.add(s.batch(64))
-    out = L.exact_inverse(jnp.asarray(s.sigma, jnp.float32))
+    out = P.exact_inverse(jnp.asarray(s.sigma, jnp.float32))
     assert out.dtype == jnp.float32
     assert rel_err(out, np.linalg.inv(s.sigma)) < 1e-5
 
@@ -88,7 +91,7 @@ def test_newton_schulz_warm_start_after_rank_k_update(dtype, tol):
         assert np.linalg.eigvalsh(phi @ lam_old @ phi.T).max() < 1.0
         sig_new = s.add(phi)
         a, x0 = to(dtype, sig_new, lam_old)
-        out = L.newton_schulz(a, x0, 20)
+        out = P.newton_schulz(a, x0, 20)
         assert out.dtype == dtype
         assert rel_err(out, np.linalg.inv(sig_new)) < tol
 
@@ -100,7 +103,7 @@ def test_newton_schulz_cold_start_converges_float64(x64):
     s.add(s.batch(16))
     a = s.sigma
     x0 = a / np.linalg.norm(a, 2) ** 2
-    out = L.newton_schulz(*to(jnp.float64, a, x0), 30)
+    out = P.newton_schulz(*to(jnp.float64, a, x0), 30)
     assert rel_err(out, np.linalg.inv(a)) < 1e-10
 
 
@@ -118,25 +121,25 @@ def test_newton_schulz_plain_warm_start_diverges_on_large_update():
     sig = s.add(phi)
     a, x0, phi32 = to(jnp.float32, sig, lam0, phi)
     probe = jax.random.normal(jax.random.PRNGKey(0), (128, 4))
-    bad = L.newton_schulz(a, x0, 20)
-    res_bad = L.inverse_residual(a, bad, probe)
+    bad = P.newton_schulz(a, x0, 20)
+    res_bad = P.inverse_residual(a, bad, probe)
     assert not np.isfinite(float(res_bad)) or float(res_bad) > 1.0
 
-    good = L.newton_schulz(a, L.newton_schulz_warm_start(x0, phi32), 20)
+    good = P.newton_schulz(a, P.newton_schulz_warm_start(x0, phi32), 20)
     assert rel_err(good, np.linalg.inv(sig)) < 1e-4
-    assert float(L.inverse_residual(a, good, probe)) < 1e-4
+    assert float(P.inverse_residual(a, good, probe)) < 1e-4
 
 
 def test_newton_schulz_safe_warm_start_over_a_stream():
     """From Lambda_0 = I, each update warm-started from the previous NS output (float32)."""
     s = RFIGStream(5, num_features=128, spread=0.5)
     lam = jnp.eye(128, dtype=jnp.float32)
-    ns = jax.jit(L.newton_schulz, static_argnums=2)
+    ns = jax.jit(P.newton_schulz, static_argnums=2)
     for _ in range(12):
         phi = s.batch(24)
         sig = s.add(phi)
         a, phi32 = to(jnp.float32, sig, phi)
-        lam = ns(a, L.newton_schulz_warm_start(lam, phi32), 20)
+        lam = ns(a, P.newton_schulz_warm_start(lam, phi32), 20)
         assert rel_err(lam, np.linalg.inv(sig)) < 1e-4
 
 
@@ -148,7 +151,7 @@ def test_woodbury_many_sequential_updates(dtype, tol):
     with jax.enable_x64(dtype == jnp.float64):
         s = RFIGStream(6, num_features=128)
         lam = jnp.eye(128, dtype=dtype)
-        upd = jax.jit(L.woodbury_update)
+        upd = jax.jit(P.woodbury_update)
         for t in range(60):
             phi = s.batch(16)
             sig = s.add(phi)
@@ -167,7 +170,7 @@ def test_woodbury_single_update_matches_formula(x64):
     lam = np.linalg.inv(sig)
     for k in (1, 5):
         phi = rng.standard_normal((k, 32))
-        out = L.woodbury_update(*to(jnp.float64, lam, phi))
+        out = P.woodbury_update(*to(jnp.float64, lam, phi))
         assert rel_err(out, np.linalg.inv(sig + phi.T @ phi)) < 1e-12
 
 
@@ -185,18 +188,18 @@ def test_inverse_residual():
 
     ref = np.linalg.norm(sig @ (lam @ probe) - probe) / np.linalg.norm(probe)
     assert ref < 1e-12
-    assert float(L.inverse_residual(a, x, v)) < 1e-5
+    assert float(P.inverse_residual(a, x, v)) < 1e-5
 
     pert = lam + 1e-2 * np.eye(128)
     expect = np.linalg.norm(sig @ (pert @ probe) - probe) / np.linalg.norm(probe)
-    got = float(L.inverse_residual(a, jnp.asarray(pert, jnp.float32), v))
+    got = float(P.inverse_residual(a, jnp.asarray(pert, jnp.float32), v))
     assert got > 1e-2
     assert got == pytest.approx(expect, rel=1e-3)
 
     for bad_value in (np.nan, np.inf, -np.inf):
         bad = lam.copy()
         bad[3, 7] = bad_value
-        assert not np.isfinite(float(L.inverse_residual(a, jnp.asarray(bad, jnp.float32), v)))
+        assert not np.isfinite(float(P.inverse_residual(a, jnp.asarray(bad, jnp.float32), v)))
 
 
 # ---------------------------------------------------------------- quadratic form
@@ -227,7 +230,7 @@ def test_quadratic_form_matches_loop_float64(x64, num_blocks):
     lam = np.linalg.inv(s.sigma)
     phi = s.batch(40)
     ref = np.array([row @ lam @ row for row in phi])  # plain loop
-    got = L.quadratic_form(*to(jnp.float64, phi, lam), num_blocks=num_blocks)
+    got = P.quadratic_form(*to(jnp.float64, phi, lam), num_blocks=num_blocks)
     assert got.shape == (40,) and got.dtype == jnp.float64
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12)
 
@@ -240,7 +243,7 @@ def test_quadratic_form_float32(num_blocks):
     lam = np.linalg.inv(s.sigma)
     phi = s.batch(300)
     ref = np.einsum("nd,de,ne->n", phi, lam, phi)
-    got = L.quadratic_form(*to(jnp.float32, phi, lam), num_blocks=num_blocks)
+    got = P.quadratic_form(*to(jnp.float32, phi, lam), num_blocks=num_blocks)
     assert got.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5, atol=1e-7)
 
@@ -254,16 +257,16 @@ def test_quadratic_form_reads_the_upper_block_triangle(x64):
     for b in (1, 2, 4):
         sym = np_block_upper_symmetric(a, b)
         want = np.array([row @ sym @ row for row in phi])
-        got = L.quadratic_form(*to(jnp.float64, phi, a), num_blocks=b)
+        got = P.quadratic_form(*to(jnp.float64, phi, a), num_blocks=b)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
     assert not np.allclose(np_block_upper_symmetric(a, 4), 0.5 * (a + a.T))  # the cases really differ
 
 
 def test_quadratic_form_rejects_blocks_that_do_not_divide():
     with pytest.raises(ValueError, match="num_blocks=3"):
-        L.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=3)
+        P.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=3)
     with pytest.raises(ValueError, match="num_blocks=0"):
-        L.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=0)
+        P.quadratic_form(jnp.ones((2, 16)), jnp.eye(16), num_blocks=0)
 
 
 # ---------------------------------------------------------------- jit / vmap
@@ -278,20 +281,20 @@ def test_inverse_methods_jit_and_vmap():
     true = np.linalg.inv(sig_new)
     a, x0, ph = to(jnp.float32, sig_new, lam_old, phis)
 
-    ex = jax.jit(jax.vmap(L.exact_inverse))(a)
-    ns = jax.jit(jax.vmap(functools.partial(L.newton_schulz, num_iters=20)))(
-        a, jax.vmap(L.newton_schulz_warm_start)(x0, ph)
+    ex = jax.jit(jax.vmap(P.exact_inverse))(a)
+    ns = jax.jit(jax.vmap(functools.partial(P.newton_schulz, num_iters=20)))(
+        a, jax.vmap(P.newton_schulz_warm_start)(x0, ph)
     )
-    wb = jax.jit(jax.vmap(L.woodbury_update))(x0, ph)
+    wb = jax.jit(jax.vmap(P.woodbury_update))(x0, ph)
     for out in (ex, ns, wb):
         assert out.shape == (3, 64, 64)
         for i in range(3):
             assert rel_err(out[i], true[i]) < 1e-4
     probes = jnp.ones((3, 64, 2))
-    res = jax.vmap(L.inverse_residual)(a, wb, probes)
+    res = jax.vmap(P.inverse_residual)(a, wb, probes)
     assert res.shape == (3,) and bool(jnp.all(res < 1e-4))
     rows = jnp.asarray(np.stack([s.batch(5) for s in streams]), jnp.float32)
-    quad = jax.jit(jax.vmap(functools.partial(L.quadratic_form, num_blocks=4)))(rows, wb)
+    quad = jax.jit(jax.vmap(functools.partial(P.quadratic_form, num_blocks=4)))(rows, wb)
     want = np.einsum("snd,sde,sne->sn", np.asarray(rows, np.float64), true, np.asarray(rows, np.float64))
     np.testing.assert_allclose(np.asarray(quad), want, rtol=1e-4)
 
@@ -354,9 +357,9 @@ def test_median_distance_matches_loop():
     for n in (2, 3, 31):
         x = rng.standard_normal((n, 5))
         pairs = [np.linalg.norm(x[i] - x[j]) for i, j in itertools.combinations(range(n), 2)]
-        got = float(L.median_distance(jnp.asarray(x, jnp.float32)))
+        got = float(LS.median_distance(jnp.asarray(x, jnp.float32)))
         assert got == pytest.approx(float(np.median(pairs)), rel=1e-4)
-    assert float(L.median_distance(jnp.ones((1, 3)))) == 0.0
+    assert float(LS.median_distance(jnp.ones((1, 3)))) == 0.0
 
 
 # ---------------------------------------------------------------- effective dimension
@@ -382,7 +385,7 @@ def test_effective_dimension_matches_reference_loop(x64):
     rng = np.random.default_rng(14)
     for d, ls, gamma in [(2, 1.0, 1.0), (5, 2.0, 1.0), (5, 2.0, 0.1), (3, 0.5, 3.0)]:
         x = rng.standard_normal((60, d))
-        got = int(L.effective_dimension(jnp.asarray(x), ls, gamma))
+        got = int(LS.effective_dimension(jnp.asarray(x), ls, gamma))
         assert got == np_valko_deff(x, ls, gamma)
 
 
@@ -392,9 +395,9 @@ def test_effective_dimension_known_subspace_dimension():
     fixed, median, prs = [], [], []
     for k in (1, 2, 4, 8):
         x = jnp.asarray(subspace_points(rng, 256, k), jnp.float32)
-        fixed.append(int(L.effective_dimension(x, 1.0, 1.0)))
-        median.append(int(L.effective_dimension(x, L.median_distance(x), 1.0)))
-        prs.append(float(L.participation_ratio(x)))
+        fixed.append(int(LS.effective_dimension(x, 1.0, 1.0)))
+        median.append(int(LS.effective_dimension(x, LS.median_distance(x), 1.0)))
+        prs.append(float(LS.participation_ratio(x)))
         assert prs[-1] == pytest.approx(k, rel=0.1)
     # At a fixed base length-scale d_eff grows strictly with k (measured 3, 7, 17, 34).
     assert all(a < b for a, b in zip(fixed, fixed[1:])), fixed
@@ -407,17 +410,17 @@ def test_effective_dimension_known_subspace_dimension():
 
 def test_effective_dimension_guards():
     one = jnp.ones((1, 4))
-    assert int(L.effective_dimension(one, 1.0, 1.0)) == 1
-    assert int(L.effective_dimension(one, 1.0, 0.0)) == 1
+    assert int(LS.effective_dimension(one, 1.0, 1.0)) == 1
+    assert int(LS.effective_dimension(one, 1.0, 0.0)) == 1
     # gamma = 0: numerical rank. Three distinct states repeated -> rank 3.
     rng = np.random.default_rng(16)
     base = 3.0 * rng.standard_normal((3, 4))
     x = jnp.asarray(np.repeat(base, 20, axis=0), jnp.float32)
-    assert int(L.effective_dimension(x, 1.0, 0.0)) == 3
+    assert int(LS.effective_dimension(x, 1.0, 0.0)) == 3
     # gamma large: the tail condition holds at j = 1.
-    assert int(L.effective_dimension(x, 1.0, 1e6)) == 1
+    assert int(LS.effective_dimension(x, 1.0, 1e6)) == 1
     # Always within [1, N], int32, and jittable with a traced gamma / length-scale.
-    f = jax.jit(L.effective_dimension)
+    f = jax.jit(LS.effective_dimension)
     y = jnp.asarray(rng.standard_normal((40, 3)), jnp.float32)
     for g in (0.0, 0.5, 2.0):
         out = f(y, jnp.float32(1.0), jnp.float32(g))
@@ -428,20 +431,20 @@ def test_participation_ratio():
     rng = np.random.default_rng(17)
     for d in (2, 6, 16):
         x = rng.standard_normal((2000, d))
-        got = float(L.participation_ratio(jnp.asarray(x, jnp.float32)))
+        got = float(LS.participation_ratio(jnp.asarray(x, jnp.float32)))
         c = np.cov(x.T, bias=True)
         ev = np.linalg.eigvalsh(c)
         assert got == pytest.approx(ev.sum() ** 2 / (ev**2).sum(), rel=1e-4)
         assert got == pytest.approx(d, rel=0.05)
     # Anisotropic: one dominant direction -> close to 1; scale invariant.
     x = rng.standard_normal((500, 5)) * np.array([10.0, 0.1, 0.1, 0.1, 0.1])
-    assert float(L.participation_ratio(jnp.asarray(x))) < 1.01
-    assert float(L.participation_ratio(jnp.asarray(7.0 * x))) == pytest.approx(
-        float(L.participation_ratio(jnp.asarray(x))), rel=1e-4
+    assert float(LS.participation_ratio(jnp.asarray(x))) < 1.01
+    assert float(LS.participation_ratio(jnp.asarray(7.0 * x))) == pytest.approx(
+        float(LS.participation_ratio(jnp.asarray(x))), rel=1e-4
     )
     # Degenerate guards.
-    assert float(L.participation_ratio(jnp.ones((1, 3)))) == 1.0
-    assert float(L.participation_ratio(jnp.ones((10, 3)))) == 1.0
+    assert float(LS.participation_ratio(jnp.ones((1, 3)))) == 1.0
+    assert float(LS.participation_ratio(jnp.ones((10, 3)))) == 1.0
 
 
 # ---------------------------------------------------------------- auto length-scale
@@ -450,25 +453,25 @@ def test_participation_ratio():
 def test_auto_lengthscale_methods():
     rng = np.random.default_rng(18)
     x = jnp.asarray(rng.standard_normal((256, 2)), jnp.float32)
-    ls, deff = L.auto_lengthscale(x, "valko")
-    ref = np_valko_deff(np.asarray(x, np.float64), float(L.median_distance(x)), 1.0)
+    ls, deff = LS.auto_lengthscale(x, "valko")
+    ref = np_valko_deff(np.asarray(x, np.float64), float(LS.median_distance(x)), 1.0)
     assert int(deff) == ref
     assert float(ls) == pytest.approx(math.sqrt(ref), rel=1e-6)
     # Standardised 2-d data: baselines.md measured d_eff = 6 (l = 2.45) on MountainCar.
     assert 3 <= int(deff) <= 10
 
-    ls_fp, d_fp = L.auto_lengthscale(x, "valko_fixed_point")
+    ls_fp, d_fp = LS.auto_lengthscale(x, "valko_fixed_point")
     assert float(ls_fp) == pytest.approx(math.sqrt(int(d_fp)), rel=1e-6)
     assert 1 <= int(d_fp) <= 256
 
-    ls_pr, pr = L.auto_lengthscale(x, "participation_ratio")
+    ls_pr, pr = LS.auto_lengthscale(x, "participation_ratio")
     assert float(pr) == pytest.approx(2.0, rel=0.1)
     assert float(ls_pr) == pytest.approx(math.sqrt(float(pr)), rel=1e-6)
 
     with pytest.raises(ValueError, match="valko.*valko_fixed_point.*participation_ratio"):
-        L.auto_lengthscale(x, "median")
+        LS.auto_lengthscale(x, "median")
 
-    jitted = jax.jit(L.auto_lengthscale, static_argnames=("method", "num_fixed_point_iters"))
+    jitted = jax.jit(LS.auto_lengthscale, static_argnames=("method", "num_fixed_point_iters"))
     ls_j, d_j = jitted(x, method="valko_fixed_point")
     assert int(d_j) == int(d_fp)
 
@@ -476,17 +479,17 @@ def test_auto_lengthscale_methods():
 def test_auto_lengthscale_vmap_and_float64(x64):
     rng = np.random.default_rng(19)
     xs = jnp.asarray(rng.standard_normal((2, 64, 3)))  # float64 under x64
-    for method in L.LENGTHSCALE_METHODS:
-        ls, deff = jax.vmap(lambda x: L.auto_lengthscale(x, method))(xs)
+    for method in LS.LENGTHSCALE_METHODS:
+        ls, deff = jax.vmap(lambda x: LS.auto_lengthscale(x, method))(xs)
         assert ls.shape == (2,) and ls.dtype == jnp.float64
-        ls0, d0 = L.auto_lengthscale(xs[0], method)
+        ls0, d0 = LS.auto_lengthscale(xs[0], method)
         assert float(ls[0]) == pytest.approx(float(ls0)) and float(deff[0]) == float(d0)
-    ref = np_valko_deff(np.asarray(xs[1]), float(L.median_distance(xs[1])), 1.0)
-    assert int(jax.vmap(lambda x: L.auto_lengthscale(x, "valko")[1])(xs)[1]) == ref
+    ref = np_valko_deff(np.asarray(xs[1]), float(LS.median_distance(xs[1])), 1.0)
+    assert int(jax.vmap(lambda x: LS.auto_lengthscale(x, "valko")[1])(xs)[1]) == ref
 
 
 def test_auto_lengthscale_degenerate_states():
     x = jnp.zeros((16, 3))  # median distance 0 -> l0 falls back to 1
-    for method in L.LENGTHSCALE_METHODS:
-        ls, deff = L.auto_lengthscale(x, method)
+    for method in LS.LENGTHSCALE_METHODS:
+        ls, deff = LS.auto_lengthscale(x, method)
         assert np.isfinite(float(ls)) and float(ls) >= 1.0

@@ -70,7 +70,8 @@ def test_a_bonus_value_is_refused_before_any_simulator_is_imported():
     """The brax suite's imports took 10-20 s before a bad bonus value was refused."""
     code = ("import sys\nfrom rfig_exp.preflight import PreflightError, preflight\n"
             "try:\n    preflight(['env=sparse_ant', 'bonus.lengthscale=-2'])\nexcept PreflightError as e:\n"
-            "    print(e.lines)\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('brax', 'mujoco', 'gymnax')))")
+            "    print(e.lines)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('brax', 'mujoco', 'gymnax')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     errors, imported = out.stdout.strip().splitlines()

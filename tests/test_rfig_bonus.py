@@ -175,7 +175,7 @@ def test_residual_asks_for_a_refresh_once_it_has_grown():
 
 def test_vmapped_seeds_match_each_seed_alone():
     # reward, update and refresh run one seed after another under vmap on CPU
-    # (linalg.sequential_vmap); the result must be the per-seed one.
+    # (rfig_exp.linalg.sequential_vmap); the result must be the per-seed one.
     bonus, hp = make(inverse="woodbury", refresh_every=0)
     keys = jax.random.split(jax.random.PRNGKey(5), 2)
     states = jax.vmap(bonus.init, in_axes=(0, None, None))(keys, jnp.zeros((10,) + OBS), hp)
@@ -267,7 +267,7 @@ def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_insid
     under TF32 and stays inside it in float32, which is what bonus.matmul_precision=highest keeps."""
     from tf32_emulation import round_tf32_np
 
-    from rfig_exp import linalg
+    from rfig_exp.bonuses.rfig import precision
 
     rng = np.random.default_rng(0)
     d, k = 256, 64
@@ -300,7 +300,7 @@ def test_woodbury_under_tf32_rounding_leaves_refresh_tol_and_float32_stays_insid
     # The project's own Woodbury step agrees with this float32 emulation.
     lam = np.eye(d, dtype=np.float32)
     phi = (np.sqrt(2.0 / d) * np.cos(rng_states[0] @ omega + bias)).astype(np.float32)
-    got = np.asarray(linalg.woodbury_update(jnp.asarray(lam), jnp.asarray(phi)))
+    got = np.asarray(precision.woodbury_update(jnp.asarray(lam), jnp.asarray(phi)))
     np.testing.assert_allclose(got, np.linalg.inv(np.eye(d) + phi.T.astype(np.float64) @ phi), atol=1e-5)
 
 

@@ -170,7 +170,8 @@ def test_a_preempted_job_is_requeued_by_submitit_and_resumes(tmp_path):
     finally:
         cancel(f"rfig-{experiment}")
         cancel(f"{experiment}-urgent")
-    submitit_logs = "".join(p.read_text() for p in (tmp_path / experiment).glob(".hydra/multirun_*/.submitit/*/*_log.*"))
+    logs = (tmp_path / experiment).glob(".hydra/multirun_*/.submitit/*/*_log.*")
+    submitit_logs = "".join(p.read_text() for p in logs)
     assert "this job is preempted" in submitit_logs and "Requeued job" in submitit_logs, out[-3000:]
     summary = json.loads((metrics.parent / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["resumed_from_windows"], summary

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfig_exp.agents.ppo.train import make_trainer
+from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import make_bonus
-from rfig_exp.config import agent_hparams, build_run_spec
+from rfig_exp.config import build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.experiment import run_experiment
 
@@ -80,10 +80,12 @@ def test_divergence_is_recovered_inside_the_loop_for_that_seed_only(tiny_config)
     cfg = tiny_config("env=mountaincar", "bonus=rfig", "bonus.inverse=woodbury", "bonus.refresh_every=100")
     spec = build_run_spec(cfg)
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space, (spec.train.num_steps, spec.train.num_envs))
-    hp = {**agent_hparams(cfg), "bonus": bonus_hp}
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
+                                 (spec.train.num_steps, spec.train.num_envs))
+    hp = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
     trainer = make_trainer(spec.train, env, bonus)
-    states = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)]), hp)
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+    states = jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, hp)
     # A wrong (but finite) precision for seed 1: the next rank-k Woodbury update inherits
     # the error, the residual check flags it, and the refresh restores the exact inverse.
     poisoned = states.bonus_state.precision.at[1].multiply(1.5)

@@ -49,7 +49,8 @@ class BackgroundWriter:
 
     The caller takes a device copy of the run state first (the next window takes the donated
     buffers over), hands a function that brings it to the host and writes it, and trains on
-    while the files are written, fsynced and renamed. ``submit`` waits for the write before it, so at most one is in flight
+    while the files are written, fsynced and renamed. ``submit`` waits for the write before it, so
+    at most one is in flight
     and they land in order; ``wait`` returns the window of the newest checkpoint on disk and
     raises what a failed write raised (a full disk, say), so no failure goes unseen.
     """

@@ -1,7 +1,10 @@
-"""Validate a composed config into a frozen run spec, before anything is compiled.
+"""A composed config, validated once into a frozen :class:`RunSpec`, before anything is compiled.
 
-The Hydra config is never mutated; every derived value (loop lengths, the seed list,
-hyperparameter arrays) lives in :class:`RunSpec`. Each error names the config key.
+The Hydra config is never mutated, and once the spec is built nothing reads it again except to
+save it (``RunSpec.resolved_config``): every setting the run needs is a typed field here, in
+the agent's settings (``agents/ppo/config.py``) or in the bonus's (``bonuses/settings.py``).
+Every check comes from :mod:`rfig_exp.validation` and names its config key. Nothing here
+imports JAX. Each key's meaning is documented next to its default in ``conf/``.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from rfig_exp.agents.ppo.train import AGENT_HPARAMS, TrainSpec
 from rfig_exp import variants
+from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
+from rfig_exp.bonuses.settings import BonusSettings, parse_bonus
 from rfig_exp.errors import ConfigError
+from rfig_exp.validation import boolean, choice, integer, number, select
 
-ACTIVATIONS = ("tanh", "relu")
 WANDB_MODES = ("online", "offline", "disabled")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -28,14 +31,14 @@ class CheckpointSettings:
 
     every_windows: int | None = None
     every_seconds: float | None = None
-    keep: int = 2
+    keep: int = 2  # checkpoints kept per seed
 
 
 @dataclass(frozen=True)
 class WandbSettings:
     """``wandb.*``: the optional mirror of the metrics (metrics.csv stays the record)."""
 
-    mode: str = "disabled"
+    mode: str = "disabled"  # online | offline | disabled
     project: str = "rfig-exp"
     entity: str | None = None
     group: str | None = None  # None: <experiment>/<env>/<bonus>/<variant>
@@ -47,7 +50,7 @@ class WandbSettings:
 class WatchSettings:
     """How a job watches itself: the stall watchdog, its retries, the wait for a folder's owner."""
 
-    stall_timeout_s: float = 0.0
+    stall_timeout_s: float = 0.0  # 0: no watchdog
     stall_retries: int = 0
     owner_grace_s: float = 0.0
 
@@ -58,35 +61,33 @@ class PlacementSettings:
 
     mode: str = "auto"
     cores_per_job: int | None = None
-    gpus: list | None = None  # None: every GPU of the machine
+    gpus: tuple | None = None  # None: every GPU of the machine
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything a run needs, validated and derived once from the composed config.
-
-    After it is built nothing reads the Hydra config again except to save it
-    (``resolved_config`` is that saved copy, without ``hydra``)."""
+    """Everything a run needs, validated and derived once from the composed config."""
 
     env_name: str
     bonus_name: str
     experiment: str
     results_dir: str
     seeds: tuple[int, ...]
-    eval_frequency: int
+    eval_frequency: int           # env steps per window (one metrics.csv row)
     overwrite: bool
-    train: TrainSpec
+    train: TrainSpec              # static structure of the compiled loop
+    agent: AgentSettings
+    bonus: BonusSettings
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
-    requested_timesteps: int = 0
+    requested_timesteps: int = 0  # agent.total_timesteps as asked (the run rounds up to whole windows)
+    env_options: dict = field(default_factory=dict)  # env.* other than name; the env's suite checks them
     checkpoint: CheckpointSettings = CheckpointSettings()
     wandb: WandbSettings = WandbSettings()
     watch: WatchSettings = WatchSettings()
     placement: PlacementSettings = PlacementSettings()
     compile_cache: str | None = None
-    resolved_config: dict = field(default_factory=dict)
-    env_options: dict = field(default_factory=dict)  # the env node's keys other than name
-    agent_hparams: dict = field(default_factory=dict)
+    resolved_config: dict = field(default_factory=dict)  # saved with each run, never read by it
 
     @property
     def num_windows(self) -> int:
@@ -96,54 +97,21 @@ class RunSpec:
     def total_env_steps(self) -> int:
         return self.train.num_updates * self.train.batch_size
 
-
-def _int(cfg, key: str, minimum: int) -> int:
-    value = _select(cfg, key)
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        value = int(value)  # 1e6 on the command line is a float to Hydra, and an integer to us
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key}={value!r} must be an integer")
-    if value < minimum:
-        raise ConfigError(f"{key}={value} must be >= {minimum}")
-    return value
-
-
-def _float(cfg, key: str, low: float | None = None, high: float | None = None,
-           low_open: bool = False) -> float:
-    value = _select(cfg, key)
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}={value!r} must be a number")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}={value!r} must be a number") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"{key}={value} must be finite")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ConfigError(f"{key}={value} must be {'>' if low_open else '>='} {low}")
-    if high is not None and value > high:
-        raise ConfigError(f"{key}={value} must be <= {high}")
-    return value
-
-
-def _select(cfg, key: str) -> Any:
-    node = cfg
-    for part in key.split("."):
-        if part not in node:
-            raise ConfigError(f"{key} is missing from the config")
-        node = node[part]
-    return node
+    def hparams(self, bonus_hparams=()) -> PPOHparams:
+        """The agent's hyperparameters with the bonus's (Python floats; ``train.as_arrays`` makes
+        them the compiled function's float32 arguments)."""
+        return self.agent.hparams(self.bonus.beta, bonus_hparams)
 
 
 def choices(cfg) -> dict[str, str]:
     """The config-group choices a run was composed from (each YAML's ``name`` is its file name)."""
-    return {g: str(_select(cfg, f"{g}.name")) for g in variants.GROUPS}
+    return {g: str(select(cfg, f"{g}.name")) for g in variants.GROUPS}
 
 
 def check_names(cfg) -> None:
     """Group choices that exist, and no key that nothing reads."""
     for group, label in (("env", "environment"), ("bonus", "bonus"), ("agent", "agent")):
-        name = str(_select(cfg, f"{group}.name"))
+        name = str(select(cfg, f"{group}.name"))
         options = variants.group_options(group)
         if name not in options:
             raise ConfigError(f"{group}={name} is not a known {label}; valid: {', '.join(options)}")
@@ -154,11 +122,11 @@ def check_names(cfg) -> None:
 
 
 def check_storage(cfg) -> None:
-    """Where results go and how they are mirrored, checked before anything is created."""
-    experiment = _select(cfg, "experiment")
+    """Where results go, checked before anything is created."""
+    experiment = select(cfg, "experiment")
     if not isinstance(experiment, str) or not _SAFE_NAME.match(experiment):
         raise ConfigError(f"experiment={experiment!r} must be a plain folder name (letters, digits, . _ + -)")
-    results_dir = Path(str(_select(cfg, "results_dir")))
+    results_dir = Path(str(select(cfg, "results_dir")))
     for parent in (results_dir, *results_dir.parents):
         if parent.exists():
             if not parent.is_dir():
@@ -166,56 +134,51 @@ def check_storage(cfg) -> None:
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise ConfigError(f"results_dir={results_dir} is not writable ({parent}: permission denied)")
             break
-    wandb_settings(cfg)
-    if not isinstance(_select(cfg, "overwrite"), bool):
-        raise ConfigError(f"overwrite={_select(cfg, 'overwrite')!r} must be true or false")
-    placement_settings(cfg)
-    checkpoint_settings(cfg)
-    from rfig_exp import grouping
-
-    try:
-        grouping.validate(_select(cfg, "seeds_per_job"))
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    watch_settings(cfg)
+    boolean(select(cfg, "overwrite"), "overwrite")
 
 
 def checkpoint_settings(cfg) -> CheckpointSettings:
     """``checkpoint.*``; a cadence of null or 0 is off."""
-    windows = _select(cfg, "checkpoint.every_windows")
-    seconds = _select(cfg, "checkpoint.every_seconds")
-    windows = None if windows in (None, 0) else _int(cfg, "checkpoint.every_windows", 1)
-    seconds = None if seconds in (None, 0) else _float(cfg, "checkpoint.every_seconds", 0.0, low_open=True)
-    return CheckpointSettings(windows, seconds, _int(cfg, "checkpoint.keep", 1))
+    windows, seconds = select(cfg, "checkpoint.every_windows"), select(cfg, "checkpoint.every_seconds")
+    return CheckpointSettings(
+        every_windows=None if windows in (None, 0) else integer(windows, "checkpoint.every_windows", 1),
+        every_seconds=None if seconds in (None, 0) else number(seconds, "checkpoint.every_seconds", 0.0,
+                                                                low_open=True),
+        keep=integer(select(cfg, "checkpoint.keep"), "checkpoint.keep", 1))
 
 
 def wandb_settings(cfg) -> WandbSettings:
-    mode = _select(cfg, "wandb.mode")
-    if mode not in WANDB_MODES:
-        raise ConfigError(f"wandb.mode={mode!r} is not known; valid: {', '.join(WANDB_MODES)}")
-    tags = _select(cfg, "wandb.tags")
+    mode = choice(select(cfg, "wandb.mode"), "wandb.mode", WANDB_MODES)
+    init_timeout = number(select(cfg, "wandb.init_timeout"), "wandb.init_timeout", 0.0, low_open=True)
+    tags = select(cfg, "wandb.tags")
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise ConfigError(f"wandb.tags={tags!r} must be a list of strings, e.g. wandb.tags=[ablation,v2]")
-    entity, group = _select(cfg, "wandb.entity"), _select(cfg, "wandb.group")
-    return WandbSettings(mode=mode, project=str(_select(cfg, "wandb.project")),
-                         entity=None if entity is None else str(entity), group=group or None,
-                         tags=tuple(tags or ()), init_timeout=_float(cfg, "wandb.init_timeout", 0.0, low_open=True))
+    entity, group = select(cfg, "wandb.entity"), select(cfg, "wandb.group")
+    return WandbSettings(mode=mode, project=str(select(cfg, "wandb.project")),
+                         entity=None if entity is None else str(entity), group=str(group) if group else None,
+                         tags=tuple(tags or ()), init_timeout=init_timeout)
 
 
 def placement_settings(cfg) -> PlacementSettings:
     from rfig_exp import placement
 
-    gpus = _select(cfg, "placement.gpus")
+    gpus = select(cfg, "placement.gpus")
     gpus = list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus
-    mode, cores = str(_select(cfg, "placement.mode")), _select(cfg, "placement.cores_per_job")
+    mode, cores = str(select(cfg, "placement.mode")), select(cfg, "placement.cores_per_job")
     placement.validate(mode, None, cores, gpus)
-    return PlacementSettings(mode, cores, gpus)
+    return PlacementSettings(mode, cores, tuple(gpus) if isinstance(gpus, list) else gpus)
 
 
 def watch_settings(cfg) -> WatchSettings:
-    return WatchSettings(stall_timeout_s=_float(cfg, "stall_timeout_s", 0.0),
-                         stall_retries=_int(cfg, "stall_retries", 0),
-                         owner_grace_s=_float(cfg, "owner_grace_s", 0.0))
+    from rfig_exp import grouping
+
+    try:  # read by the sweeper, checked here with the rest of the run's settings
+        grouping.validate(select(cfg, "seeds_per_job"))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return WatchSettings(stall_timeout_s=number(select(cfg, "stall_timeout_s"), "stall_timeout_s", 0.0),
+                         stall_retries=integer(select(cfg, "stall_retries"), "stall_retries", 0),
+                         owner_grace_s=number(select(cfg, "owner_grace_s"), "owner_grace_s", 0.0))
 
 
 def resolved_config(cfg) -> dict:
@@ -227,80 +190,39 @@ def resolved_config(cfg) -> dict:
     return resolved
 
 
-def build_run_spec(cfg) -> RunSpec:
-    """Check the composed config and derive the run's static structure."""
-    check_names(cfg)
-    check_storage(cfg)
-    num_envs = _int(cfg, "agent.num_envs", 1)
-    num_steps = _int(cfg, "agent.num_steps", 1)
-    batch = num_envs * num_steps
-    num_minibatches = _int(cfg, "agent.num_minibatches", 1)
-    if batch % num_minibatches:
-        raise ConfigError(f"agent.num_minibatches={num_minibatches} must divide the batch "
-                          f"agent.num_envs * agent.num_steps = {batch}")
-    total = _int(cfg, "agent.total_timesteps", 1)
-    if total < batch:
-        raise ConfigError(f"agent.total_timesteps={total} is smaller than one batch "
-                          f"(agent.num_envs * agent.num_steps = {batch})")
-    eval_frequency = _int(cfg, "eval_frequency", 1)
+def _windows(cfg, agent: AgentSettings) -> tuple[int, int, int]:
+    """``(eval_frequency, updates_per_window, num_windows)``: the budget in whole windows."""
+    batch, total = agent.batch_size, agent.total_timesteps
+    eval_frequency = integer(select(cfg, "eval_frequency"), "eval_frequency", 1)
     if eval_frequency % batch:
         raise ConfigError(f"eval_frequency={eval_frequency} must be a multiple of the batch "
                           f"agent.num_envs * agent.num_steps = {batch}")
     if eval_frequency > total:
         raise ConfigError(f"eval_frequency={eval_frequency} exceeds agent.total_timesteps={total}")
-    updates_per_window = eval_frequency // batch
-    num_windows = math.ceil(total / eval_frequency)  # at least the requested budget, in whole windows
+    # at least the requested budget, in whole windows
+    return eval_frequency, eval_frequency // batch, math.ceil(total / eval_frequency)
 
-    hidden = _select(cfg, "agent.hidden")
-    try:
-        hidden = tuple(int(h) for h in hidden)
-    except (TypeError, ValueError):
-        raise ConfigError(f"agent.hidden={hidden!r} must be a list of layer widths") from None
-    if not hidden or min(hidden) < 1:
-        raise ConfigError(f"agent.hidden={list(hidden)} must be a non-empty list of positive widths")
-    activation = _select(cfg, "agent.activation")
-    if activation not in ACTIVATIONS:
-        raise ConfigError(f"agent.activation={activation!r} is not known; valid: {', '.join(ACTIVATIONS)}")
 
-    hparams = agent_hparams(cfg)  # validates every numeric value before anything compiles
-    seed = _int(cfg, "seed", 0)
-    num_seeds = _int(cfg, "num_seeds", 1)
-    train = TrainSpec(
-        num_envs=num_envs, num_steps=num_steps, num_minibatches=num_minibatches,
-        update_epochs=_int(cfg, "agent.update_epochs", 1),
-        num_updates=num_windows * updates_per_window, updates_per_window=updates_per_window,
-        hidden=hidden, activation=activation, anneal_lr=bool(_select(cfg, "agent.anneal_lr")),
-        obs_norm_init_steps=_int(cfg, "agent.obs_norm_init_steps", 1),
-    )
+def build_run_spec(cfg) -> RunSpec:
+    """Check the composed config and derive everything the run needs."""
+    check_names(cfg)
+    check_storage(cfg)
+    storage = dict(wandb=wandb_settings(cfg), placement=placement_settings(cfg),
+                   checkpoint=checkpoint_settings(cfg), watch=watch_settings(cfg))
+    agent = AgentSettings.parse(select(cfg, "agent"))
+    eval_frequency, updates_per_window, num_windows = _windows(cfg, agent)
+    bonus = parse_bonus(select(cfg, "bonus"), agent.batch_size)
+    seed = integer(select(cfg, "seed"), "seed", 0)
+    num_seeds = integer(select(cfg, "num_seeds"), "num_seeds", 1)
     overrides = variants.variant_overrides(cfg, choices(cfg))
     resolved = resolved_config(cfg)
     return RunSpec(
-        env_name=str(_select(cfg, "env.name")), bonus_name=str(_select(cfg, "bonus.name")),
-        experiment=str(_select(cfg, "experiment")), results_dir=str(_select(cfg, "results_dir")),
-        seeds=tuple(range(seed, seed + num_seeds)), eval_frequency=eval_frequency,
-        overwrite=bool(_select(cfg, "overwrite")), train=train,
-        variant=variants.variant_name(overrides), variant_overrides=overrides, requested_timesteps=total,
-        checkpoint=checkpoint_settings(cfg), wandb=wandb_settings(cfg), watch=watch_settings(cfg),
-        placement=placement_settings(cfg),
-        compile_cache=cfg.get("compile_cache") or None, resolved_config=resolved,
-        env_options={k: v for k, v in resolved["env"].items() if k != "name"}, agent_hparams=hparams,
+        env_name=str(select(cfg, "env.name")), bonus_name=bonus.name, experiment=str(select(cfg, "experiment")),
+        results_dir=str(select(cfg, "results_dir")), seeds=tuple(range(seed, seed + num_seeds)),
+        eval_frequency=eval_frequency, overwrite=select(cfg, "overwrite"),
+        train=agent.train_spec(num_windows * updates_per_window, updates_per_window), agent=agent, bonus=bonus,
+        variant=variants.variant_name(overrides), variant_overrides=overrides,
+        requested_timesteps=agent.total_timesteps,
+        env_options={k: v for k, v in resolved["env"].items() if k != "name"},
+        compile_cache=resolved.get("compile_cache") or None, resolved_config=resolved, **storage,
     )
-
-
-def agent_hparams(cfg) -> dict:
-    """The agent's numeric hyperparameters (arguments of the jit, as float32 scalars)."""
-    values = {
-        "lr": _float(cfg, "agent.lr", 0.0, low_open=True),
-        "clip_eps": _float(cfg, "agent.clip_eps", 0.0, low_open=True),
-        "vf_coef": _float(cfg, "agent.vf_coef", 0.0),
-        "ent_coef": _float(cfg, "agent.ent_coef", 0.0),
-        "max_grad_norm": _float(cfg, "agent.max_grad_norm", 0.0, low_open=True),
-        "gamma": _float(cfg, "agent.gamma", 0.0, 1.0),
-        "gae_lambda": _float(cfg, "agent.gae_lambda", 0.0, 1.0),
-        "gamma_int": _float(cfg, "agent.gamma_int", 0.0, 1.0),
-        "ext_coef": _float(cfg, "agent.ext_coef", 0.0),
-        "beta": _float(cfg, "bonus.beta", 0.0),
-        "obs_clip": _float(cfg, "agent.obs_clip", 0.0, low_open=True),
-    }
-    assert set(values) == set(AGENT_HPARAMS)
-    return values

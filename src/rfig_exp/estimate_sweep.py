@@ -217,7 +217,8 @@ def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = T
             print(f"calibrate {i}/{len(todo)}: {name}: {time.perf_counter() - t0:.0f} s"
                   + (f", failed (exit {out.returncode}): {tail[0] if tail else ''}" if out.returncode else ""),
                   flush=True)
-        added = record_rows(Path(tmp), ["calibrate"], device, source, path, any_variant=True) if (Path(tmp) / "calibrate").is_dir() else []
+        ran = (Path(tmp) / "calibrate").is_dir()
+        added = record_rows(Path(tmp), ["calibrate"], device, source, path, any_variant=True) if ran else []
     print(f"calibrate: {len(added)} row(s) recorded in {path.name}")
     return added
 

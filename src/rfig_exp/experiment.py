@@ -86,11 +86,11 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
     env = make_env({"name": spec.env_name, **spec.env_options})
-    bonus, bonus_hparams = make_bonus(spec.resolved_config["bonus"], env.obs_shape, env.action_space,
+    bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                       (spec.train.num_steps, spec.train.num_envs))
-    import jax.numpy as jnp
+    from rfig_exp.agents.ppo.train import as_arrays
 
-    hparams = {**{k: jnp.asarray(v, jnp.float32) for k, v in spec.agent_hparams.items()}, "bonus": bonus_hparams}
+    hparams = as_arrays(spec.hparams(bonus_hparams))
     name = _job_name(spec, sweep_varies)
     todo = [p for p in plans if p.action == "run"]
     if not todo:
@@ -100,7 +100,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
     if len(todo) < len(plans):
         log.info("[%s] seeds %s are complete; running only seeds %s", name,
                  _seed_range([p.seed for p in plans if p.action == "skip"]), _seed_range([p.seed for p in todo]))
-    if spec.bonus_name == "none" and float(hparams["ext_coef"]) == 0.0:
+    if spec.bonus_name == "none" and float(hparams.ext_coef) == 0.0:
         log.info("[%s] agent.ext_coef=0 with bonus=none: the entropy-only policy (no reward at all)", name)
     if spec.total_env_steps != spec.requested_timesteps:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,
@@ -116,7 +116,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
         return JobRun(spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
                       command_line, heartbeat=lambda: [lock.beat() for lock in locks.values()],
                       release=lambda: [lock.release() for lock in locks.values()],
-                      matmul_precision=spec.resolved_config["bonus"].get("matmul_precision", "n/a")).train()
+                      matmul_precision=getattr(spec.bonus, "matmul_precision", "n/a")).train()
     finally:
         for lock in locks.values():
             lock.release()

@@ -118,7 +118,8 @@ def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0) -> str 
         return None
     return (f"warning: env={env} num_seeds={num_seeds} on a CPU: vmapped Brax seeds can wedge XLA's CPU runtime "
             f"(README: XLA CPU wedges); the watchdog ends a wedged run with exit 75 (resumable). Safer: one seed per "
-            f"process, e.g. python launch.py -m env={env} 'seed=range({seed},{seed + num_seeds})' (a sweep does this by "
+            f"process, e.g. python launch.py -m env={env} 'seed=range({seed},{seed + num_seeds})' "
+            "(a sweep does this by "
             "itself)")
 
 

@@ -153,7 +153,10 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
         warn = " (jax was already imported: threads it started keep their old placement)"
     slot = slot_of(job_index, jobs_in_parallel)
     parallel = f"{jobs_in_parallel} in parallel" if jobs_in_parallel else "all jobs at once"
-    pool = [str(g) for g in gpus] if gpus is not None else [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
+    if gpus is not None:
+        pool = [str(g) for g in gpus]
+    else:
+        pool = [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
     if pool:
         gpu = pool[slot % len(pool)]
         env["CUDA_VISIBLE_DEVICES"] = gpu

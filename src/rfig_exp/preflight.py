@@ -21,12 +21,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from omegaconf import OmegaConf
 
 from rfig_exp import variants
 from rfig_exp.errors import ConfigError, PreflightError, exit_codes_help
+
+if TYPE_CHECKING:
+    from rfig_exp.config import RunSpec
 
 CONF_DIR = variants.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
@@ -252,15 +255,15 @@ def _bad_choices(job: Sequence[str]) -> list[str]:
     return errors
 
 
-def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object]]:
-    """Compose and validate every job; return ``(overrides, config)`` pairs or raise with all errors.
+def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpec]]:
+    """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
 
     The checks that need no environment run first for every job; only the jobs that pass them
     make their env and bonus, whose imports take seconds (brax: 10-20 s)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    from rfig_exp.bonuses import check_bonus, make_bonus
+    from rfig_exp.bonuses import make_bonus
     from rfig_exp.config import build_run_spec
     from rfig_exp.envs import make_env
     from rfig_exp.experiment import plan_seeds
@@ -279,8 +282,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object
                 continue
             try:
                 cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
-                spec = build_run_spec(cfg)
-                check_bonus(cfg.bonus, (spec.train.num_steps, spec.train.num_envs))
+                spec = build_run_spec(cfg)  # every setting, the bonus's included
                 plan_seeds(spec)
                 checked.append((job, cfg, spec))
             except ConfigError as err:
@@ -296,13 +298,13 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object
         try:
             env_key = OmegaConf.to_yaml(cfg.env)
             if env_key not in envs:
-                envs[env_key] = make_env(cfg.env)
+                envs[env_key] = make_env({"name": spec.env_name, **spec.env_options})
             env = envs[env_key]
-            bonus_key = (OmegaConf.to_yaml(cfg.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
+            bonus_key = (repr(spec.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
             if bonus_key not in bonuses:
-                bonuses[bonus_key] = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
+                bonuses[bonus_key] = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                                 (spec.train.num_steps, spec.train.num_envs))
-            good.append((list(job), cfg))
+            good.append((list(job), spec))
         except ConfigError as err:
             errors.append(f"{where[id(job)]}{err}")
             invalid += 1
@@ -313,16 +315,14 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], object
     return good
 
 
-def write_manifest(validated: Sequence[tuple[list[str], object]]) -> None:
+def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
     """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
     (``python -m rfig_exp.status`` counts what is missing against it)."""
     from rfig_exp import results
-    from rfig_exp.config import build_run_spec
 
     stamp = _dt.datetime.now().isoformat(timespec="seconds")
     lines: dict[Path, list[str]] = {}
-    for job, cfg in validated:
-        spec = build_run_spec(cfg)
+    for job, spec in validated:
         path = Path(spec.results_dir) / spec.experiment / results.MANIFEST
         lines.setdefault(path, []).append(json.dumps({
             "env": spec.env_name, "bonus": spec.bonus_name, "variant": spec.variant, "seeds": list(spec.seeds),
@@ -366,7 +366,7 @@ def preflight(argv: Sequence[str]) -> None:
     else:
         from rfig_exp import grouping
 
-        cfg = validated[0][1]
-        warning = grouping.brax_cpu_warning(cfg.env.name, int(cfg.num_seeds), grouping.gpu_visible(), int(cfg.seed))
+        spec = validated[0][1]
+        warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0])
         if warning:
             print(warning, file=sys.stderr, flush=True)

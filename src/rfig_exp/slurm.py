@@ -91,7 +91,8 @@ def check_request(launcher: dict, nodes: Sequence[Node] | None) -> list[str]:
     cpus, most_cpus = launcher.get("cpus_per_task") or 1, max(n.cpus for n in members)
     if cpus > most_cpus:
         errors.append(f"hydra.launcher.cpus_per_task={cpus} is more than any node of partition {name} has "
-                      f"({most_cpus}); the job would wait for ever: set hydra.launcher.cpus_per_task={most_cpus} or less")
+                      f"({most_cpus}); the job would wait for ever: "
+                      f"set hydra.launcher.cpus_per_task={most_cpus} or less")
     mem_gb, most_mb = launcher.get("mem_gb"), max(n.memory_mb for n in members)
     if mem_gb and most_mb and mem_gb * 1024 > most_mb:
         errors.append(f"hydra.launcher.mem_gb={mem_gb} is more than any node of partition {name} has "

@@ -32,9 +32,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ("env", "bonus", "agent")
 # Top-level keys that say where or how a run is stored or mirrored, not what it computes.
-NOT_HYPERPARAMETERS = ("seed", "num_seeds", "seeds_per_job", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
-                       "placement", "compile_cache", "stall_timeout_s", "owner_grace_s",
-                       "stall_retries")
+NOT_HYPERPARAMETERS = (
+    "seed", "num_seeds", "seeds_per_job", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
+    "placement", "compile_cache", "stall_timeout_s", "owner_grace_s", "stall_retries",
+)
 BASE = "base"
 MAX_NAME = 96
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")

@@ -4,24 +4,24 @@ A bonus is a bundle of pure functions over its own pytree state. The agent owns
 observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
 only its model. ``reward`` always sees the state *before* this batch's ``update``.
 
-Numeric hyperparameters (``hparams``, a dict of scalars) are arguments of the compiled
-function, so a sweep can vmap over them; anything that sets a shape is static and fixed
-when the bonus is made.
+Numeric hyperparameters (``hparams``, a NamedTuple of float32 scalars per bonus) are
+arguments of the compiled function, so a sweep can vmap over them; anything that sets a
+shape is static, in the bonus's settings (``rfig_exp.bonuses.settings``), and fixed when
+the bonus is made.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
-from rfig_exp.errors import ConfigError
 
 BonusState = Any
-Hparams = Mapping[str, jax.Array]
+Hparams = Any  # the bonus's NamedTuple of float32 scalars (rfig_exp.bonuses.settings)
 Metrics = dict[str, jax.Array]
 
 
@@ -64,6 +64,7 @@ class Bonus:
     refresh: Optional[Callable[[BonusState, Hparams], BonusState]] = None
     describe: Optional[Callable[[BonusState], Metrics]] = None  # scalars for summary.json
     intrinsic: bool = True
+    counted_metrics: tuple[str, ...] = ()  # metrics that count events: summed over a window, not averaged
 
 
 def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:
@@ -100,13 +101,7 @@ def action_features(actions: jax.Array, action_space) -> jax.Array:
     raise TypeError(f"unknown action space {action_space!r}")
 
 
-def as_scalar(value, key: str) -> jax.Array:
-    try:
-        return jnp.asarray(float(value), jnp.float32)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}={value!r} must be a number") from None
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ConfigError(message)
+def float32_hparams(hparams):
+    """A settings' ``hparams`` NamedTuple (Python floats) as float32 scalars, the arguments of the
+    compiled function."""
+    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)

@@ -34,11 +34,8 @@ import numpy as np
 import optax
 
 from rfig_exp.bonuses import nets
-from rfig_exp.bonuses.base import Bonus, as_scalar, flat_states, require
-from rfig_exp.errors import ConfigError
-
-NOISE_AT = ("code", "logits")
-INT32_MAX = 2**31 - 1
+from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
+from rfig_exp.bonuses.settings import HashSettings
 
 
 class HashState(NamedTuple):
@@ -47,53 +44,6 @@ class HashState(NamedTuple):
     opt_state: optax.ScaleByAdamState  # Adam moments of (encoder, decoder)
     projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed
     tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
-
-
-def is_prime(n: int) -> bool:
-    if n < 2:
-        return False
-    if n % 2 == 0:
-        return n == 2
-    f = 3
-    while f * f <= n:
-        if n % f == 0:
-            return False
-        f += 2
-    return True
-
-
-def validate(cfg, batch_size: int | None = None) -> dict:
-    """Check ``cfg`` (the ``bonus`` node) before anything compiles; return the static settings."""
-    del batch_size  # the same signature as every bonus's validate (bonuses.check_bonus)
-    hidden = nets.config_widths(cfg.get("hidden"), "bonus.hidden")
-    code_dim = nets.config_positive_int(cfg.get("code_dim"), "bonus.code_dim")
-    hash_bits = nets.config_positive_int(cfg.get("hash_bits"), "bonus.hash_bits")
-    sizes = cfg.get("table_sizes")
-    try:
-        sizes = tuple(sizes)
-    except TypeError:
-        raise ConfigError(f"bonus.table_sizes={sizes!r} must be a non-empty list of odd primes") from None
-    # An even modulus would drop high bits (2^i mod 2^m = 0 for i >= m); a prime keeps every bit.
-    require(len(sizes) >= 1 and all(isinstance(p, int) and not isinstance(p, bool) and p > 2 and is_prime(p)
-                                    for p in sizes),
-            f"bonus.table_sizes={list(sizes)!r} must be a non-empty list of odd primes")
-    # Row keys are summed in int32 before the modulus, and flat indices span all tables.
-    require(hash_bits * max(sizes) <= INT32_MAX,
-            f"bonus.hash_bits={hash_bits} times max(bonus.table_sizes)={max(sizes)} overflows int32 keys")
-    require(len(sizes) * max(sizes) <= INT32_MAX,
-            f"bonus.table_sizes={list(sizes)!r}: len * max must fit int32 indices")
-    activation = cfg.get("activation")
-    require(activation in nets.ACTIVATIONS,
-            f"bonus.activation={activation!r} is not known; valid: {', '.join(nets.ACTIVATIONS)}")
-    noise_at = cfg.get("noise_at")
-    require(noise_at in NOISE_AT, f"bonus.noise_at={noise_at!r} is not known; valid: {', '.join(NOISE_AT)}")
-    for key, low, open_ in (("lr", 0.0, True), ("adam_eps", 0.0, True), ("noise_scale", 0.0, False),
-                            ("bin_penalty", 0.0, False)):
-        value = nets.config_float(cfg.get(key), f"bonus.{key}")
-        ok = math.isfinite(value) and (value > low if open_ else value >= low)
-        require(ok, f"bonus.{key}={value} must be {'>' if open_ else '>='} {low:g}")
-    return dict(hidden=hidden, code_dim=code_dim, hash_bits=hash_bits, table_sizes=sizes,
-                activation=activation, noise_at=noise_at)
 
 
 def simhash_bits(encoder: nets.MLPParams, projection: jax.Array, x: jax.Array, activation: str = "relu"):
@@ -113,16 +63,15 @@ def row_keys(bits: jax.Array, pow_mod: jax.Array, moduli: jax.Array) -> jax.Arra
     return jnp.sum(bits[:, None, :] * pow_mod[None], axis=-1) % moduli
 
 
-def make_hashexplo_bonus(cfg, obs_shape, action_space, batch_shape):
+def make_hashexplo_bonus(settings: HashSettings, obs_shape, action_space, batch_shape):
     """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
+    # length: a factory of the bonus's short closures, sharing its static settings and tables by closure.
     del action_space, batch_shape
-    static = validate(cfg, None)
-    hparams = {k: as_scalar(cfg.get(k), f"bonus.{k}") for k in ("lr", "adam_eps", "noise_scale", "bin_penalty")}
     obs_ndim = len(obs_shape)
     in_dim = math.prod(obs_shape)
-    hidden, code_dim, hash_bits = static["hidden"], static["code_dim"], static["hash_bits"]
-    activation, noise_at = static["activation"], static["noise_at"]
-    primes = static["table_sizes"]
+    hidden, code_dim, hash_bits = settings.hidden, settings.code_dim, settings.hash_bits
+    activation, noise_at = settings.activation, settings.noise_at
+    primes = settings.table_sizes
     num_tables, width = len(primes), max(primes)
     # Row key weights 2^i mod P_t (exact Python integers), and each table's offset in the
     # flattened [num_tables * width] count array.
@@ -179,18 +128,18 @@ def make_hashexplo_bonus(cfg, obs_shape, action_space, batch_shape):
         reconstruction = jnp.mean(jnp.square(recon - x))
         # The penalty acts on the noise-free code, the one that is rounded and hashed.
         binarisation = jnp.mean(jnp.minimum(jnp.square(b), jnp.square(1.0 - b)))
-        return reconstruction + hp["bin_penalty"] * binarisation, (reconstruction, binarisation)
+        return reconstruction + hp.bin_penalty * binarisation, (reconstruction, binarisation)
 
     def update(state, batch, key, hp):
         x = flat_states(batch.next_obs, obs_ndim)
         # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
         idx = flat_index(state, x)
         tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
-        noise = jax.random.uniform(key, (x.shape[0], code_dim), jnp.float32, -1.0, 1.0) * hp["noise_scale"]
+        noise = jax.random.uniform(key, (x.shape[0], code_dim), jnp.float32, -1.0, 1.0) * hp.noise_scale
         params = (state.encoder, state.decoder)
         (loss, (reconstruction, binarisation)), grads = jax.value_and_grad(ae_loss, has_aux=True)(
             params, x, noise, hp)
-        (encoder, decoder), opt_state = nets.adam_step(params, grads, state.opt_state, hp["lr"], hp["adam_eps"])
+        (encoder, decoder), opt_state = nets.adam_step(params, grads, state.opt_state, hp.lr, hp.adam_eps)
         new_state = state._replace(encoder=encoder, decoder=decoder, opt_state=opt_state, tables=tables)
         return new_state, {"ae_loss": loss, "reconstruction_loss": reconstruction,
                            "binarisation_loss": binarisation}
@@ -201,4 +150,4 @@ def make_hashexplo_bonus(cfg, obs_shape, action_space, batch_shape):
         return {"occupied_buckets": jnp.count_nonzero(first).astype(jnp.float32),
                 "counted_states": jnp.sum(first).astype(jnp.float32)}
 
-    return Bonus("hashexplo", init, reward, update, describe=describe), hparams
+    return Bonus("hashexplo", init, reward, update, describe=describe), float32_hparams(settings.hparams)

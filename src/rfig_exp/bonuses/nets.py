@@ -21,9 +21,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rfig_exp.errors import ConfigError
+from rfig_exp.bonuses import settings
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {"relu": jax.nn.relu, "tanh": jnp.tanh}
+assert tuple(ACTIVATIONS) == settings.ACTIVATIONS  # the names the settings accept
 
 Layer = dict  # {"w": [in, out], "b": [out]}
 MLPParams = tuple  # tuple[Layer, ...]
@@ -66,11 +67,6 @@ def mlp_apply(params: MLPParams, x: jax.Array, activation: str = "relu",
     return x
 
 
-def mlp_sizes(params: MLPParams) -> tuple[int, ...]:
-    """``(in_dim, h_1, ..., out_dim)`` of an MLP made by :func:`mlp_init`."""
-    return (params[0]["w"].shape[-2],) + tuple(layer["w"].shape[-1] for layer in params)
-
-
 def adam_init(params) -> optax.ScaleByAdamState:
     """Adam moments (zeros) and step count for any parameter pytree."""
     return optax.scale_by_adam().init(params)
@@ -89,35 +85,4 @@ def adam_step(params, grads, opt_state: optax.ScaleByAdamState, lr, eps=1e-8, b1
     return params, opt_state
 
 
-# -- config checks shared by the neural bonuses (each error names the key) --------------------
-
-def config_positive_int(value, key: str) -> int:
-    """``value`` if it is an integer >= 1 (bools rejected), else ConfigError naming ``key``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key}={value!r} must be a positive integer")
-    return value
-
-
-def config_float(value, key: str) -> float:
-    """``value`` as a Python float (the config's own value, for messages), or ConfigError."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}={value!r} must be a number")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}={value!r} must be a number") from None
-
-
-def config_widths(value, key: str) -> tuple[int, ...]:
-    """A non-empty list of positive integer layer widths (e.g. ``bonus.hidden``)."""
-    try:
-        widths = tuple(value)
-    except TypeError:
-        widths = None
-    if not widths or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths):
-        raise ConfigError(f"{key}={value!r} must be a non-empty list of positive integer layer widths")
-    return widths
-
-
-__all__ = ["ACTIVATIONS", "MLPParams", "adam_init", "adam_step", "config_float", "config_positive_int",
-           "config_widths", "mlp_apply", "mlp_init", "mlp_sizes"]
+__all__ = ["ACTIVATIONS", "MLPParams", "adam_init", "adam_step", "mlp_apply", "mlp_init"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from rfig_exp.bonuses.base import Bonus
+from rfig_exp.bonuses.base import Bonus, float32_hparams
+from rfig_exp.bonuses.settings import NoneSettings
 
 
-def make_none_bonus(cfg, obs_shape, action_space, batch_shape):
-    del cfg, obs_shape, action_space
+def make_none_bonus(settings: NoneSettings, obs_shape, action_space, batch_shape):
+    del obs_shape, action_space, batch_shape
 
     def init(key, warmup_obs, hparams):
         return ()
@@ -23,4 +24,4 @@ def make_none_bonus(cfg, obs_shape, action_space, batch_shape):
     def update(state, batch, key, hparams):
         return state, {}
 
-    return Bonus("none", init, reward, update, intrinsic=False), {}
+    return Bonus("none", init, reward, update, intrinsic=False), float32_hparams(settings.hparams)

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import optax
 
 from rfig_exp.bonuses import nets
-from rfig_exp.bonuses.base import Bonus, as_scalar, flat_states, require
+from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
+from rfig_exp.bonuses.settings import RNDSettings
 from rfig_exp.shuffle import subsample
 
 
@@ -35,36 +36,14 @@ class RNDState(NamedTuple):
     updates: jax.Array            # [] int32, predictor steps taken
 
 
-def validate(cfg, batch_size: int) -> dict:
-    """Check ``cfg`` (the ``bonus`` node) before anything compiles; return the static settings."""
-    hidden = nets.config_widths(cfg.get("hidden"), "bonus.hidden")
-    embedding_dim = nets.config_positive_int(cfg.get("embedding_dim"), "bonus.embedding_dim")
-    activation = cfg.get("activation")
-    require(activation in nets.ACTIVATIONS,
-            f"bonus.activation={activation!r} is not known; valid: {', '.join(nets.ACTIVATIONS)}")
-    lr = nets.config_float(cfg.get("lr"), "bonus.lr")
-    require(math.isfinite(lr) and lr > 0.0, f"bonus.lr={lr} must be > 0")
-    eps = nets.config_float(cfg.get("adam_eps"), "bonus.adam_eps")
-    require(math.isfinite(eps) and eps > 0.0, f"bonus.adam_eps={eps} must be > 0")
-    proportion = nets.config_float(cfg.get("update_proportion"), "bonus.update_proportion")
-    require(0.0 < proportion <= 1.0, f"bonus.update_proportion={proportion} must be in (0, 1]")
-    num_train = math.floor(batch_size * proportion)
-    require(num_train >= 1, f"bonus.update_proportion={proportion} keeps floor({batch_size} * "
-                            f"update_proportion) = 0 states of a batch of {batch_size}")
-    return dict(hidden=hidden, embedding_dim=embedding_dim, activation=activation, num_train=num_train)
-
-
-def make_rnd_bonus(cfg, obs_shape, action_space, batch_shape):
-    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
-    del action_space
-    batch_size = batch_shape[0] * batch_shape[1]
-    static = validate(cfg, batch_size)
-    hparams = {"lr": as_scalar(cfg.get("lr"), "bonus.lr"),
-               "adam_eps": as_scalar(cfg.get("adam_eps"), "bonus.adam_eps")}
+def make_rnd_bonus(settings: RNDSettings, obs_shape, action_space, batch_shape):
+    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout (``settings.num_train`` is
+    already counted from it)."""
+    del action_space, batch_shape
     obs_ndim = len(obs_shape)
-    sizes = (math.prod(obs_shape),) + static["hidden"] + (static["embedding_dim"],)
-    activation = static["activation"]
-    num_train = static["num_train"]
+    sizes = (math.prod(obs_shape),) + settings.hidden + (settings.embedding_dim,)
+    activation = settings.activation
+    num_train = settings.num_train
 
     def embed(params, x):
         return nets.mlp_apply(params, x, activation)
@@ -101,8 +80,8 @@ def make_rnd_bonus(cfg, obs_shape, action_space, batch_shape):
             return jnp.mean(jnp.square(embed(predictor, x) - target_out))
 
         loss, grads = jax.value_and_grad(loss_fn)(state.predictor)
-        predictor, opt_state = nets.adam_step(state.predictor, grads, state.opt_state, hp["lr"], hp["adam_eps"])
+        predictor, opt_state = nets.adam_step(state.predictor, grads, state.opt_state, hp.lr, hp.adam_eps)
         new_state = state._replace(predictor=predictor, opt_state=opt_state, updates=state.updates + 1)
         return new_state, {"predictor_loss": loss}
 
-    return Bonus("rnd", init, reward, update), hparams
+    return Bonus("rnd", init, reward, update), float32_hparams(settings.hparams)

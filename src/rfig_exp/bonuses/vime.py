@@ -42,14 +42,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rfig_exp.bonuses.base import Bonus, action_features, as_scalar, flat_states, require
-from rfig_exp.bonuses.nets import (adam_init, adam_step, config_float, config_positive_int, config_widths,
-                                   mlp_init)
+from rfig_exp.bonuses.base import Bonus, action_features, flat_states, float32_hparams
+from rfig_exp.bonuses.nets import adam_init, adam_step, mlp_init
+from rfig_exp.bonuses.settings import VIMESettings
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
-
-TARGETS = ("next_obs", "delta")
-POSITIVE = ("lr", "adam_eps", "step_size", "likelihood_sigma", "prior_sigma", "init_sigma", "clip")
-HPARAM_KEYS = POSITIVE + ("kl_weight",)
 
 Layers = tuple  # ({"w": [in, out], "b": [out]}, ...) one dict per dense layer, as nets.mlp_init
 
@@ -59,23 +55,6 @@ class VIMEState(NamedTuple):
     opt_state: Any      # Adam moments of ``params``
     key: jax.Array      # weight-noise key shared by this batch's reward and update
     updates: jax.Array  # [] int32, Adam steps taken
-
-
-def validate(cfg, batch_size: int | None = None) -> dict:
-    """Check ``cfg`` (the ``bonus`` config node); return the static settings."""
-    del batch_size  # the same signature as every bonus's validate (bonuses.check_bonus)
-    hidden = config_widths(cfg.get("hidden"), "bonus.hidden")
-    samples = config_positive_int(cfg.get("num_samples"), "bonus.num_samples")
-    target = cfg.get("target")
-    require(target in TARGETS, f"bonus.target={target!r} is not known; valid: {', '.join(TARGETS)}")
-    for k in HPARAM_KEYS:
-        value = config_float(cfg.get(k), f"bonus.{k}")
-        require(math.isfinite(value), f"bonus.{k}={value} must be finite")
-        if k in POSITIVE:
-            require(value > 0.0, f"bonus.{k}={value} must be > 0")
-        else:
-            require(value >= 0.0, f"bonus.{k}={value} must be >= 0")
-    return dict(hidden=hidden, num_samples=samples, target=target)
 
 
 def action_dim(action_space) -> int:
@@ -166,7 +145,7 @@ def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp) ->
     ``g^T H^-1 g = S^-2 sum_{s,t} ((a_s a_t) @ M_st) . (d_s d_t)`` with
     ``M_st = sigma^2 (1 + eps_s eps_t / 2)``. No ``[N, num_params]`` array is formed.
     """
-    passes = [backprop_errors(params, e, x, y, hp["likelihood_sigma"]) for e in eps]
+    passes = [backprop_errors(params, e, x, y, hp.likelihood_sigma) for e in eps]
     quad = jnp.zeros((x.shape[0],), x.dtype)
     for s in range(len(eps)):
         for t in range(s, len(eps)):
@@ -183,33 +162,32 @@ def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp) ->
                 dd = d_s * d_t
                 pair = pair + jnp.sum(((a_s * a_t) @ m_w) * dd, axis=-1) + dd @ m_b
             quad = quad + (pair if s == t else 2.0 * pair)
-    return 0.5 * jnp.square(hp["step_size"]) * quad / len(eps) ** 2
+    return 0.5 * jnp.square(hp.step_size) * quad / len(eps) ** 2
 
 
 def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
     """``KL(q || N(0, prior_sigma^2 I))`` summed over every weight and bias."""
     def kl(mu, rho):
         sigma = jax.nn.softplus(rho)
-        return jnp.sum(jnp.log(prior_sigma / sigma) + (jnp.square(sigma) + jnp.square(mu)) / (2.0 * jnp.square(prior_sigma)) - 0.5)
+        return jnp.sum(jnp.log(prior_sigma / sigma)
+                       + (jnp.square(sigma) + jnp.square(mu)) / (2.0 * jnp.square(prior_sigma)) - 0.5)
 
     return sum(jax.tree.leaves(jax.tree.map(kl, params["mu"], params["rho"])))
 
 
-def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
+def make_vime_bonus(settings: VIMESettings, obs_shape, action_space, batch_shape):
     del batch_shape
-    static = validate(cfg, None)
-    hparams = {k: as_scalar(cfg.get(k), f"bonus.{k}") for k in HPARAM_KEYS}
     obs_ndim = len(obs_shape)
     obs_dim = math.prod(obs_shape)
-    sizes = (obs_dim + action_dim(action_space), *static["hidden"], obs_dim)
-    num_samples = static["num_samples"]
+    sizes = (obs_dim + action_dim(action_space), *settings.hidden, obs_dim)
+    num_samples = settings.num_samples
 
     def inputs_targets(batch):
         obs = flat_states(batch.obs, obs_ndim)                        # [N, obs_dim]
         next_obs = flat_states(batch.next_obs, obs_ndim)
         actions = action_features(batch.actions, action_space).reshape(obs.shape[0], -1)
         x = jnp.concatenate([obs, actions], axis=-1)                 # [N, obs_dim + A]
-        y = next_obs - obs if static["target"] == "delta" else next_obs
+        y = next_obs - obs if settings.target == "delta" else next_obs
         return x, y
 
     def noise(state) -> list:
@@ -221,7 +199,7 @@ def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
     def init(key, warmup_obs, hp):
         del warmup_obs
         k_params, k_noise = jax.random.split(key)
-        params = init_params(k_params, sizes, hp["init_sigma"])
+        params = init_params(k_params, sizes, hp.init_sigma)
         return VIMEState(params=params, opt_state=adam_init(params), key=k_noise,
                          updates=jnp.zeros((), jnp.int32))
 
@@ -229,29 +207,29 @@ def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
         x, y = inputs_targets(batch)
         ig = information_gain(state.params, noise(state), x, y, hp)
         finite = jnp.isfinite(ig)
-        bonus = jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp["clip"], neginf=0.0), 0.0, hp["clip"])
+        bonus = jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp.clip, neginf=0.0), 0.0, hp.clip)
         metrics = {"info_gain_mean": jnp.mean(bonus), "info_gain_max": jnp.max(bonus),
-                   "clipped_fraction": jnp.mean((ig > hp["clip"]).astype(jnp.float32)),
+                   "clipped_fraction": jnp.mean((ig > hp.clip).astype(jnp.float32)),
                    "nonfinite_fraction": jnp.mean((~finite).astype(jnp.float32))}
         return bonus.reshape(batch.terminated.shape), metrics
 
     def loss_fn(params, eps, x, y, hp):
         def nll(eps):
             out, _ = forward(sample_weights(params, eps), x)
-            return jnp.mean(squared_error_nll(out, y, hp["likelihood_sigma"]))
+            return jnp.mean(squared_error_nll(out, y, hp.likelihood_sigma))
 
         data = sum(nll(e) for e in eps) / num_samples
         # the Gaussian's normalising constant, so that ``nll`` is the true negative log-likelihood
-        data = data + y.shape[-1] * (jnp.log(hp["likelihood_sigma"]) + 0.5 * math.log(2.0 * math.pi))
-        kl = kl_to_prior(params, hp["prior_sigma"])
-        return data + hp["kl_weight"] * kl, (data, kl)
+        data = data + y.shape[-1] * (jnp.log(hp.likelihood_sigma) + 0.5 * math.log(2.0 * math.pi))
+        kl = kl_to_prior(params, hp.prior_sigma)
+        return data + hp.kl_weight * kl, (data, kl)
 
     def update(state, batch, key, hp):
         x, y = inputs_targets(batch)
         # The same weight noise as this batch's reward: XLA may then share the forward pass.
         grads, (nll, kl) = jax.grad(loss_fn, has_aux=True)(state.params, noise(state), x, y, hp)
         # Adam b1 0.9, b2 0.999 as Lasagne's adam in the reference
-        params, opt_state = adam_step(state.params, grads, state.opt_state, hp["lr"], hp["adam_eps"])
+        params, opt_state = adam_step(state.params, grads, state.opt_state, hp.lr, hp.adam_eps)
         new_state = VIMEState(params=params, opt_state=opt_state, key=key, updates=state.updates + 1)
         return new_state, {"dynamics_nll": nll, "kl_to_prior": kl, "posterior_sigma_mean": mean_sigma(params)}
 
@@ -262,4 +240,4 @@ def make_vime_bonus(cfg, obs_shape, action_space, batch_shape):
     def describe(state):
         return {"posterior_sigma_mean": mean_sigma(state.params), "model_updates": state.updates}
 
-    return Bonus("vime", init, reward, update, describe=describe), hparams
+    return Bonus("vime", init, reward, update, describe=describe), float32_hparams(settings.hparams)

@@ -18,7 +18,6 @@ shapes and structural choices live in the static ``TrainSpec``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
@@ -27,35 +26,18 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents.ppo import losses
+from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
+from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
+from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env
 from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.shuffle import permutations
 
-# Agent hyperparameters passed at run time (see conf/agent/ppo.yaml for their meaning).
-AGENT_HPARAMS = ("lr", "clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "gamma", "gae_lambda",
-                 "gamma_int", "ext_coef", "beta", "obs_clip")
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """Static structure of a run: shapes, loop lengths and structural switches."""
-
-    num_envs: int
-    num_steps: int
-    num_minibatches: int
-    update_epochs: int
-    num_updates: int
-    updates_per_window: int
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    anneal_lr: bool = True
-    obs_norm_init_steps: int = 128
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
+def as_arrays(hparams: PPOHparams) -> PPOHparams:
+    """The hyperparameters as float32 scalars, the arguments of the compiled functions."""
+    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)
 
 
 class Transition(NamedTuple):
@@ -89,7 +71,6 @@ class RunState(NamedTuple):
 class Trainer(NamedTuple):
     init: Any
     run_window: Any
-    network: ActorCritic
 
 
 def _random_actions(key, action_space, n):
@@ -112,8 +93,11 @@ def _where_seed(mask, a, b):
 
 
 def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
+    # length: long as a whole, short in its parts: a factory of closures (init, rollout, loss, one SGD step,
+    # one PPO update, a window), each well under 80 lines, sharing the static network, env, bonus
+    # and spec by closure so that jit sees them as constants rather than arguments.
     network = ActorCritic(env.action_space, len(env.obs_shape), spec.hidden, spec.activation)
-    optimizer = optax.scale_by_adam(eps=1e-5)
+    optimizer = ppo_optimizer()
     num_envs, num_steps = spec.num_envs, spec.num_steps
     obs_shape = env.obs_shape
     v_reset = jax.vmap(env.reset)
@@ -128,14 +112,15 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         def warm_step(carry, k):
             env_state, obs = carry
             k_act, k_env = jax.random.split(k)
-            out = v_step(jax.random.split(k_env, num_envs), env_state, _random_actions(k_act, env.action_space, num_envs))
+            actions = _random_actions(k_act, env.action_space, num_envs)
+            out = v_step(jax.random.split(k_env, num_envs), env_state, actions)
             return (out.state, out.obs), out.final_obs
 
         _, warm_obs = jax.lax.scan(warm_step, (env_state, obs),
                                    jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
         warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
         obs_rms = rms_update(rms_init(obs_shape), warm_obs)
-        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams["obs_clip"]), hparams["bonus"])
+        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams.obs_clip), hparams.bonus)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
         obs, env_state = v_reset(jax.random.split(k_reset, num_envs))
@@ -151,16 +136,16 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         def step(carry, noise_and_keys):
             env_state, obs, ep_ret, ep_len, finished = carry
             action_noise, env_keys = noise_and_keys
-            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))
+            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))
             action = pi.sample_with_noise(action_noise)
             out = v_step(env_keys, env_state, _env_action(action, env.action_space))
             ep_ret = ep_ret + out.reward
             ep_len = ep_len + 1
             done = jnp.logical_or(out.terminated, out.truncated)
             # Sums over the episodes that end here; the window divides by episodes_finished.
-            ended = {"episode_return_sum": ep_ret, "episode_length_sum": ep_len.astype(jnp.float32),
-                     "episodes_finished": jnp.ones_like(ep_ret),
-                     **{f"env/{k}_sum": out.episode_info[k] for k in env.episode_info}}
+            ended = {"episode_return": ep_ret, "episode_length": ep_len.astype(jnp.float32),
+                     EPISODES_FINISHED: jnp.ones_like(ep_ret),
+                     **{f"env/{k}": out.episode_info[k] for k in env.episode_info}}
             finished = {k: finished[k] + jnp.where(done, v, 0.0).sum() for k, v in ended.items()}
             transition = Transition(obs, action, pi.log_prob(action), values, out.reward,
                                     out.terminated, out.truncated, out.final_obs, out.cell)
@@ -173,8 +158,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         noise = sampling_noise(env.action_space, k_noise, (num_steps, num_envs))
         env_keys = jax.random.split(k_env, (num_steps, num_envs))
         zero = jnp.zeros((), jnp.float32)
-        finished = {k: zero for k in ("episode_return_sum", "episode_length_sum", "episodes_finished",
-                                      *(f"env/{k}_sum" for k in env.episode_info))}
+        finished = {k: zero for k in ("episode_return", "episode_length", EPISODES_FINISHED,
+                                      *(f"env/{k}" for k in env.episode_info))}
         carry = (state.env_state, state.obs, state.episode_return, state.episode_length, finished)
         carry, traj = jax.lax.scan(step, carry, (noise, env_keys))
         return carry, traj
@@ -182,25 +167,22 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     def loss_fn(flat_params, mb, hp, unravel):
         pi, values = network.apply(unravel(flat_params), mb["obs_norm"])
         adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
-        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp["clip_eps"])
-        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp["clip_eps"])  # [2]
+        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp.clip_eps)
+        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp.clip_eps)  # [2]
         entropy = pi.entropy().mean()
         value_loss = value_losses.sum() if bonus.intrinsic else value_losses[EXT]
-        total = pg_loss + hp["vf_coef"] * value_loss - hp["ent_coef"] * entropy
-        # One stacked vector per minibatch: a single scan output instead of one per metric.
-        aux = jnp.stack([pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac])
-        return total, aux
+        total = pg_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
+        return total, (pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac)
 
     def sgd_step(carry, mb, hp, lr, unravel):
         # Parameters, gradients and Adam moments are single flat vectors here: the same
         # element-wise math, but a handful of XLA kernels per step instead of a few per leaf.
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp, unravel)
-        grad_norm = optax.tree.norm(grads)
-        grads = jax.tree.map(lambda g: g * jnp.minimum(1.0, hp["max_grad_norm"] / (grad_norm + 1e-6)), grads)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-        return (params, opt_state), jnp.concatenate([aux, grad_norm[None]])
+        updates, opt_state = optimizer.update(grads, opt_state, params, max_grad_norm=hp.max_grad_norm,
+                                              learning_rate=lr)
+        metrics = SGDMetrics(*aux, grad_norm=optax.tree.norm(grads))
+        return (optax.apply_updates(params, updates), opt_state), metrics.stacked()
 
     def update(state: RunState, hp):
         key, k_roll, k_bonus, k_sgd = jax.random.split(state.key, 4)
@@ -211,34 +193,34 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         # statistics they acted with, so old log-probs and values stay consistent.
         obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
         bonus_batch = BonusBatch(
-            obs=normalize(obs_rms, traj.obs, hp["obs_clip"]), actions=_env_action(traj.action, env.action_space),
-            next_obs=normalize(obs_rms, traj.final_obs, hp["obs_clip"]),
+            obs=normalize(obs_rms, traj.obs, hp.obs_clip), actions=_env_action(traj.action, env.action_space),
+            next_obs=normalize(obs_rms, traj.final_obs, hp.obs_clip),
             terminated=traj.terminated, truncated=traj.truncated)
-        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp["bonus"])
-        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp["bonus"])
+        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp.bonus)
+        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp.bonus)
 
         def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
-            return network.apply(state.params, normalize(state.obs_rms, obs, hp["obs_clip"]))[1]
+            return network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))[1]
 
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
         v_ext_final = values_when_acting(traj.final_obs)[..., EXT]
         term = traj.terminated.astype(jnp.float32)
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
-                                       traj.truncated.astype(jnp.float32), hp["gamma"], hp["gae_lambda"])
+                                       traj.truncated.astype(jnp.float32), hp.gamma, hp.gae_lambda)
         if bonus.intrinsic:
             int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
-                                                             r_int_raw, hp["gamma_int"])
+                                                             r_int_raw, hp.gamma_int)
             v_int_last = values_when_acting(last_obs)[..., INT]
-            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp["gamma_int"], hp["gae_lambda"])
-            adv = hp["ext_coef"] * adv_ext + hp["beta"] * adv_int
+            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, hp.gae_lambda)
+            adv = hp.ext_coef * adv_ext + hp.beta * adv_int
         else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
             int_filter, int_rms, r_int = state.int_return_filter, state.int_return_rms, r_int_raw
             adv_int = jnp.zeros_like(adv_ext)
-            adv = hp["ext_coef"] * adv_ext
+            adv = hp.ext_coef * adv_ext
 
         batch = dict(
             # The observations as the policy saw them: normalised with the statistics it acted with.
-            obs_norm=normalize(state.obs_rms, traj.obs, hp["obs_clip"]),
+            obs_norm=normalize(state.obs_rms, traj.obs, hp.obs_clip),
             action=traj.action, log_prob=traj.log_prob,
             # Combined before minibatching; each minibatch then normalises it (PPO+RND).
             adv=adv,
@@ -246,7 +228,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
         frac = 1.0 - state.update.astype(jnp.float32) / spec.num_updates if spec.anneal_lr else 1.0
-        lr = hp["lr"] * frac
+        lr = hp.lr * frac
 
         def epoch(carry, perm):
             mbs = jax.tree.map(
@@ -254,27 +236,29 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             return jax.lax.scan(lambda c, mb: sgd_step(c, mb, hp, lr, unravel), carry, mbs)
 
         flat_params, unravel = ravel_pytree(state.params)
-        adam = state.opt_state  # optax.ScaleByAdamState(count, mu, nu)
-        flat_adam = adam._replace(mu=ravel_pytree(adam.mu)[0], nu=ravel_pytree(adam.nu)[0])
-        (flat_params, flat_adam), sgd_metrics = jax.lax.scan(
-            epoch, (flat_params, flat_adam), permutations(k_sgd, spec.update_epochs, spec.batch_size))
+        params_def = jax.tree.structure(state.params)
+        flat_opt = ravel_like(state.opt_state, params_def, lambda p: ravel_pytree(p)[0])
+        (flat_params, flat_opt), sgd_metrics = jax.lax.scan(
+            epoch, (flat_params, flat_opt), permutations(k_sgd, spec.update_epochs, spec.batch_size))
         params = unravel(flat_params)
-        opt_state = flat_adam._replace(mu=unravel(flat_adam.mu), nu=unravel(flat_adam.nu))
+        opt_state = unravel_like(flat_opt, state.opt_state, params_def, unravel)
 
         if num_cells:
             visits = state.visits.at[traj.cell.reshape(-1)].add(1)
         else:
             visits = state.visits
 
-        metrics = dict(zip(SGD_METRICS, sgd_metrics.reshape(-1, len(SGD_METRICS)).mean(0)))
-        metrics.update(finished)
-        if num_cells:
-            metrics["coverage"] = (visits > 0).mean()
-        metrics.update(
-            extrinsic_reward=traj.reward.mean(), intrinsic_reward=r_int_raw.mean(),
-            intrinsic_reward_normalized=r_int.mean(), learning_rate=lr,
+        bonus_metrics = {f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()}
+        counted = {f"bonus/{k}" for k in bonus.counted_metrics}
+        metrics = UpdateMetrics(
+            means={**SGDMetrics.mean_of(sgd_metrics)._asdict(), "extrinsic_reward": traj.reward.mean(),
+                   "intrinsic_reward": r_int_raw.mean(), "intrinsic_reward_normalized": r_int.mean(),
+                   "learning_rate": lr, **{k: v for k, v in bonus_metrics.items() if k not in counted}},
+            counts={EPISODES_FINISHED: finished.pop(EPISODES_FINISHED),
+                    **{k: v for k, v in bonus_metrics.items() if k in counted}},
+            episode_sums=finished,
+            final={"coverage": (visits > 0).mean()} if num_cells else {},
         )
-        metrics.update({f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()})
         new_state = RunState(
             params=params, opt_state=opt_state, obs_rms=obs_rms, int_return_filter=int_filter,
             int_return_rms=int_rms, bonus_state=bonus_state, env_state=env_state, obs=last_obs,
@@ -294,7 +278,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                 need = jax.vmap(bonus.needs_refresh)(states.bonus_state)
 
                 def refresh(bonus_states):
-                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams["bonus"])
+                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams.bonus)
                     return _where_seed(need, fresh, bonus_states)
 
                 bonus_states = jax.lax.cond(need.any(), refresh, lambda b: b, states.bonus_state)
@@ -304,27 +288,4 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)
         return states, reduce_window(metrics)
 
-    return Trainer(init=init, run_window=run_window, network=network)
-
-
-SGD_METRICS = ("policy_loss", "value_loss_ext", "value_loss_int", "entropy", "approx_kl", "clip_frac", "grad_norm")
-LAST = ("coverage",)  # states at the end of the window, not averages over it
-
-
-def reduce_window(metrics: dict) -> dict:
-    """``[U, S]`` per-update metrics -> ``[S]`` per window.
-
-    Sums for counts, the last value for states (``coverage``), else means. Every
-    ``<name>_sum`` over finished episodes becomes ``<name>``, its mean per finished episode
-    (NaN when no episode finished in the window).
-    """
-    def reduce(k, v):
-        if k in LAST:
-            return v[-1]
-        return v.sum(0) if k.endswith("_sum") or k.endswith("_count") or k == "episodes_finished" else v.mean(0)
-
-    out = {k: reduce(k, v) for k, v in metrics.items()}
-    n = out["episodes_finished"]
-    for k in [k for k in out if k.endswith("_sum")]:
-        out[k[: -len("_sum")]] = jnp.where(n > 0, out.pop(k) / jnp.maximum(n, 1), jnp.nan)
-    return out
+    return Trainer(init=init, run_window=run_window)
