@@ -7,9 +7,12 @@ files must be equal as text once the ``wall_time_s`` column is
 dropped (every other column, every digit). One line per case: ``IDENTICAL`` or ``DIFFERENT``
 with the first differing column (or why the comparison failed); exit status 1 if any differ.
 
-    python benchmarks/identical_metrics.py --old-tree /work/base --new-tree . [--cases rfig rnd]
-    python benchmarks/identical_metrics.py --old-tree /work/base --new-tree . --reuse-old
+    python benchmarks/identical_metrics.py --old-tree b9a7ad6 --new-tree .     # a commit, or a checkout
+    python benchmarks/identical_metrics.py --old-tree ../base --new-tree . --cases mountaincar-rfig
+    python benchmarks/identical_metrics.py --old-tree ../base --new-tree . --reuse-old
 
+``--old-tree`` given a git commit (or any ref) instead of a folder runs a clean checkout of it,
+made with ``git worktree add --detach`` in the work dir and removed afterwards.
 ``--reuse-old`` keeps an old tree's results from an earlier call (same ``--work-dir``), so
 repeated checks of a changing tree rerun only the new one (``--old-only`` makes those results first).
 """
@@ -17,6 +20,7 @@ repeated checks of a changing tree rerun only the new one (``--old-only`` makes 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import os
@@ -39,6 +43,9 @@ CASES: dict[str, list[str]] = {
     "minatar_breakout-rnd": ["env=minatar_breakout", "bonus=rnd"],
     "minatar_breakout-rfig": ["env=minatar_breakout", "bonus=rfig"],
     "pointmaze_umaze-rfig": ["env=pointmaze_umaze", "bonus=rfig"],
+    "pointmaze_umaze-hashexplo": ["env=pointmaze_umaze", "bonus=hashexplo"],
+    "mountaincar_continuous-vime": ["env=mountaincar_continuous", "bonus=vime"],
+    "cartpole-rnd-2seeds": ["env=cartpole", "bonus=rnd", "num_seeds=2"],  # vmapped seeds, one file each
 }
 IGNORED = ("wall_time_s",)
 
@@ -61,19 +68,33 @@ def run_case(tree: Path, overrides: list[str], results_dir: Path, python: str, t
     return None
 
 
-def metrics_rows(results_dir: Path) -> tuple[list[str], list[list[str]]] | str:
-    """The single ``metrics.csv`` under ``results_dir`` without the ignored columns, or an error."""
+def metrics_rows(results_dir: Path) -> dict[str, tuple[list[str], list[list[str]]]] | str:
+    """Each seed's ``metrics.csv`` under ``results_dir`` (by relative path) without the ignored
+    columns, or an error."""
     found = sorted(results_dir.rglob("metrics.csv"))
-    if len(found) != 1:
-        return f"{len(found)} metrics.csv files under {results_dir}"
-    rows = list(csv.reader(io.StringIO(found[0].read_text())))
-    header, body = rows[0], rows[1:]
-    keep = [i for i, name in enumerate(header) if name not in IGNORED]
-    return [header[i] for i in keep], [[row[i] for i in keep] for row in body]
+    if not found:
+        return f"no metrics.csv under {results_dir}"
+    out = {}
+    for path in found:
+        rows = list(csv.reader(io.StringIO(path.read_text())))
+        header, body = rows[0], rows[1:]
+        keep = [i for i, name in enumerate(header) if name not in IGNORED]
+        out[str(path.relative_to(results_dir))] = ([header[i] for i in keep], [[row[i] for i in keep] for row in body])
+    return out
 
 
-def first_difference(old, new) -> str | None:
-    """None when equal, else the first differing column (or a shape difference)."""
+def first_difference(old: dict, new: dict) -> str | None:
+    """None when every seed's metrics are equal, else where they first differ."""
+    if sorted(old) != sorted(new):
+        return f"different runs: {sorted(set(old) ^ set(new))}"
+    for name in sorted(old):
+        diff = _file_difference(old[name], new[name])
+        if diff:
+            return f"{name}: {diff}" if len(old) > 1 else diff
+    return None
+
+
+def _file_difference(old, new) -> str | None:
     (old_header, old_rows), (new_header, new_rows) = old, new
     if old_header != new_header:
         only = sorted(set(old_header) ^ set(new_header))
@@ -92,7 +113,7 @@ def compare(case: str, args) -> bool:
     out = {}
     for tag, tree in (("old", args.old_tree), ("new", args.new_tree))[: 1 if args.old_only else 2]:
         results = args.work_dir / tag / case
-        reuse = tag == "old" and args.reuse_old and isinstance(metrics_rows(results), tuple)
+        reuse = tag == "old" and args.reuse_old and isinstance(metrics_rows(results), dict)
         error = None if reuse else run_case(tree, overrides, results, args.python, args.timeout)
         if error:
             print(f"{case}: DIFFERENT ({tag} tree failed: {error})", flush=True)
@@ -101,18 +122,19 @@ def compare(case: str, args) -> bool:
         if isinstance(out[tag], str):
             print(f"{case}: DIFFERENT ({tag} tree: {out[tag]})", flush=True)
             return False
+    rows = sum(len(body) for _, body in out["old"].values())
     if args.old_only:
-        print(f"{case}: old tree run ({len(out['old'][1])} rows)", flush=True)
+        print(f"{case}: old tree run ({rows} rows)", flush=True)
         return True
     diff = first_difference(out["old"], out["new"])
     print(f"{case}: {'IDENTICAL' if diff is None else 'DIFFERENT'}"
-          f"{'' if diff is None else f' ({diff})'} [{len(out['new'][1])} rows]", flush=True)
+          f"{'' if diff is None else f' ({diff})'} [{rows} rows]", flush=True)
     return diff is None
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--old-tree", type=Path, required=True)
+    parser.add_argument("--old-tree", required=True, help="a checkout, or a git commit/ref to check out")
     parser.add_argument("--new-tree", type=Path, required=True)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES), metavar="CASE",
                         help=f"default: all of {', '.join(CASES)}")
@@ -122,11 +144,29 @@ def main(argv=None) -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     args = parser.parse_args(argv)
-    args.old_tree, args.new_tree = args.old_tree.resolve(), args.new_tree.resolve()
+    args.new_tree = args.new_tree.resolve()
     start = time.time()
-    ok = [compare(case, args) for case in args.cases]
+    with old_checkout(args.old_tree, args.new_tree, args.work_dir) as args.old_tree:
+        print(f"old: {args.old_tree}, new: {args.new_tree}", flush=True)
+        ok = [compare(case, args) for case in args.cases]
     print(f"{sum(ok)}/{len(ok)} identical ({time.time() - start:.0f} s)")
     return 0 if all(ok) else 1
+
+
+@contextlib.contextmanager
+def old_checkout(old: str, repo: Path, work_dir: Path):
+    """``old`` itself when it is a folder, else a clean detached checkout of that git ref."""
+    if Path(old).is_dir():
+        yield Path(old).resolve()
+        return
+    checkout = (work_dir / f"checkout-{old.replace('/', '_')}").resolve()
+    shutil.rmtree(checkout, ignore_errors=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(checkout), old], check=True)
+    try:
+        yield checkout
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(checkout)], check=False)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """What happens after each training window: one small observer per concern.
 
 The run loop (:mod:`rfig_exp.run_loop`) trains a window, brings its ``[S]`` metrics to the host
-and hands the :class:`Window` to each observer in a fixed order: the metrics files first (they
-are the record), the divergence guard, the wandb mirror, the checkpointer (so a checkpoint never
-covers a row the metrics file lacks), then the progress line. Like Brax's ``progress_fn``, an
+and hands the :class:`Window` to each observer in a fixed order: the heartbeat (the watchdog and
+the run folders' owner locks), the metrics files (they are the record), the divergence guard, the
+wandb mirror, the checkpointer (so a checkpoint never covers a row the metrics file lacks), then
+the progress line. Like Brax's ``progress_fn``, an
 observer sees a window after it happened and cannot change the training.
 
 :class:`StopSignals` is the signal handling around the loop, as a context manager.
@@ -45,6 +46,17 @@ class Window:
     metrics: Mapping[str, np.ndarray]   # metric -> [S] host values, in the job's seed order
     train_time_s: float                 # training wall time so far (resumed attempts included)
     stopping: int | None = None         # the signal that ends the run after this window
+
+
+class Heartbeat:
+    """A window finished: the stall watchdog and the run folders' owner locks hear of it."""
+
+    def __init__(self, watchdog, beat_locks: Callable[[], Any]):
+        self.watchdog, self.beat_locks = watchdog, beat_locks
+
+    def on_window(self, window: Window) -> None:
+        self.watchdog.beat()
+        self.beat_locks()
 
 
 class MetricsFiles:

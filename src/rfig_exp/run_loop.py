@@ -25,8 +25,8 @@ from rfig_exp import checkpoint, provenance, results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.config import RunSpec
 from rfig_exp.errors import ExitCode, Interrupted, RunFailed
-from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, MetricsFiles, ProgressLine, StopSignals,
-                                WandbMirror, Window)
+from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
+                                StopSignals, WandbMirror, Window)
 from rfig_exp.tracking import WandbRuns
 from rfig_exp.watchdog import Watchdog
 
@@ -133,7 +133,6 @@ class JobRun:
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
                                     spec.train.updates_per_window, done, self.bonus.intrinsic, self.matmul_precision)
-            observers = [files, guard, WandbMirror(wandb_runs), FaultPoint(), saver, progress]
             try:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
                 compile_time = time.perf_counter() - start
@@ -141,7 +140,9 @@ class JobRun:
                 # the watchdog starts after compiling: a long compile is not a stall
                 watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release))
                 stack.callback(saver.close, self.tag)  # closed first, still watched: a write can hang too
-                states, train_time = self._windows(window_fn, restored, observers, signals, saver, watchdog, start)
+                observers = [Heartbeat(watchdog, self.heartbeat), files, guard, WandbMirror(wandb_runs), FaultPoint(),
+                             saver, progress]
+                states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
                 saver.wait()  # before the summaries remove the checkpoints
                 summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,
                                          train_time, start, resumed_from, wandb_runs)
@@ -157,7 +158,7 @@ class JobRun:
         return summaries
 
     def _windows(self, window_fn, restored: Restored, observers, signals: StopSignals, saver: Checkpointer,
-                 watchdog: Watchdog, start: float):
+                 start: float):
         """Windows ``done+1 .. num_windows``, each handed to the observers; the final states and
         the training time (earlier attempts' included)."""
         spec, seeds, done = self.spec, self.seeds, restored.done_windows
@@ -171,8 +172,6 @@ class JobRun:
             saver.snapshot(w, states, last=w == spec.num_windows, stopping=stopping)
             pending = window_fn(states, self.hparams) if w < spec.num_windows and stopping is None else None
             metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
-            watchdog.beat()
-            self.heartbeat()
             now = time.perf_counter()
             train_time += now - last_arrival
             last_arrival = now

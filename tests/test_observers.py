@@ -1,0 +1,74 @@
+"""The run loop's observers and its signal handling, one at a time (the whole loop: test_checkpoint,
+test_faults, test_launch)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import numpy as np
+
+from rfig_exp import results
+from rfig_exp.observers import DivergenceGuard, MetricsFiles, StopSignals, Window
+
+
+def _window(index: int, rows: dict) -> Window:
+    metrics = {k: np.array([row[k] for row in rows.values()]) for k in next(iter(rows.values()))}
+    return Window(index=index, env_steps=index * 10, rows=rows, metrics=metrics, train_time_s=float(index))
+
+
+def _row(episode_return: float, loss: float = 0.5) -> dict:
+    return {"env_steps": 10, "episode_return": episode_return, "policy_loss": loss, "entropy": 1.0}
+
+
+def test_stop_signals_records_sigterm_and_restores_the_previous_handler():
+    seen = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with StopSignals() as signals:
+            assert signals.received is None
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert signals.received == signal.SIGTERM and not seen  # the run's handler, not the old one
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM]  # the handler before the run is back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_stop_signals_hands_sigusr2_to_submitit_only_under_submitit(monkeypatch):
+    handed = []
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: handed.append(signum))
+    try:
+        monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
+        with StopSignals() as signals:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            assert signals.received == signal.SIGUSR2 and not handed
+            signals.hand_over("t", 3, signals.received)
+            assert handed == [signal.SIGUSR2]  # submitit's handler requeues the job
+        monkeypatch.delenv("SUBMITIT_EXECUTOR")
+        with StopSignals() as signals:
+            os.kill(os.getpid(), signal.SIGUSR2)  # not ours outside submitit: the old handler runs
+            assert signals.received is None and handed == [signal.SIGUSR2, signal.SIGUSR2]
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
+def test_divergence_guard_fails_a_seed_once_at_its_first_non_finite_loss(caplog):
+    guard = DivergenceGuard("t")
+    guard.on_window(_window(1, {0: _row(1.0), 1: _row(1.0, loss=math.nan)}))
+    guard.on_window(_window(2, {0: _row(1.0), 1: _row(1.0, loss=math.inf)}))
+    assert guard.failures == {1: "diverged: non-finite policy_loss in window 1"}
+    assert caplog.text.count("will be marked failed") == 1
+
+
+def test_metrics_files_write_every_seed_and_keep_the_last_finite_return(tmp_path):
+    dirs = {s: tmp_path / f"seed_{s}" for s in (0, 1)}
+    for d in dirs.values():
+        d.mkdir()
+    files = MetricsFiles(dirs, keep_rows=0)
+    files.on_window(_window(1, {0: _row(2.0), 1: _row(3.0)}))
+    files.on_window(_window(2, {0: _row(math.nan), 1: _row(4.0)}))
+    files.close()
+    assert files.final_returns == {0: 2.0, 1: 4.0}  # a window without a finished episode keeps the last
+    assert [results.whole_rows(d) for d in dirs.values()] == [2, 2]
