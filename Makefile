@@ -40,13 +40,16 @@ bench-gpu:
 run: $(STAMP)
 	$(PY) launch.py
 
-# The default test suite (CPU): the linter, then pytest; `make test-all` adds the slow end-to-end checks.
+# The default test suite (CPU): the linter and the type checker, then pytest; `make test-all` adds the
+# slow end-to-end checks.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -m "not slow" -q
 
 test-all: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 # Throughput, bonus-cost and linear-algebra numbers quoted in the README.

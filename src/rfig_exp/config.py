@@ -166,7 +166,7 @@ def placement_settings(cfg) -> PlacementSettings:
     gpus = list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus
     mode, cores = str(select(cfg, "placement.mode")), select(cfg, "placement.cores_per_job")
     placement.validate(mode, None, cores, gpus)
-    return PlacementSettings(mode, cores, tuple(gpus) if isinstance(gpus, list) else gpus)
+    return PlacementSettings(mode, cores, None if gpus is None else tuple(gpus))  # validated: not a str
 
 
 def watch_settings(cfg) -> WatchSettings:
@@ -186,6 +186,7 @@ def resolved_config(cfg) -> dict:
     from omegaconf import OmegaConf
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict), "a composed config is a mapping"
     resolved.pop("hydra", None)
     return resolved
 
@@ -207,8 +208,8 @@ def build_run_spec(cfg) -> RunSpec:
     """Check the composed config and derive everything the run needs."""
     check_names(cfg)
     check_storage(cfg)
-    storage = dict(wandb=wandb_settings(cfg), placement=placement_settings(cfg),
-                   checkpoint=checkpoint_settings(cfg), watch=watch_settings(cfg))
+    wandb, placement = wandb_settings(cfg), placement_settings(cfg)
+    checkpoint, watch = checkpoint_settings(cfg), watch_settings(cfg)
     agent = AgentSettings.parse(select(cfg, "agent"))
     eval_frequency, updates_per_window, num_windows = _windows(cfg, agent)
     bonus = parse_bonus(select(cfg, "bonus"), agent.batch_size)
@@ -224,5 +225,6 @@ def build_run_spec(cfg) -> RunSpec:
         variant=variants.variant_name(overrides), variant_overrides=overrides,
         requested_timesteps=agent.total_timesteps,
         env_options={k: v for k, v in resolved["env"].items() if k != "name"},
-        compile_cache=resolved.get("compile_cache") or None, resolved_config=resolved, **storage,
+        compile_cache=resolved.get("compile_cache") or None, resolved_config=resolved,
+        checkpoint=checkpoint, wandb=wandb, watch=watch, placement=placement,
     )

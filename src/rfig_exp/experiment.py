@@ -160,11 +160,11 @@ def _claim(spec: RunSpec, todo: list[SeedPlan], name: str) -> dict:
             time.sleep(1.0)
         for p in waiting:
             log.info("[%s] seed %d is being trained by %s; leaving it to that process", name, p.seed,
-                     ownership.describe(owners[p.seed]))
+                     ownership.describe(owners[p.seed] or {}))
         for p in todo:  # finished by the owner we waited for: nothing left to do
             if p.seed in locks and not spec.overwrite and results.is_complete(p.path):
                 log.info("[%s] seed %d was completed by %s while this job waited; skipping", name, p.seed,
-                         ownership.describe(owners[p.seed]) if owners.get(p.seed) else "another process")
+                         ownership.describe(owners.get(p.seed) or {}) if owners.get(p.seed) else "another process")
                 locks.pop(p.seed).release()
     except BaseException:
         for lock in locks.values():

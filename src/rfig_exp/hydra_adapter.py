@@ -112,7 +112,8 @@ def failed_job_return(cfg, error: Exception) -> JobReturn:
     from hydra.core.hydra_config import HydraConfig
 
     hc = HydraConfig.get()
-    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=HydraConfig.instance().cfg,
+    hydra_cfg = HydraConfig.instance().cfg  # the job's whole config, hydra node included
+    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=hydra_cfg,  # type: ignore[arg-type]
                      working_dir=os.getcwd(), task_name=hc.job.name, status=JobStatus.FAILED, _return_value=error)
 
 
@@ -133,7 +134,7 @@ def requeue_submitit_task() -> None:
     try:
         env._requeue(0)
     except SystemExit as requeue:
-        os._exit(int(requeue.code))
+        os._exit(requeue.code if isinstance(requeue.code, int) else 1)
 
 
 def write_submitit_result(result: Any) -> None:
@@ -159,8 +160,8 @@ def quiet_sacct() -> None:
         command = make(self)
         return None if command is None else ["sh", "-c", 'exec "$0" "$@" 2>/dev/null', *command]
 
-    watcher._make_command = make_command
-    watcher._rfig_quiet = True
+    watcher._make_command = make_command  # type: ignore[method-assign]
+    watcher._rfig_quiet = True  # type: ignore[attr-defined]
 
 
 __all__ = ["CurrentJob", "HydraException", "JobOutcome", "basic_sweeper", "current_job", "expand_sweep",

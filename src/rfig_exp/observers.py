@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
@@ -62,7 +63,7 @@ class Heartbeat:
 class MetricsFiles:
     """Each seed's ``metrics.csv`` (the record), and its last finite episode return."""
 
-    def __init__(self, dirs: Mapping[int, os.PathLike], keep_rows: int):
+    def __init__(self, dirs: Mapping[int, Path], keep_rows: int):
         self.writers = {s: results.MetricsWriter(d, keep_rows=keep_rows) for s, d in dirs.items()}
         self.final_returns = {s: w.last_finite("episode_return") for s, w in self.writers.items()}
 
@@ -121,7 +122,7 @@ class Checkpointer:
     hands that copy to the background writer once window w's rows are written."""
 
     settings: CheckpointSettings
-    dirs: Mapping[int, os.PathLike]
+    dirs: Mapping[int, Path]
     saved_window: int
     resumed_from: Sequence[int]
     wandb_ids: Callable[[], dict]
@@ -233,7 +234,7 @@ class StopSignals:
     ``received`` is the signal number once one came. Outside the main thread (where Python
     cannot install handlers) it does nothing."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
 

@@ -138,8 +138,8 @@ def incomplete_reason(path: Path, summary: Mapping | None = None) -> str | None:
     read from ``path`` (read here otherwise)."""
     if summary is None:
         summary, problem = read_summary(path)
-        if problem:
-            return problem
+        if summary is None:
+            return problem or f"{SUMMARY} unreadable"
     status = summary.get("status")
     if status != "complete":
         return f"{SUMMARY} status is {status!r}"

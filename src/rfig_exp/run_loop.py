@@ -101,13 +101,14 @@ class JobRun:
                 log.warning("[%s] seed %d: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
                             "cannot be resumed without the rows before them", self.tag, s, rows[s],
                             ", ".join(map(str, beyond)))
-        if any(c is None for c in newest):
-            if any(c is not None for c in newest):
+        usable = [c for c in newest if c is not None]
+        if len(usable) < len(newest):
+            if usable:
                 log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
             return 0, []
-        window = min(c.window for c in newest)
+        window = min(c.window for c in usable)
         found = [c if c.window == window else checkpoint.latest(self.dirs[s], shapes, at_most=window)
-                 for s, c in zip(self.seeds, newest)]
+                 for s, c in zip(self.seeds, usable)]
         if any(c is None or c.window != window for c in found):
             log.warning("[%s] the seeds' checkpoints are at different windows; starting all afresh", self.tag)
             return 0, []
@@ -167,6 +168,7 @@ class JobRun:
         pending = window_fn(states, self.hparams) if done < spec.num_windows else None
         last_arrival = time.perf_counter()
         for w in range(done + 1, spec.num_windows + 1):
+            assert pending is not None  # dispatched by the window before (or above, for the first)
             states, metrics = pending
             stopping = signals.received  # read once: a signal from now on is seen after window w+1
             saver.snapshot(w, states, last=w == spec.num_windows, stopping=stopping)
@@ -222,6 +224,7 @@ class JobRun:
         summaries = []
         for i, s in enumerate(seeds):
             if grid is not None:
+                assert visits is not None
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
             summary = {
                 "status": "failed" if s in failures else "complete",
@@ -239,6 +242,7 @@ class JobRun:
                 **{f"bonus_{k}": float(np.ravel(v)[i]) for k, v in described.items()},
             }
             if grid is not None:
+                assert visits is not None
                 summary["coverage_grid"] = grid.describe()
                 summary["final_coverage"] = float((visits[i] > 0).mean())
             results.write_summary(self.dirs[s], summary)

@@ -50,6 +50,11 @@ class BonusSettings:
     def parse_beta(node) -> float:
         return number(_get(node, "beta"), "bonus.beta", 0.0)
 
+    @classmethod
+    def parse(cls, node, batch_size: int) -> BonusSettings:
+        """This bonus's settings from the ``bonus`` config node (each subclass reads its own keys)."""
+        raise NotImplementedError
+
 
 class NoHparams(NamedTuple):
     pass
@@ -298,7 +303,8 @@ class HashSettings(BonusSettings):
                    hash_bits=hash_bits, table_sizes=sizes, activation=activation, noise_at=noise_at)
 
 
-SETTINGS: dict[str, type] = {s.name: s for s in (NoneSettings, RFIGSettings, RNDSettings, VIMESettings, HashSettings)}
+SETTINGS: dict[str, type[BonusSettings]] = {
+    s.name: s for s in (NoneSettings, RFIGSettings, RNDSettings, VIMESettings, HashSettings)}
 
 
 def parse_bonus(node, batch_size: int) -> BonusSettings:
