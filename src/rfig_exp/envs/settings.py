@@ -36,6 +36,11 @@ class EnvSettings:
     name: str                            # env.name, a key of rfig_exp.envs.REGISTRY
     suite_id: str                        # the suite's id of the env (REGISTRY[name][1])
 
+    @classmethod
+    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> EnvSettings:
+        """The settings of env ``name`` from its ``env.*`` options (everything but ``env.name``)."""
+        raise NotImplementedError
+
 
 # -- gymnax (classic control, MinAtar, DeepSea) -------------------------------------------------
 
