@@ -20,7 +20,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rfig_exp.envs import REGISTRY, make_env
-from rfig_exp.envs.brax_suite import BACKENDS, BraxOptions, milestone_reward, parse_options
+from rfig_exp.envs.brax_suite import milestone_reward
+from rfig_exp.envs.settings import BACKENDS, BraxSettings, parse_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.experiment import run_experiment
 
@@ -73,21 +74,22 @@ def test_milestone_reward_formula_backwards_and_multi_milestone_jumps():
 ])
 def test_bad_options_raise_config_error_naming_the_key(key, value):
     with pytest.raises(ConfigError, match=rf"env\.{key}"):
-        parse_options({key: value})
+        parse_env({"name": "sparse_ant", key: value})
     with pytest.raises(ConfigError, match=rf"env\.{key}"):
         make_env({"name": "sparse_ant", key: value})
 
 
 def test_good_options_and_the_yaml_defaults():
-    assert parse_options({}) == BraxOptions()
-    opts = parse_options({"backend": "mjx", "episode_length": 5, "milestone_distance": 2, "reward_scale": 0.5})
-    assert opts == BraxOptions(backend="mjx", episode_length=5, milestone_distance=2.0, reward_scale=0.5)
+    assert parse_env("sparse_ant") == BraxSettings("sparse_ant", "ant")
+    opts = parse_env({"name": "sparse_ant", "backend": "mjx", "episode_length": 5, "milestone_distance": 2,
+                      "reward_scale": 0.5})
+    assert opts == BraxSettings("sparse_ant", "ant", backend="mjx", episode_length=5, milestone_distance=2.0,
+                                reward_scale=0.5)
     for name in SPARSE:
         node = OmegaConf.to_container(compose_config(f"env={name}").env)
-        assert node.pop("name") == name
-        assert set(node) == set(BraxOptions.__dataclass_fields__)
-        assert parse_options(node) == BraxOptions()  # the YAML files restate the defaults
-    assert BraxOptions().backend in BACKENDS
+        assert set(node) - {"name"} == set(BraxSettings.OPTIONS)
+        assert parse_env(node) == BraxSettings(name, REGISTRY[name][1])  # the YAML files restate the defaults
+    assert BraxSettings.backend in BACKENDS
 
 
 def test_brax_is_imported_only_when_a_brax_env_is_made():
@@ -292,7 +294,7 @@ def test_every_sparse_env_runs_on_its_default_backend(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != BraxOptions().backend])
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != BraxSettings.backend])
 def test_sparse_ant_runs_on_every_backend(backend):
     env = make_env({"name": "sparse_ant", "backend": backend, "episode_length": 20})
     out = _random_rollout(env, jax.random.PRNGKey(0), 4, 45)

@@ -13,6 +13,7 @@ from conftest import compose_config, find_run
 from rfig_exp.envs import make_env
 from rfig_exp.envs.mazes import MAZES, cell_centres, parse_layout
 from rfig_exp.envs.pointmaze import PointMazeState
+from rfig_exp.envs.settings import parse_env
 from rfig_exp.errors import ConfigError
 
 MAZE_NAMES = tuple(MAZES)
@@ -425,6 +426,16 @@ def test_impl_pointax_is_a_clear_config_error_when_not_importable():
         pass
     with pytest.raises(ConfigError, match="env.impl=pointax"):
         make_env({"name": "pointmaze_umaze", "impl": "pointax"})
+
+
+def test_settings_are_checked_before_the_env_is_made():
+    with pytest.raises(ConfigError, match="env.dynamics='mujoco' is not available with env.impl=pointax"):
+        parse_env({"name": "pointmaze_umaze", "impl": "pointax", "dynamics": "mujoco"})  # pointax or not
+    settings = parse_env({"name": "pointmaze_custom", "layout": [11111, 10001, 10101, 10001, 11111]})
+    assert hash(settings) == hash(parse_env({"name": "pointmaze_custom",
+                                             "layout": ["11111", "10001", "10101", "10001", "11111"]}))
+    assert settings.max_episode_steps == 1000 and settings.wall_array[2].tolist() == [True, False, True, False, True]
+    assert make_env(settings).coverage.maze["layout"][2] == [1, 0, 1, 0, 1]
 
 
 def test_every_pointmaze_config_composes_and_builds():

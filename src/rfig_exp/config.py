@@ -2,7 +2,8 @@
 
 The Hydra config is never mutated, and once the spec is built nothing reads it again except to
 save it (``RunSpec.resolved_config``): every setting the run needs is a typed field here, in
-the agent's settings (``agents/ppo/config.py``) or in the bonus's (``bonuses/settings.py``).
+the agent's settings (``agents/ppo/config.py``), the bonus's (``bonuses/settings.py``) or the
+env's (``envs/settings.py``).
 Every check comes from :mod:`rfig_exp.validation` and names its config key. Nothing here
 imports JAX. Each key's meaning is documented next to its default in ``conf/``.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from rfig_exp import variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
 from rfig_exp.bonuses.settings import BonusSettings, parse_bonus
+from rfig_exp.envs.settings import EnvSettings, parse_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.validation import boolean, choice, integer, number, select
 
@@ -78,10 +80,10 @@ class RunSpec:
     train: TrainSpec              # static structure of the compiled loop
     agent: AgentSettings
     bonus: BonusSettings
+    env: EnvSettings              # the env's suite settings (envs/settings.py)
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
     requested_timesteps: int = 0  # agent.total_timesteps as asked (the run rounds up to whole windows)
-    env_options: dict = field(default_factory=dict)  # env.* other than name; the env's suite checks them
     checkpoint: CheckpointSettings = CheckpointSettings()
     wandb: WandbSettings = WandbSettings()
     watch: WatchSettings = WatchSettings()
@@ -213,18 +215,18 @@ def build_run_spec(cfg) -> RunSpec:
     agent = AgentSettings.parse(select(cfg, "agent"))
     eval_frequency, updates_per_window, num_windows = _windows(cfg, agent)
     bonus = parse_bonus(select(cfg, "bonus"), agent.batch_size)
+    env = parse_env(select(cfg, "env"))
     seed = integer(select(cfg, "seed"), "seed", 0)
     num_seeds = integer(select(cfg, "num_seeds"), "num_seeds", 1)
     overrides = variants.variant_overrides(cfg, choices(cfg))
     resolved = resolved_config(cfg)
     return RunSpec(
-        env_name=str(select(cfg, "env.name")), bonus_name=bonus.name, experiment=str(select(cfg, "experiment")),
+        env_name=env.name, bonus_name=bonus.name, experiment=str(select(cfg, "experiment")),
         results_dir=str(select(cfg, "results_dir")), seeds=tuple(range(seed, seed + num_seeds)),
         eval_frequency=eval_frequency, overwrite=select(cfg, "overwrite"),
         train=agent.train_spec(num_windows * updates_per_window, updates_per_window), agent=agent, bonus=bonus,
-        variant=variants.variant_name(overrides), variant_overrides=overrides,
+        env=env, variant=variants.variant_name(overrides), variant_overrides=overrides,
         requested_timesteps=agent.total_timesteps,
-        env_options={k: v for k, v in resolved["env"].items() if k != "name"},
         compile_cache=resolved.get("compile_cache") or None, resolved_config=resolved,
         checkpoint=checkpoint, wandb=wandb, watch=watch, placement=placement,
     )

@@ -85,7 +85,7 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
 def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
-    env = make_env({"name": spec.env_name, **spec.env_options})
+    env = make_env(spec.env)
     bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space,
                                       (spec.train.num_steps, spec.train.num_envs))
     from rfig_exp.agents.ppo.train import as_arrays

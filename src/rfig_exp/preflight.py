@@ -298,7 +298,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
         try:
             env_key = OmegaConf.to_yaml(cfg.env)
             if env_key not in envs:
-                envs[env_key] = make_env({"name": spec.env_name, **spec.env_options})
+                envs[env_key] = make_env(spec.env)
             env = envs[env_key]
             bonus_key = (repr(spec.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
             if bonus_key not in bonuses:

@@ -1,18 +1,22 @@
-"""Environment factory keyed by the config name (``env.name``).
+"""The environments: names, settings and the factory, keyed by the config name (``env.name``).
 
-Each entry names its suite and the suite's own id; suites import their heavy packages
-(gymnax, brax, ...) only when one of their environments is made. The rest of the ``env``
-config node (e.g. ``env.size``, ``env.backend``) is passed to the suite as options, which
-the suite validates (a bad value raises :class:`ConfigError` naming ``env.<key>``).
+Nothing here imports JAX: ``parse_env`` checks an ``env`` config node into its suite's settings
+(``rfig_exp.envs.settings``; a bad value raises :class:`ConfigError` naming ``env.<key>``)
+before anything compiles; ``make_env`` imports the suite's module, and the suite its heavy
+packages (gymnax, brax, ...), only when one of its environments is made. ``Env``, ``EnvStep``,
+``BoxSpace``, ``DiscreteSpace`` and ``CoverageGrid`` live in ``rfig_exp.envs.base`` (read from
+here on first use).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from rfig_exp.envs.base import BoxSpace, CoverageGrid, DiscreteSpace, Env, EnvStep
-from rfig_exp.errors import ConfigError
+from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
+
+if TYPE_CHECKING:
+    from rfig_exp.envs.base import Env
 
 # config name -> (suite, suite-specific id)
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -39,32 +43,35 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "pointmaze_custom": ("pointmaze", "custom"),
 }
 
-# suite -> (module, factory); a factory is ``make(name, suite_id, options) -> Env``
+# suite -> (module, factory); a factory is ``make(settings) -> Env``, settings from ``parse_env``
 SUITES: dict[str, tuple[str, str]] = {
     "gymnax": ("rfig_exp.envs.gymnax_suite", "make_gymnax_env"),
     "brax": ("rfig_exp.envs.brax_suite", "make_brax_env"),
     "pointmaze": ("rfig_exp.envs.pointmaze", "make_pointmaze_env"),
 }
+assert set(SUITES) == set(SETTINGS)
 
 
 def env_names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def make_env(cfg: str | Mapping[str, Any]) -> Env:
-    """Build the environment named by ``cfg`` (a name, or the ``env`` config node: ``name``
-    plus suite options). Unknown names list the valid ones."""
-    if isinstance(cfg, str):
-        name, options = cfg, {}
-    else:
-        options = {str(k): v for k, v in dict(cfg).items()}
-        name = options.pop("name", None)
-    if name not in REGISTRY:
-        raise ConfigError(f"env.name={name!r} is not a known environment; valid names: {', '.join(env_names())}")
-    suite, suite_id = REGISTRY[name]
-    module, factory = SUITES[suite]
-    return getattr(importlib.import_module(module), factory)(name, suite_id, options)
+def make_env(env: EnvSettings | str | Mapping[str, Any]) -> Env:
+    """Build the environment of ``env``: its settings (from ``parse_env``), or a name or an ``env``
+    config node (``name`` plus suite options), parsed first. Unknown names list the valid ones."""
+    settings = env if isinstance(env, EnvSettings) else parse_env(env)
+    module, factory = SUITES[settings.suite]
+    return getattr(importlib.import_module(module), factory)(settings)
 
 
-__all__ = ["BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvStep", "REGISTRY", "SUITES", "env_names",
-           "make_env"]
+_BASE = ("BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvStep")
+
+
+def __getattr__(name):  # the interface types: from the JAX side, imported when first asked for
+    if name in _BASE:
+        return getattr(importlib.import_module("rfig_exp.envs.base"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvSettings", "EnvStep", "REGISTRY", "SUITES",
+           "env_names", "make_env", "parse_env"]

@@ -26,39 +26,21 @@ stale); there ``q[0]`` is used, which equals the torso x exactly because every r
 here (a free joint, or the planar ``rootx`` slide) is anchored at the torso's origin.
 
 Nothing here imports brax at module import time: ``import brax`` (and its compile) only
-happens when a Brax env is made.
+happens when a Brax env is made. The ``env.*`` options are read and checked without JAX in
+``envs/settings.py`` (``BraxSettings``).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
+from rfig_exp.envs.settings import BraxSettings
 from rfig_exp.errors import ConfigError
-
-BACKENDS = ("generalized", "positional", "spring", "mjx")
-
-
-@dataclass(frozen=True)
-class BraxOptions:
-    """The ``env.*`` options of a sparse Brax env (validated by :func:`parse_options`).
-
-    ``backend`` defaults to brax's own default, ``generalized``: the paper does not name a
-    backend, so its envs most likely ran on it. ``spring`` trains 1.6-2.2x faster on CPU and
-    ``mjx`` is fast for ant only (measured in docs/brax.md).
-    """
-
-    backend: str = "generalized"
-    episode_length: int = 1000
-    milestone_distance: float = 1.0
-    reward_scale: float = 1.0
-
 
 # Coverage grid per robot: the second axis is y for the robots that move in the plane
 # (ant, humanoid) and the torso height z for the planar ones (halfcheetah, hopper,
@@ -72,44 +54,6 @@ _GRIDS: dict[str, tuple[tuple[str, str], tuple[tuple[float, float], tuple[float,
     "hopper": (("x", "z"), ((-10.0, 40.0), (0.0, 2.0)), (50, 20)),
     "walker2d": (("x", "z"), ((-10.0, 40.0), (0.0, 2.0)), (50, 20)),
 }
-
-
-def _number(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"env.{key}={value!r} must be a finite number")
-    return float(value)
-
-
-def parse_options(options: Mapping[str, Any] | None) -> BraxOptions:
-    """Validate the ``env.*`` options (everything but ``env.name``); errors name the key."""
-    options = dict(options or {})
-    known = set(BraxOptions.__dataclass_fields__)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ConfigError(f"env.{unknown[0]} is not an option of the sparse Brax envs; valid: "
-                          f"{', '.join('env.' + k for k in sorted(known))}")
-    out = BraxOptions()
-    if "backend" in options:
-        backend = options["backend"]
-        if backend not in BACKENDS:
-            raise ConfigError(f"env.backend={backend!r} must be one of {', '.join(BACKENDS)}")
-        out = _replace(out, backend=str(backend))
-    if "episode_length" in options:
-        length = options["episode_length"]
-        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-            raise ConfigError(f"env.episode_length={length!r} must be an integer >= 1")
-        out = _replace(out, episode_length=int(length))
-    for key in ("milestone_distance", "reward_scale"):
-        if key in options:
-            value = _number(key, options[key])
-            if value <= 0:
-                raise ConfigError(f"env.{key}={options[key]!r} must be > 0")
-            out = _replace(out, **{key: value})
-    return out
-
-
-def _replace(opts: BraxOptions, **changes) -> BraxOptions:
-    return BraxOptions(**{**opts.__dict__, **changes})
 
 
 class SparseState(NamedTuple):
@@ -132,9 +76,10 @@ def milestone_reward(d: jax.Array, last: jax.Array, delta, alpha) -> tuple[jax.A
     return jnp.where(new, alpha * (m - last), 0.0), jnp.where(new, m, last)
 
 
-def make_brax_env(name: str, brax_id: str, options: Mapping[str, Any] | None = None) -> Env:
-    """``sparse_<robot>``: brax env ``brax_id`` with the Milestone reward (see module doc)."""
-    opts = parse_options(options)  # before importing brax: bad values fail fast
+def make_brax_env(opts: BraxSettings) -> Env:
+    """``sparse_<robot>``: brax env ``opts.suite_id`` with the Milestone reward (see module doc);
+    the options were checked by ``BraxSettings.parse``, before brax is imported."""
+    name, brax_id = opts.name, opts.suite_id
     if brax_id not in _GRIDS:
         raise ConfigError(f"env.name={name!r}: no sparse Brax variant of {brax_id!r}")
 

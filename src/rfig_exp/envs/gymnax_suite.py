@@ -24,15 +24,14 @@ the true observation the step reached (``final_obs``):
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Optional
 
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, DiscreteSpace, Env, EnvStep
-from rfig_exp.errors import ConfigError
+from rfig_exp.envs.settings import DEEPSEA_ID, GymnaxSettings
 
 GRID = 50
-DEEPSEA_DEFAULT_SIZE = 20
 
 
 def _action_space(space) -> DiscreteSpace | BoxSpace:
@@ -118,32 +117,13 @@ def classic_coverage(gymnax_id: str, params) -> tuple[Optional[CoverageGrid], Op
     return None, None
 
 
-def _reject_options(name: str, options: Mapping[str, Any], valid: tuple[str, ...] = ()):
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        extra = f"; valid: {', '.join(valid)}" if valid else " (it takes none)"
-        raise ConfigError(f"env.{unknown[0]} is not an option of {name}{extra}")
-
-
-def deepsea_size(options: Mapping[str, Any]) -> int:
-    size = options.get("size")
-    if size is None:
-        return DEEPSEA_DEFAULT_SIZE
-    if isinstance(size, bool) or not isinstance(size, int) or size < 2:
-        raise ConfigError(f"env.size={size!r} must be an integer >= 2")
-    return size
-
-
-def make_gymnax_env(name: str, gymnax_id: str, options: Mapping[str, Any] | None = None) -> Env:
-    options = dict(options or {})
-    if gymnax_id == "DeepSea-bsuite":
-        _reject_options(name, options, ("size",))
-        size = deepsea_size(options)
-    else:
-        _reject_options(name, options)
+def make_gymnax_env(settings: GymnaxSettings) -> Env:
+    """The gymnax env of ``settings`` (checked by ``GymnaxSettings.parse``: only DeepSea has an option)."""
     import gymnax  # lazy: keeps `import rfig_exp` light
 
-    if gymnax_id == "DeepSea-bsuite":
+    name, gymnax_id = settings.name, settings.suite_id
+    if gymnax_id == DEEPSEA_ID:
+        size = settings.size
         # The size is a constructor argument (it fixes the board and the action mapping);
         # the default params then limit an episode to `size` steps, its natural length.
         env, params = gymnax.make(gymnax_id, size=size)

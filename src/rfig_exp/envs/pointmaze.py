@@ -35,19 +35,22 @@ The agent sees one unbatched env: ``reset(key) -> (obs [6], state)`` and
 ``step(key, state, action [2]) -> EnvStep``; it vmaps them. ``EnvStep.cell`` is the
 coverage cell of the ball's position after the step; ``episode_info["success"]`` is 1.0
 once the goal was reached in the episode (the success rate of the continuing task).
+
+The ``env.*`` options, the layouts they select and the two dynamics' parameters (``DYNAMICS``)
+are read and checked without JAX in ``envs/settings.py`` (``PointMazeSettings``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
-from rfig_exp.envs.mazes import MAZES, cell_centres, parse_layout
+from rfig_exp.envs.mazes import cell_centres
+from rfig_exp.envs.settings import DYNAMICS, Dynamics, PointMazeSettings
 from rfig_exp.errors import ConfigError
 
 DT = 0.01
@@ -58,34 +61,7 @@ CONTACT_MARGIN = 0.002   # MuJoCo's geom margin in point.xml; pointax keeps it t
 GOAL_RADIUS = 0.45
 POSITION_NOISE = 0.25
 CONTACT_DAMPING = 1.0 - 0.5 * DT
-
-
-@dataclass(frozen=True)
-class Dynamics:
-    """Everything that differs between the two references (see the module docstring)."""
-
-    mass: float
-    damping: float
-    clip_after_force: bool
-    continuing: bool             # True: reaching the goal pays but never terminates
-    start_avoids_goal_cell: bool
-    dense: str                   # "neg_distance" | "exp_neg_distance"
-    contact: str                 # "average" (pointax) | "max" (a closer stand-in for MuJoCo's contacts)
-    step_limits: Mapping[str, int]
-    default_limit: int
-
-
-DYNAMICS: dict[str, Dynamics] = {
-    "pointax": Dynamics(mass=1.0, damping=0.0, clip_after_force=True, continuing=False,
-                        start_avoids_goal_cell=False, dense="neg_distance", contact="average",
-                        step_limits={}, default_limit=1000),
-    "mujoco": Dynamics(mass=4.18879, damping=1.0, clip_after_force=False, continuing=True,
-                       start_avoids_goal_cell=True, dense="exp_neg_distance", contact="max",
-                       step_limits={"umaze": 300, "open": 300, "medium": 600, "large": 800}, default_limit=1000),
-}
-
 OFFSETS = tuple((di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1))  # (row, column) of the 3 x 3 neighbours
-OPTIONS = ("maze", "layout", "dynamics", "max_episode_steps", "reward", "coverage_cells_per_unit", "impl")
 
 
 class PointMazeState(NamedTuple):
@@ -94,68 +70,6 @@ class PointMazeState(NamedTuple):
     goal: jax.Array      # [2] float32
     time: jax.Array      # [] int32 steps taken in this episode
     reached: jax.Array   # [] float32 1.0 once the goal was reached in this episode
-
-
-@dataclass(frozen=True)
-class PointMazeConfig:
-    """Validated options (``env.*``)."""
-
-    maze: str                 # a name of MAZES, or "custom"
-    walls: np.ndarray         # [H, W] bool
-    dynamics: str
-    max_episode_steps: int
-    reward: str
-    cells_per_unit: int
-    impl: str
-
-
-def _int_option(options, key, low):
-    value = options[key]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"env.{key}={value!r} must be an integer >= {low}")
-    return int(value)
-
-
-def parse_options(name: str, maze_id: str, options: Mapping[str, Any] | None) -> PointMazeConfig:
-    """Validate the ``env`` node of a PointMaze env; every error names its ``env.<key>``."""
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"env.{unknown[0]} is not an option of {name}; valid: {', '.join(OPTIONS)}")
-    maze = options.get("maze") or maze_id
-    if maze != maze_id:
-        hint = (f"choose the env instead: env=pointmaze_{maze}" if maze in (*MAZES, "custom")
-                else f"known mazes: {', '.join((*MAZES, 'custom'))}")
-        raise ConfigError(f"env.maze={maze!r} does not match env.name={name} (maze {maze_id!r}); {hint}")
-    layout = options.get("layout")
-    if maze == "custom":
-        if layout is None:
-            raise ConfigError(f"env.layout is required by {name}: rows top to bottom, 1 = wall, e.g. "
-                              "['11111', '10001', '10101', '10001', '11111']")
-        walls = parse_layout(layout, "env.layout")
-    else:
-        if layout is not None:
-            raise ConfigError(f"env.layout is only read by env=pointmaze_custom; {name} has its own layout "
-                              f"(got env.layout={layout!r})")
-        walls = parse_layout(MAZES[maze], f"mazes.MAZES[{maze!r}]")
-
-    dynamics = options.get("dynamics") or "pointax"
-    if dynamics not in DYNAMICS:
-        raise ConfigError(f"env.dynamics={dynamics!r} is not known; valid: {', '.join(DYNAMICS)}")
-    reward = options.get("reward") or "sparse"
-    if reward not in ("sparse", "dense"):
-        raise ConfigError(f"env.reward={reward!r} is not known; valid: sparse, dense")
-    impl = options.get("impl") or "ours"
-    if impl not in ("ours", "pointax"):
-        raise ConfigError(f"env.impl={impl!r} is not known; valid: ours, pointax")
-    if options.get("max_episode_steps") is None:
-        dyn = DYNAMICS[dynamics]
-        max_steps = dyn.step_limits.get(maze, dyn.default_limit)
-    else:
-        max_steps = _int_option(options, "max_episode_steps", 1)
-    cells = 4 if options.get("coverage_cells_per_unit") is None else _int_option(options, "coverage_cells_per_unit", 1)
-    return PointMazeConfig(maze=maze, walls=walls, dynamics=dynamics, max_episode_steps=max_steps, reward=reward,
-                           cells_per_unit=cells, impl=impl)
 
 
 def coverage_grid(walls: np.ndarray, cells_per_unit: int) -> CoverageGrid:
@@ -240,17 +154,18 @@ def make_physics(walls: np.ndarray, dyn: Dynamics):
     return physics
 
 
-def make_pointmaze_env(name: str, maze_id: str, options: Mapping[str, Any] | None = None) -> Env:
-    cfg = parse_options(name, maze_id, options)
+def make_pointmaze_env(cfg: PointMazeSettings) -> Env:
+    """The PointMaze env of ``cfg`` (checked by ``PointMazeSettings.parse``)."""
+    name = cfg.name
     if cfg.impl == "pointax":
         return _make_pointax_adapter(name, cfg)
     dyn = DYNAMICS[cfg.dynamics]
-    walls = cfg.walls
+    walls = cfg.wall_array
     physics = make_physics(walls, dyn)
     centres = jnp.asarray(cell_centres(walls), jnp.float32)
     n_free = int(centres.shape[0])
     max_steps = cfg.max_episode_steps
-    grid = coverage_grid(walls, cfg.cells_per_unit)
+    grid = coverage_grid(walls, cfg.coverage_cells_per_unit)
     sparse = cfg.reward == "sparse"
 
     def sample_start(key):
@@ -304,16 +219,13 @@ def make_pointmaze_env(name: str, maze_id: str, options: Mapping[str, Any] | Non
 _POINTAX_IDS = {"umaze": "UMaze", "open": "Open", "medium": "Medium", "large": "Large", "giant": "Giant"}
 
 
-def _make_pointax_adapter(name: str, cfg: PointMazeConfig) -> Env:
+def _make_pointax_adapter(name: str, cfg: PointMazeSettings) -> Env:
     """``env.impl=pointax``: the paper's own PointMaze through its gymnax API, when importable."""
     try:
         import pointax  # noqa: F401  (not on the package index: installed by hand, if at all)
     except ImportError:
         raise ConfigError("env.impl=pointax needs the `pointax` package, which is not importable here (it is not "
                           "on the package index; install it from its repository) - use env.impl=ours") from None
-    if cfg.dynamics != "pointax":
-        raise ConfigError(f"env.dynamics={cfg.dynamics!r} is not available with env.impl=pointax (pointax has its "
-                          "own dynamics); use env.impl=ours")
     from rfig_exp.envs.gymnax_suite import wrap_gymnax
 
     if cfg.maze == "custom":
@@ -323,7 +235,7 @@ def _make_pointax_adapter(name: str, cfg: PointMazeConfig) -> Env:
     params = env.default_params
     if hasattr(params, "max_steps_in_episode"):
         params = params.replace(max_steps_in_episode=cfg.max_episode_steps)
-    grid = coverage_grid(cfg.walls, cfg.cells_per_unit)
+    grid = coverage_grid(cfg.wall_array, cfg.coverage_cells_per_unit)
 
     def terminated_fn(final_obs, terminated, truncated):
         # pointax ends an episode at the goal (continuing_task=False); read it from the
