@@ -154,7 +154,7 @@ OURS = "rfig-exp PPO (bonus=none)"
 
 
 def pipelined_windows(run_window, hp, windows: int):
-    """Our training loop's device work as ``experiment.py`` drives it: window w+1 is dispatched
+    """Our training loop's device work as ``run_loop.py`` drives it: window w+1 is dispatched
     before window w's metrics come back to the host, which they do every window."""
     def run(states):
         pending = run_window(states, hp)

@@ -44,7 +44,7 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
 
 def compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds: int):
     """Initialise ``num_seeds`` vmapped seeds and compile one window of the training loop, as
-    ``experiment.py`` does: ``(run_window, states, hparams)``. Shared by the other benchmarks."""
+    ``run_loop.py`` does: ``(run_window, states, hparams)``. Shared by the other benchmarks."""
     hp = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
     trainer = make_trainer(spec.train, env, bonus)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(num_seeds)])
