@@ -55,6 +55,7 @@ def main(cfg: DictConfig):
     from rfig_exp import hydra_adapter, retry
 
     job = hydra_adapter.current_job()
+    spec = None
     try:
         from rfig_exp.config import build_run_spec
 
@@ -82,7 +83,8 @@ def main(cfg: DictConfig):
     except RunFailed as err:
         _fail(f"run failed: {err}", ExitCode.RUN_FAILED, job.multirun)
     except OSError as err:  # a full disk, a folder gone or read-only: the run is not complete, resumable
-        _fail(f"cannot write the results under results_dir={cfg.results_dir}: {err}; the run is not marked "
+        results_dir = spec.results_dir if spec is not None else cfg.results_dir  # cfg: only before a spec exists
+        _fail(f"cannot write the results under results_dir={results_dir}: {err}; the run is not marked "
               "complete: fix that and relaunch the same command to resume it", ExitCode.RUN_FAILED, job.multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)

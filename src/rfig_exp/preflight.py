@@ -284,7 +284,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
                 cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
                 spec = build_run_spec(cfg)  # every setting, the bonus's included
                 plan_seeds(spec)
-                checked.append((job, cfg, spec))
+                checked.append((job, spec))
             except ConfigError as err:
                 errors.append(f"{where[id(job)]}{err}")
                 invalid += 1
@@ -294,9 +294,9 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
     envs: dict[str, object] = {}
     bonuses: dict[tuple, object] = {}
     good = []
-    for job, cfg, spec in checked:
+    for job, spec in checked:
         try:
-            env_key = OmegaConf.to_yaml(cfg.env)
+            env_key = repr(spec.env)  # the checked settings: equal settings, one env
             if env_key not in envs:
                 envs[env_key] = make_env(spec.env)
             env = envs[env_key]
