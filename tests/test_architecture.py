@@ -17,49 +17,48 @@ JAX_FREE = ["rfig_exp.config", "rfig_exp.validation", "rfig_exp.errors", "rfig_e
             "rfig_exp.bonuses.settings", "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect"]
 
 
-@pytest.mark.parametrize("module", JAX_FREE)
-def test_config_and_results_modules_import_no_jax(module):
-    code = (f"import sys; sys.path[:0] = ['src', '.']; import {module}; "
-            "heavy = sorted(m for m in ('jax', 'jaxlib', 'flax', 'optax') if m in sys.modules); "
-            "print(','.join(heavy))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+def _python(code: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter from the repository root (src/ first on the path); its
+    stdout lines. A non-zero exit fails the test with the interpreter's stderr."""
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.path[:0] = ['src', '.']\n" + code],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "", f"importing {module} imports {out.stdout.strip()}"
+    return out.stdout.splitlines()
 
 
-def test_a_full_config_validates_without_jax():
-    code = ("import sys; sys.path[:0] = ['src', '.']\n"
-            "from hydra import compose, initialize_config_dir\n"
-            "from rfig_exp.config import build_run_spec\n"
-            "with initialize_config_dir(config_dir=sys.argv[1], version_base='1.3'):\n"
-            "    for bonus in ('none', 'rfig', 'rnd', 'vime', 'hashexplo'):\n"
-            "        build_run_spec(compose('config', overrides=['bonus=' + bonus, 'env=minatar_breakout']))\n"
-            "print('jax' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "conf")], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "False"
-
-
-def test_a_bad_env_option_is_refused_without_jax():
-    code = ("import sys; sys.path[:0] = ['src', '.']\n"
-            "from hydra import compose, initialize_config_dir\n"
+def _build_specs(jobs: list[list[str]]) -> str:
+    """Code that builds the run spec of each job (a list of overrides), printing each ConfigError,
+    then whether JAX got imported."""
+    return ("from hydra import compose, initialize_config_dir\n"
             "from rfig_exp.config import build_run_spec\n"
             "from rfig_exp.errors import ConfigError\n"
-            "with initialize_config_dir(config_dir=sys.argv[1], version_base='1.3'):\n"
-            "    for job in (['env=sparse_ant', 'env.backend=nope'], ['env=deepsea', 'env.size=0'],\n"
-            "                ['env=pointmaze_umaze', 'env.dynamics=x']):\n"
+            f"with initialize_config_dir(config_dir={str(ROOT / 'conf')!r}, version_base='1.3'):\n"
+            f"    for job in {jobs!r}:\n"
             "        try:\n"
             "            build_run_spec(compose('config', overrides=job))\n"
             "        except ConfigError as err:\n"
             "            print(err)\n"
             "print('jax' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "conf")], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.splitlines() == ["env.backend='nope' must be one of generalized, positional, spring, mjx",
-                                       "env.size=0 must be an integer >= 2",
-                                       "env.dynamics='x' is not known; valid: pointax, mujoco", "False"]
+
+
+@pytest.mark.parametrize("module", JAX_FREE)
+def test_config_and_results_modules_import_no_jax(module):
+    heavy = _python(f"import {module}\n"
+                    "print(','.join(sorted(m for m in ('jax', 'jaxlib', 'flax', 'optax') if m in sys.modules)))")
+    assert heavy == [""], f"importing {module} imports {heavy}"
+
+
+def test_a_full_config_validates_without_jax():
+    jobs = [[f"bonus={bonus}", "env=minatar_breakout"] for bonus in ("none", "rfig", "rnd", "vime", "hashexplo")]
+    assert _python(_build_specs(jobs)) == ["False"]  # no ConfigError printed, and no JAX
+
+
+def test_a_bad_env_option_is_refused_without_jax():
+    jobs = [["env=sparse_ant", "env.backend=nope"], ["env=deepsea", "env.size=0"],
+            ["env=pointmaze_umaze", "env.dynamics=x"]]
+    assert _python(_build_specs(jobs)) == ["env.backend='nope' must be one of generalized, positional, spring, mjx",
+                                           "env.size=0 must be an integer >= 2",
+                                           "env.dynamics='x' is not known; valid: pointax, mujoco", "False"]
 
 
 def test_only_the_adapter_reaches_into_hydra_and_submitit_internals():
@@ -70,8 +69,7 @@ def test_only_the_adapter_reaches_into_hydra_and_submitit_internals():
     assert not offenders, f"Hydra/submitit internals outside rfig_exp/hydra_adapter.py: {offenders}"
 
 
-def test_the_adapter_refuses_a_hydra_it_was_not_written_for(monkeypatch):
-    code = ("import sys; sys.path[:0] = ['src']; import hydra; hydra.__version__ = '1.4.0'\n"
-            "try:\n    import rfig_exp.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert "needs hydra-core 1.3.x" in out.stdout and "found 1.4.0" in out.stdout, out.stdout + out.stderr
+def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
+    out = _python("import hydra; hydra.__version__ = '1.4.0'\n"
+                  "try:\n    import rfig_exp.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
+    assert len(out) == 1 and "needs hydra-core 1.3.x" in out[0] and "found 1.4.0" in out[0], out

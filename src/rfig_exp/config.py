@@ -70,8 +70,6 @@ class PlacementSettings:
 class RunSpec:
     """Everything a run needs, validated and derived once from the composed config."""
 
-    env_name: str
-    bonus_name: str
     experiment: str
     results_dir: str
     seeds: tuple[int, ...]
@@ -83,13 +81,25 @@ class RunSpec:
     env: EnvSettings              # the env's suite settings (envs/settings.py)
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
-    requested_timesteps: int = 0  # agent.total_timesteps as asked (the run rounds up to whole windows)
     checkpoint: CheckpointSettings = CheckpointSettings()
     wandb: WandbSettings = WandbSettings()
     watch: WatchSettings = WatchSettings()
     placement: PlacementSettings = PlacementSettings()
     compile_cache: str | None = None
     resolved_config: dict = field(default_factory=dict)  # saved with each run, never read by it
+
+    @property
+    def env_name(self) -> str:
+        return self.env.name
+
+    @property
+    def bonus_name(self) -> str:
+        return self.bonus.name
+
+    @property
+    def requested_timesteps(self) -> int:
+        """agent.total_timesteps as asked (the run rounds it up to whole windows)."""
+        return self.agent.total_timesteps
 
     @property
     def num_windows(self) -> int:
@@ -221,12 +231,11 @@ def build_run_spec(cfg) -> RunSpec:
     overrides = variants.variant_overrides(cfg, choices(cfg))
     resolved = resolved_config(cfg)
     return RunSpec(
-        env_name=env.name, bonus_name=bonus.name, experiment=str(select(cfg, "experiment")),
+        experiment=str(select(cfg, "experiment")),
         results_dir=str(select(cfg, "results_dir")), seeds=tuple(range(seed, seed + num_seeds)),
         eval_frequency=eval_frequency, overwrite=select(cfg, "overwrite"),
         train=agent.train_spec(num_windows * updates_per_window, updates_per_window), agent=agent, bonus=bonus,
         env=env, variant=variants.variant_name(overrides), variant_overrides=overrides,
-        requested_timesteps=agent.total_timesteps,
         compile_cache=resolved.get("compile_cache") or None, resolved_config=resolved,
         checkpoint=checkpoint, wandb=wandb, watch=watch, placement=placement,
     )

@@ -217,8 +217,9 @@ class JobRun:
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         for s in seeds:  # a summary is only ever written over the whole metrics of its run
-            if results.whole_rows(self.dirs[s]) != spec.num_windows:
-                raise FileNotFoundError(errno.ENOENT, f"has {results.whole_rows(self.dirs[s])} whole rows of "
+            rows = results.whole_rows(self.dirs[s])
+            if rows != spec.num_windows:
+                raise FileNotFoundError(errno.ENOENT, f"has {rows} whole rows of "
                                         f"{spec.num_windows} at the end of the run (its folder deleted or "
                                         "replaced while it ran?)", str(self.dirs[s] / results.METRICS))
         summaries = []
