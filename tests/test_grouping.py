@@ -14,7 +14,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_launch import TINY, launch
 
-from conftest import find_run
+from conftest import assert_same_to_float32_rounding, find_run
 
 
 def test_seeds_of_a_cell_become_consecutive_vmapped_jobs():
@@ -79,11 +79,7 @@ def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
     # The same numbers to float32 rounding (XLA orders a vmapped reduction differently), as in
     # tests/test_training.py's vmapped-against-alone check; and the same windows.
     mine, theirs = _rows(grouped[1]), _rows(find_run(tmp_path, "cartpole", "none", seed=1, experiment="alone"))
-    assert [r["env_steps"] for r in mine] == [r["env_steps"] for r in theirs]
-    for a, b in zip(mine, theirs):
-        for k in a:
-            va, vb = float(a[k] or "nan"), float(b[k] or "nan")
-            assert (va != va and vb != vb) or va == pytest.approx(vb, rel=1e-4, abs=1e-6), k
+    assert_same_to_float32_rounding(mine, theirs)
     assert _rows(grouped[0]) != mine  # different seeds really differ
 
 

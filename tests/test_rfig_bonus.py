@@ -13,6 +13,8 @@ from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
 from rfig_exp.shuffle import subsample as draw_indices
 
+from conftest import FLOAT32_ROUNDING
+
 T, B, OBS = 8, 16, (3,)
 
 
@@ -191,7 +193,10 @@ def test_vmapped_seeds_match_each_seed_alone():
         new_i, metrics_i = bonus.update(one, batch_of(x[i]), upd_keys[i], hp)
         np.testing.assert_allclose(np.asarray(r[i]), np.asarray(r_i), rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(np.asarray(new.precision[i]), np.asarray(new_i.precision), rtol=1e-5, atol=1e-7)
-        assert float(metrics["inverse_residual"][i]) == pytest.approx(float(metrics_i["inverse_residual"]), rel=1e-3)
+        # The residual is rounding noise (~4e-7 here), so both must be at rounding level rather than
+        # equal to each other's digits (a sign error in the Woodbury update gives 1.8).
+        vmapped, alone = float(metrics["inverse_residual"][i]), float(metrics_i["inverse_residual"])
+        assert max(vmapped, alone) < FLOAT32_ROUNDING and abs(vmapped - alone) < FLOAT32_ROUNDING
         np.testing.assert_allclose(np.asarray(fresh.precision[i]), np.asarray(bonus.refresh(new_i, hp).precision),
                                    rtol=1e-5, atol=1e-7)
     assert not np.allclose(np.asarray(r[0]), np.asarray(r[1]))  # the seeds really differ
