@@ -84,11 +84,18 @@ def export_tree(results: str | Path, data_dir: str | Path, experiments=None) -> 
             "bytes": written}
 
 
-def rebuild_tree(data_dir: str | Path, results: str | Path) -> Path:
-    """Write the compact data of ``data_dir`` back as a results tree under ``results``."""
+def rebuild_tree(data_dir: str | Path, results: str | Path, only_missing_complete: bool = False) -> Path:
+    """Write the compact data of ``data_dir`` back as a results tree under ``results``.
+
+    ``only_missing_complete``: write only the complete runs whose folder ``results`` lacks, and
+    leave every existing folder alone (:func:`restore_tree`)."""
     data_dir, results = Path(data_dir), Path(results)
     with gzip.open(data_dir / RUNS_JSON, "rt") as f:
         records = json.load(f)
+    if only_missing_complete:
+        records = [r for r in records if (r.get("summary") or {}).get("status") == "complete"
+                   and not contract.run_dir(results, r["experiment"], r["env"], r["bonus"], r["variant"],
+                                            r["seed"]).exists()]
     table = pd.read_csv(data_dir / RUNS_CSV, keep_default_na=True)
     groups = {k: g for k, g in table.groupby(list(ID_COLUMNS), sort=False)} if len(table) else {}
     visits = np.load(data_dir / VISITS) if (data_dir / VISITS).is_file() else {}
@@ -111,3 +118,14 @@ def rebuild_tree(data_dir: str | Path, results: str | Path) -> Path:
         if vkey in visits:
             np.save(path / contract.VISITS, visits[vkey])
     return results
+
+
+def restore_tree(data_dir: str | Path, results: str | Path) -> int:
+    """Put the committed complete runs back into ``results`` where it has no folder for them, so
+    that a sweep launched on ``results`` skips them (each is complete by the results contract, and
+    its saved config has every hyperparameter, which launch.py compares with the job's: a cell
+    whose defaults changed since it ran is refused by name rather than silently reused). Returns
+    the number of runs written."""
+    before = sum(1 for _ in Path(results).glob("*/*/*/*/seed_*")) if Path(results).is_dir() else 0
+    rebuild_tree(data_dir, results, only_missing_complete=True)
+    return sum(1 for _ in Path(results).glob("*/*/*/*/seed_*")) - before

@@ -27,7 +27,7 @@ from .aggregate import compute_aggregates
 from .claims import claims_table
 from .collect import AnalysisError, Collection, collect, find_experiments
 from .names import env_label, method_label, sort_methods
-from .repro_data import export_tree, rebuild_tree
+from .repro_data import export_tree, rebuild_tree, restore_tree
 from .repro_sections import (SENS, deepsea_scaling, jobs_wall, sensitivity, sensitivity_claim, speed,
                              theory_section)
 from .report import build_report
@@ -272,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--results", type=Path, required=True)
     e.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     e.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
+    r = sub.add_parser("restore", help="put the committed complete runs back into a results tree (missing ones "
+                                       "only), so that a sweep there runs only what the data lacks")
+    r.add_argument("--results", type=Path, required=True)
+    r.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     b = sub.add_parser("build", help="write the report from the compact data")
     b.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     b.add_argument("--out", type=Path, default=Path("docs/results/repro"))
@@ -288,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             counts = export_tree(args.results, args.data, exps)
             print(f"exported {counts['runs']} runs ({counts['complete']} complete, {counts['rows']} metric rows) "
                   f"of {', '.join(exps)} to {args.data}: {counts['bytes'] / 1e6:.2f} MB")
+        elif args.command == "restore":
+            written = restore_tree(args.data, args.results)
+            print(f"restored {written} committed complete runs from {args.data} into {args.results} (runs already "
+                  "there were left alone); a sweep there skips them")
         else:
             index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
             print(f"report: {index}")

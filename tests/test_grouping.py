@@ -84,7 +84,8 @@ def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
 
 
 def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
-    # The 8-seed Brax wedge (README, XLA CPU wedges): on a CPU a sweep never vmaps Brax seeds.
+    # The 8-seed Brax wedge (README, XLA CPU wedges): on a CPU a sweep never vmaps Brax seeds on
+    # the generalized backend (the envs' default); spring keeps them vmapped.
     jobs = [["env=sparse_ant", f"seed={s}"] for s in range(3)] + [["env=cartpole", f"seed={s}"] for s in range(3)]
     cpu, lines = grouping.plan(jobs, "auto", gpu=False, default_env="mountaincar")
     assert [j for j in cpu if "env=sparse_ant" in j] == [["env=sparse_ant", f"seed={s}", "num_seeds=1"]
@@ -99,16 +100,28 @@ def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
     assert len(grouping.one_seed_per_brax_job([["env=sparse_ant"]], False, "mountaincar", default_num_seeds=8)) == 8
     assert grouping.one_seed_per_brax_job([["env=cartpole", "num_seeds=8"]], False, "x") == [
         ["env=cartpole", "num_seeds=8"]]
-    # as a user runs it: the Brax preset (8 vmapped seeds per job) on this CPU, said once
+    # the backend decides: the job's env.backend, else the sweep's, else the env's default (generalized)
+    eight = [["env=sparse_ant", "seed=0", "num_seeds=8"]]
+    assert len(grouping.one_seed_per_brax_job(eight, False, "mountaincar")) == 8
+    assert grouping.one_seed_per_brax_job([eight[0] + ["env.backend=spring"]], False, "mountaincar") == [
+        eight[0] + ["env.backend=spring"]]
+    assert grouping.one_seed_per_brax_job(eight, False, "mountaincar", default_backend="spring") == eight
+    assert len(grouping.one_seed_per_brax_job([eight[0] + ["env.backend=generalized"]], False, "mountaincar",
+                                              default_backend="spring")) == 8
+    # as a user runs it on this CPU: the generalized backend splits, said once; the spring preset does not
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     capsys.readouterr()
-    jobs = expand_jobs(["sweep=repro_brax"], True)
+    jobs = expand_jobs(["sweep=repro_brax", "env=sparse_ant", "env.backend=generalized"], True)
     assert len(jobs) == 5 * 8 and {j[-1] for j in jobs} == {"num_seeds=1"}
     assert sorted(int(o.split("=")[1]) for j in jobs for o in j if o.startswith("seed=")) == sorted(list(range(8)) * 5)
     said = capsys.readouterr().out
     assert said.count("train one seed per process") == 1 and "5 jobs -> 40" in said
-    # a SLURM sweep that asks for GPUs keeps its vmapped seeds
-    assert len(expand_jobs(["sweep=repro_brax", "hydra.launcher.gpus_per_node=1"], True)) == 5
+    jobs = expand_jobs(["sweep=repro_brax", "env=sparse_ant"], True)
+    assert len(jobs) == 5 and "one seed per process" not in capsys.readouterr().out
+    assert len(expand_jobs(["-m", "env=sparse_ant", "env.backend=spring", "seed=0", "num_seeds=8"][1:], True)) == 1
+    # a SLURM sweep that asks for GPUs keeps its vmapped seeds on any backend
+    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized", "hydra.launcher.gpus_per_node=1"],
+                           True)) == 4 * 5
 
 
 @pytest.mark.slow  # imports brax (about 18 s); the split itself is tested without it
@@ -121,3 +134,4 @@ def test_a_single_brax_run_of_several_seeds_on_a_cpu_is_warned_about(monkeypatch
     assert grouping.brax_cpu_warning("sparse_ant", 1, gpu=False) is None
     assert grouping.brax_cpu_warning("sparse_ant", 8, gpu=True) is None
     assert grouping.brax_cpu_warning("cartpole", 8, gpu=False) is None
+    assert grouping.brax_cpu_warning("sparse_ant", 8, gpu=False, backend="spring") is None

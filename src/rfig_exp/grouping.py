@@ -13,11 +13,12 @@ task and one placement slot; resume stays per seed.
 one, or ``hydra.launcher.gpus_per_node`` for SLURM), else :data:`CPU_SEEDS_PER_JOB`; or an
 integer (1 keeps every seed in its own job). Nothing here imports JAX.
 
-One exception, on a CPU only: vmapped seeds of sparse Brax PPO can wedge XLA's CPU runtime for
-ever (README, *XLA CPU wedges*; 2 of 3 attempts with 8 seeds, cause not found), so every Brax job
-of a sweep that gets no GPU trains one seed per process (:func:`one_seed_per_brax_job`), said once
-on the console. A single run of several Brax seeds on a CPU is warned about
-(:func:`brax_cpu_warning`).
+One exception, on a CPU only: vmapped seeds of sparse Brax PPO on brax's default ``generalized``
+backend can wedge XLA's CPU runtime for ever (README, *XLA CPU wedges*; 2 of 3 attempts with 8
+seeds, cause not found), so such a Brax job of a sweep that gets no GPU trains one seed per process
+(:func:`one_seed_per_brax_job`), said once on the console; a backend in
+:data:`VMAP_SAFE_CPU_BACKENDS` keeps its seeds vmapped. A single run of several Brax seeds on such
+a backend on a CPU is warned about (:func:`brax_cpu_warning`).
 """
 
 from __future__ import annotations
@@ -110,11 +111,32 @@ def group_seeds(jobs: Sequence[Sequence[str]], seeds_per_job: int | None,
 
 
 BRAX_ENV_PREFIX = "sparse_"  # conf/env/sparse_*.yaml: the Brax envs (rfig_exp.envs)
+# Brax backends whose vmapped seeds run on a CPU without the wedge: `spring` trained 8-seed jobs of
+# every sparse env without a stall (README, XLA CPU wedges); the wedge was seen with `generalized`.
+VMAP_SAFE_CPU_BACKENDS = ("spring",)
 
 
-def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0) -> str | None:
+def brax_default_backend(env: str) -> str | None:
+    """``env.backend`` of ``conf/env/<env>.yaml`` (None for an env without one)."""
+    from omegaconf import OmegaConf
+
+    from rfig_exp.variants import CONF_DIR
+
+    path = CONF_DIR / "env" / f"{env}.yaml"
+    return OmegaConf.load(path).get("backend") if path.exists() else None
+
+
+def splits_on_cpu(env: str, backend: str | None) -> bool:
+    """Whether several vmapped seeds of ``env`` on ``backend`` (None: the env's default) risk the
+    XLA CPU wedge, so that a CPU sweep trains them one seed per process."""
+    if not str(env).startswith(BRAX_ENV_PREFIX):
+        return False
+    return (backend or brax_default_backend(env)) not in VMAP_SAFE_CPU_BACKENDS
+
+
+def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0, backend: str | None = None) -> str | None:
     """The warning for one (non-sweep) run of ``num_seeds`` vmapped Brax seeds (None: no risk)."""
-    if gpu or num_seeds <= 1 or not str(env).startswith(BRAX_ENV_PREFIX):
+    if gpu or num_seeds <= 1 or not splits_on_cpu(env, backend):
         return None
     return (f"warning: env={env} num_seeds={num_seeds} on a CPU: vmapped Brax seeds can wedge XLA's CPU runtime "
             f"(README: XLA CPU wedges); the watchdog ends a wedged run with exit 75 (resumable). Safer: one seed per "
@@ -124,15 +146,18 @@ def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0) -> str 
 
 
 def one_seed_per_brax_job(jobs: Sequence[Sequence[str]], gpu: bool, default_env: str,
-                          default_num_seeds: int = 1, default_seed: int = 0) -> list[list[str]]:
+                          default_num_seeds: int = 1, default_seed: int = 0,
+                          default_backend: str | None = None) -> list[list[str]]:
     """On a CPU (``gpu`` False), each Brax job of ``n > 1`` seeds (``seed=s num_seeds=n``, either
-    from the job or from the defaults) becomes ``n`` jobs of one seed; the rest are kept."""
+    from the job or from the defaults) on a backend that can wedge (:func:`splits_on_cpu`; the
+    job's ``env.backend``, else ``default_backend``, else the env's own) becomes ``n`` jobs of one
+    seed; the rest are kept."""
     out: list[list[str]] = []
     for job in jobs:
-        fields = dict(_split(o) for o in job)
+        fields = dict(_split(o.removeprefix("++")) for o in job)
         env = fields.get("env", default_env)
         num = int(fields.get("num_seeds", default_num_seeds))
-        if gpu or num <= 1 or not str(env).startswith(BRAX_ENV_PREFIX):
+        if gpu or num <= 1 or not splits_on_cpu(env, fields.get("env.backend", default_backend)):
             out.append(list(job))
             continue
         first = int(fields.get("seed", default_seed))
@@ -142,19 +167,22 @@ def one_seed_per_brax_job(jobs: Sequence[Sequence[str]], gpu: bool, default_env:
 
 
 def plan(jobs: Sequence[Sequence[str]], seeds_per_job, gpu: bool, default_env: str, default_num_seeds: int = 1,
-         default_seed: int = 0) -> tuple[list[list[str]], list[str]]:
+         default_seed: int = 0, default_backend: str | None = None) -> tuple[list[list[str]], list[str]]:
     """A sweep's jobs as they run: seeds grouped (:func:`group_seeds`), then Brax split on a CPU
-    (:func:`one_seed_per_brax_job`); with the console lines that say what changed. Shared by
-    preflight and the sweeper, so both see the same jobs."""
+    (:func:`one_seed_per_brax_job`; ``default_backend``: the sweep's ``env.backend`` where a job sets
+    none); with the console lines that say what changed. Shared by preflight and the sweeper, so
+    both see the same jobs."""
     size = resolve(seeds_per_job, gpu)
     grouped = group_seeds(jobs, size, default_num_seeds)
     lines = [line for line in [describe(len(jobs), grouped, size)] if line]
-    split = one_seed_per_brax_job(grouped, gpu, default_env, default_num_seeds, default_seed)
+    split = one_seed_per_brax_job(grouped, gpu, default_env, default_num_seeds, default_seed, default_backend)
     if len(split) != len(grouped):
-        envs = {dict(_split(o) for o in j).get("env", default_env) for j in split}
+        kept = {tuple(j) for j in grouped} & {tuple(j) for j in split}
+        envs = {dict(_split(o) for o in j).get("env", default_env) for j in grouped if tuple(j) not in kept}
         brax = sorted(e for e in envs if str(e).startswith(BRAX_ENV_PREFIX))
         lines.append(f"[sweep] no GPU: the Brax jobs ({', '.join(brax)}) train one seed per process, {len(grouped)} "
-                     f"jobs -> {len(split)} (vmapped Brax seeds can wedge XLA on a CPU: README, XLA CPU wedges)")
+                     f"jobs -> {len(split)} (vmapped Brax seeds on the generalized backend can wedge XLA on a CPU: "
+                     "README, XLA CPU wedges; env.backend=spring keeps them vmapped)")
     return split, lines
 
 

@@ -187,7 +187,8 @@ def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[st
         grouped, lines = grouping.plan(
             jobs, setting("seeds_per_job", grouping.AUTO),
             bool(setting("hydra.launcher.gpus_per_node", None)) or grouping.gpu_visible(), str(env),
-            num_seeds if isinstance(num_seeds, int) else 1, seed if isinstance(seed, int) else 0)
+            num_seeds if isinstance(num_seeds, int) else 1, seed if isinstance(seed, int) else 0,
+            setting("env.backend", None))
     except ValueError as err:
         raise PreflightError([str(err)]) from None
     for line in lines:
@@ -367,6 +368,7 @@ def preflight(argv: Sequence[str]) -> None:
         from rfig_exp import grouping
 
         spec = validated[0][1]
-        warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0])
+        warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
+                                            getattr(spec.env, "backend", None))
         if warning:
             print(warning, file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ inside a window touches the host.
 
 from __future__ import annotations
 
+import datetime
 import errno
 import logging
 import time
@@ -213,7 +214,7 @@ class JobRun:
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
         visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
-        origin = provenance.describe()  # host, git_dirty, versions
+        origin = provenance.describe(jax.devices())  # host, machine, git_dirty, versions
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         for s in seeds:  # a summary is only ever written over the whole metrics of its run
@@ -239,6 +240,10 @@ class JobRun:
                 "checkpoints_written": saver.written, "checkpoint_wait_s": saver.wait_s,
                 "env_steps_per_second": steps_trained * len(seeds) / max(train_time, 1e-9),
                 "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
+                # a window's return averages the episodes that ended in it; until each env has run
+                # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
+                "num_envs": spec.train.num_envs, "max_episode_steps": int(self.env.max_episode_steps),
+                "finished_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "resumed_from_windows": resumed_from, "overrides": self.command_line, **origin,
                 **{f"bonus_{k}": float(np.ravel(v)[i]) for k, v in described.items()},
             }

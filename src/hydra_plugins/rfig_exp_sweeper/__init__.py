@@ -140,7 +140,8 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
         grouped, lines = grouping.plan(jobs, self.config.get("seeds_per_job", grouping.AUTO),
                                        bool(gpus) or grouping.gpu_visible(), str(self.config.env.name),
-                                       int(self.config.get("num_seeds", 1)), int(self.config.get("seed", 0)))
+                                       int(self.config.get("num_seeds", 1)), int(self.config.get("seed", 0)),
+                                       OmegaConf.select(self.config, "env.backend", default=None))
         for line in lines:
             log.debug(line)  # launch.py's preflight already said it
         step = batch_size or len(grouped) or 1
