@@ -93,7 +93,8 @@ def rebuild_tree(data_dir: str | Path, results: str | Path, only_missing_complet
     with gzip.open(data_dir / RUNS_JSON, "rt") as f:
         records = json.load(f)
     if only_missing_complete:
-        records = [r for r in records if (r.get("summary") or {}).get("status") == "complete"
+        records = [_with_keys_added_since(r) for r in records
+                   if (r.get("summary") or {}).get("status") == "complete"
                    and not contract.run_dir(results, r["experiment"], r["env"], r["bonus"], r["variant"],
                                             r["seed"]).exists()]
     table = pd.read_csv(data_dir / RUNS_CSV, keep_default_na=True)
@@ -118,6 +119,26 @@ def rebuild_tree(data_dir: str | Path, results: str | Path, only_missing_complet
         if vkey in visits:
             np.save(path / contract.VISITS, visits[vkey])
     return results
+
+
+# Config keys added after some committed runs were made, each with the value that reproduces how
+# those runs behaved, as (group, choice, key) -> value. A restored run's saved config gets them, so
+# that launch.py's comparison with today's config sees no difference where there is none.
+# bonus.matmul_precision: RFIG's matmuls are float32 on a CPU whatever it says (XLA's CPU backend
+# has no reduced precision; checked: identical metrics with `default` and `highest`).
+KEYS_ADDED_SINCE = {("bonus", "rfig", "matmul_precision"): "highest"}
+
+
+def _with_keys_added_since(record: dict) -> dict:
+    config = record.get("config")
+    if not config:
+        return record
+    config = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for (group, choice, key), value in KEYS_ADDED_SINCE.items():
+        section = config.get(group)
+        if isinstance(section, dict) and section.get("name") == choice and key not in section:
+            section[key] = value
+    return {**record, "config": config}
 
 
 def restore_tree(data_dir: str | Path, results: str | Path) -> int:
