@@ -1,12 +1,18 @@
 """The reproduction report (``docs/results/repro/``): the paper's figure and table from our own
 runs, every claim with a verdict, DeepSea scaling, measured sensitivity and the theory figure.
 
+    python -m analysis.reproduction restore --results RESULTS --data docs/results/repro/data
     python -m analysis.reproduction export --results RESULTS --data docs/results/repro/data
+    python -m analysis.reproduction merge --from OTHER_DATA --data docs/results/repro/data
     python -m analysis.reproduction build --data docs/results/repro/data --out docs/results/repro
 
-``export`` writes the compact per-run data (analysis.repro_data) of the experiments ``repro``
-(the main grid, sparse Brax on another backend and the DeepSea sizes, all in one experiment:
-an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and ``sensitivity``. ``build``
+``restore`` puts the committed complete runs into a results tree, so a sweep there runs only
+what the data lacks. ``export`` adds the compact per-run data (analysis.repro_data) of the
+experiments ``repro`` (the main grid, sparse Brax on another backend and the DeepSea sizes, all in
+one experiment: an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and
+``sensitivity`` to the data folder; ``merge`` adds the runs of another data folder (an export
+made on another machine). A run that arrives twice is kept once if identical and refused if not.
+``build``
 rebuilds a results tree from that data in a temporary folder and writes the report from it
 with the same code that reads live results (analysis.collect), so ``make figures`` on a fresh
 clone rebuilds the committed report from the committed data alone. ``meta.json`` beside the
@@ -27,7 +33,7 @@ from .aggregate import compute_aggregates
 from .claims import claims_table
 from .collect import AnalysisError, Collection, collect, find_experiments
 from .names import env_label, method_label, sort_methods
-from .repro_data import export_tree, rebuild_tree, restore_tree
+from .repro_data import DataConflict, export_tree, merge_data, rebuild_tree, restore_tree
 from .repro_sections import (SENS, deepsea_scaling, jobs_wall, sensitivity, sensitivity_claim, speed,
                              theory_section)
 from .report import build_report
@@ -268,10 +274,16 @@ def update_readme(readme: Path, summary: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.reproduction", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("export", help="write the compact per-run data of a results tree")
+    e = sub.add_parser("export", help="add the runs of a results tree to the compact data (a run already there "
+                                      "is kept once if identical; a different one is refused)")
     e.add_argument("--results", type=Path, required=True)
     e.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     e.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
+    e.add_argument("--complete-cells", action="store_true",
+                   help="only cells (env x bonus x variant) whose every run is complete; the rest are named and left")
+    m = sub.add_parser("merge", help="add the runs of another data folder (an export from another machine)")
+    m.add_argument("--from", dest="source", type=Path, required=True)
+    m.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     r = sub.add_parser("restore", help="put the committed complete runs back into a results tree (missing ones "
                                        "only), so that a sweep there runs only what the data lacks")
     r.add_argument("--results", type=Path, required=True)
@@ -289,9 +301,12 @@ def main(argv: list[str] | None = None) -> int:
             exps = [x for x in (args.experiment, SENS) if x in find_experiments(args.results)]
             if args.experiment not in exps:
                 raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
-            counts = export_tree(args.results, args.data, exps)
-            print(f"exported {counts['runs']} runs ({counts['complete']} complete, {counts['rows']} metric rows) "
-                  f"of {', '.join(exps)} to {args.data}: {counts['bytes'] / 1e6:.2f} MB")
+            counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells)
+            for cell in counts["held_back"]:
+                print(f"left for a later export (not every run complete): {cell}")
+            print(_stored_line(counts, f"{', '.join(exps)} of {args.results}", args.data))
+        elif args.command == "merge":
+            print(_stored_line(merge_data(args.source, args.data), str(args.source), args.data))
         elif args.command == "restore":
             written = restore_tree(args.data, args.results)
             print(f"restored {written} committed complete runs from {args.data} into {args.results} (runs already "
@@ -306,7 +321,19 @@ def main(argv: list[str] | None = None) -> int:
     except AnalysisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except DataConflict as err:
+        for line in err.lines:
+            print(f"error: {line}", file=sys.stderr)
+        print(f"error: {len(err.lines)} run(s) conflict; nothing was written", file=sys.stderr)
+        return 1
     return 0
+
+
+def _stored_line(counts: dict, source: str, data: Path) -> str:
+    return (f"{source} -> {data}: {counts['added']} runs added, {counts['identical']} already there (identical), "
+            f"{counts['replaced_incomplete']} incomplete ones replaced, {counts['kept_complete']} incomplete arrivals "
+            f"not taken over complete ones; it now holds {counts['runs']} runs ({counts['complete']} complete, "
+            f"{counts['rows']} metric rows, {counts['bytes'] / 1e6:.2f} MB)")
 
 
 if __name__ == "__main__":

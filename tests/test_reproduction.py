@@ -157,3 +157,48 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
         a, b = (tmp_path / "a" / rel).read_bytes(), (tmp_path / "b" / rel).read_bytes()
         assert a.replace(b"/a/", b"/b/") == b, rel
     assert "- Results as of: 2026-01-02T03:04:05Z" in (tmp_path / "a" / "main" / "index.md").read_text()
+
+
+def test_data_accumulates_runs_from_several_exports_and_refuses_a_different_copy(tmp_path):
+    from analysis.repro_data import DataConflict, merge_data, read_data, restore_tree
+    from rfig_exp import results as contract
+
+    a, b, data, other = tmp_path / "a", tmp_path / "b", tmp_path / "data", tmp_path / "other"
+    _grid(a, {"none": -200.0})                                   # machine A: PPO
+    _grid(b, {"rfig": -120.0})                                   # machine B: RFIG
+    write_run(b, "repro", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
+    first = export_tree(a, data)
+    assert first["added"] == 8 and first["runs"] == 8
+    second = export_tree(b, data, complete_cells=True)         # the partial acrobot cell is left out
+    assert second["added"] == 8 and second["runs"] == 16
+    assert second["held_back"] == ["repro/acrobot/none/base: 0 of 1 seeds complete"]
+    before = {p.name: p.read_bytes() for p in data.iterdir()}
+    again = export_tree(a, data)                                # the same runs again: kept once
+    assert again["identical"] == 8 and again["added"] == 0
+    assert before == {p.name: p.read_bytes() for p in data.iterdir()}
+
+    # An export from elsewhere with other numbers for a run already held is refused, naming the run,
+    # and nothing is written.
+    write_run(tmp_path / "c", "repro", "mountaincar", "none", 3, STEPS, np.full(T, -150.0))
+    export_tree(tmp_path / "c", other)
+    with pytest.raises(DataConflict) as err:
+        merge_data(other, data)
+    assert len(err.value.lines) == 1 and err.value.lines[0].startswith("repro/mountaincar/none/base/3:")
+    assert before == {p.name: p.read_bytes() for p in data.iterdir()}
+
+    # An incomplete run gives way to the complete one; an incomplete one never replaces a complete one.
+    write_run(tmp_path / "d", "repro", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
+    assert export_tree(tmp_path / "d", data)["added"] == 1
+    write_run(tmp_path / "e", "repro", "acrobot", "none", 0, STEPS, np.full(T, -90.0))
+    assert export_tree(tmp_path / "e", data)["replaced_incomplete"] == 1
+    assert export_tree(tmp_path / "d", data)["kept_complete"] == 1
+    held = read_data(data)
+    assert held[("repro", "acrobot", "none", "base", 0)].complete and len(held) == 17
+
+    # restore puts the complete runs back where a results tree lacks them, leaving the rest alone
+    live = tmp_path / "live"
+    write_run(live, "repro", "mountaincar", "none", 0, STEPS[:3], np.full(3, -1.0), complete=False)
+    assert restore_tree(data, live) == 16
+    assert not contract.is_complete(live / "repro/mountaincar/none/base/seed_0")   # left alone
+    assert contract.is_complete(live / "repro/mountaincar/rfig/base/seed_7")
+    assert restore_tree(data, live) == 0
