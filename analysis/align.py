@@ -29,6 +29,8 @@ class RunCurve:
     n_leading_empty: int = 0   # empty windows before the first finished episode
     n_failed_windows: int = 0
     n_missing_windows: int = 0
+    n_censored: int = 0        # first windows left out: survivors only (:func:`censored_windows`)
+    time_limit: int | None = None  # the env's max_episode_steps, where the run recorded it
     used: bool = False          # counted in per-env curves
     scored: bool = False        # counted in final scores
 
@@ -148,23 +150,50 @@ def reference_grid(runs: list[Run]) -> tuple[np.ndarray, str | None]:
     return np.asarray(ref, np.int64), note
 
 
+def time_limit_and_envs(run: Run) -> tuple[int | None, int | None]:
+    """The env's episode time limit and the number of parallel envs of a run (None where it did
+    not record them: summaries before these fields existed)."""
+    s = run.summary or {}
+    agent = (run.config or {}).get("agent") or {}
+    limit, envs = s.get("max_episode_steps"), s.get("num_envs") or agent.get("num_envs")
+    return (int(limit) if limit else None), (int(envs) if envs else None)
+
+
+def censored_windows(run: Run, steps: np.ndarray) -> np.ndarray:
+    """Windows whose return could average only the episodes that ended early (survivor bias).
+
+    A window's return is the mean over the episodes that ended in it. Until every env has run
+    ``max_episode_steps`` steps (``env_steps < max_episode_steps * num_envs``), an episode that
+    lasts to the time limit cannot have ended, so the window counts only the shorter ones (in a
+    PointMaze, only the successes). From the first window that ends at or after that point,
+    episodes of every length can be in it. (bool (N,); all False when the run did not record
+    its time limit.)"""
+    limit, envs = time_limit_and_envs(run)
+    if not limit or not envs:
+        return np.zeros(len(steps), bool)
+    return steps < limit * envs
+
+
 def align_run(run: Run, ref: np.ndarray, keep_failed: bool, issues: list[Issue]) -> RunCurve:
     env, bonus, seed = run.env, run.bonus, run.seed
     steps, r = clean_steps(run.metrics, RETURN_COLUMN)
     n_dupes = len(run.metrics) - len(steps)
+    censored = censored_windows(run, steps)
+    r = np.where(censored, np.nan, r)  # neither a value nor a source for a forward fill
     if EPISODES_COLUMN in run.metrics.columns:
         _, ef = clean_steps(run.metrics, EPISODES_COLUMN)
-        empty = ~np.isfinite(r) & (ef == 0)
+        empty = ~np.isfinite(r) & ((ef == 0) | censored)
     else:
-        empty = np.zeros(len(r), bool)
+        empty = censored.copy()
     failed_own = ~np.isfinite(r) & ~empty
     finite_before = np.cumsum(np.isfinite(r)) > 0
-    n_leading_empty = int(np.sum(empty & ~finite_before))
-    own = forward_fill(np.where(np.isfinite(r), r, np.nan), empty | (failed_own & keep_failed))
+    n_leading_empty = int(np.sum(empty & ~finite_before & ~censored))
+    own = forward_fill(np.where(np.isfinite(r), r, np.nan), (empty & finite_before) | (failed_own & keep_failed))
     values, absent, _, interpolated = place_on_grid(steps, own, ref)
 
     curve = RunCurve(run, values, incomplete=not run.complete, interpolated=interpolated,
-                     n_filled=int(np.sum(empty)) - n_leading_empty, n_leading_empty=n_leading_empty)
+                     n_filled=int(np.sum(empty & finite_before)), n_leading_empty=n_leading_empty,
+                     n_censored=int(np.sum(censored)), time_limit=time_limit_and_envs(run)[0])
     handling = "kept with these windows forward-filled" if keep_failed else "seed excluded"
 
     if n_dupes:

@@ -434,6 +434,7 @@ def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
             "final_score": fs,
             "eval_points": int(len(r.metrics)) if r.metrics is not None else 0,
             "filled_windows": c.n_filled if c else 0,
+            "censored_windows": c.n_censored if c else 0,
             "failed_windows": c.n_failed_windows if c else 0,
             "missing_windows": c.n_missing_windows if c else 0,
             "interpolated": bool(c and c.interpolated),
@@ -442,3 +443,41 @@ def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
             "path": str(r.path),
         })
     return pd.DataFrame(rows)
+
+
+def return_measurement(coll: Collection) -> list[dict]:
+    """How each env's return is measured, from its runs: the episode time limit, the windows left
+    out at the start because an episode of that length could not have ended in them (survivor
+    bias, :func:`analysis.align.censored_windows`), and the first window that counts. One dict per
+    env, in the collection's order."""
+    out = []
+    for e in coll.envs:
+        curves = [c for b in coll.methods for c in coll.env_data[e].curves.get(b, [])]
+        limits = sorted({c.time_limit for c in curves if c.time_limit})
+        censored = sorted({c.n_censored for c in curves})
+        steps = coll.env_data[e].steps
+        first = int(steps[max(censored)]) if censored and len(steps) > max(censored) else None
+        out.append({"env": e, "time_limit": limits[0] if len(limits) == 1 else (limits or None),
+                    "windows_left_out": max(censored) if censored else 0,
+                    "known": all(c.time_limit for c in curves), "first_counted_env_steps": first,
+                    "window_env_steps": int(steps[0]) if len(steps) else None})
+    return out
+
+
+def return_measurement_md(coll: Collection) -> str:
+    """:func:`return_measurement` as a paragraph and a table, for a report."""
+    from .names import env_label
+    from .tables import render_markdown
+
+    rows = []
+    for m in return_measurement(coll):
+        limit = m["time_limit"] if m["known"] else "not recorded"
+        left = (f"{m['windows_left_out']} (the first counted one ends at env_steps {m['first_counted_env_steps']:,})"
+                if m["windows_left_out"] else "none")
+        rows.append([env_label(m["env"]), str(limit), left])
+    return ("A window's return is the mean undiscounted return of the episodes that ended in it. Until each of "
+            "the parallel envs has run the env's time limit, an episode that lasts that long cannot have ended, so "
+            "such a window averages only the shorter episodes (survivor bias: in a PointMaze, only the successes). "
+            "Those first windows are left out of every curve, area and table; a run that did not record its time "
+            "limit is taken as it is.\n\n"
+            + render_markdown(["Env", "episode time limit (steps)", "first windows left out"], rows, align="lrl"))

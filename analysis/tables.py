@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregate import OVERALL_METRICS, Aggregates
-from .collect import Collection, runs_table
+from .collect import Collection, return_measurement_md, runs_table
 from .names import QUALITATIVE, env_label, env_sort_key, method_label, sort_methods
 from .registry import ReportContext, Section, register_maker
 
@@ -376,6 +376,7 @@ def data_maker(ctx: ReportContext, out_dir: Path):
         lines.append(f"\nInfo: {filled} evaluation window(s) in {int((rt.filled_windows > 0).sum())} run(s) finished "
                      "no episode and carry the previous window's return; "
                      f"{len(info)} info notes in issues.csv.")
+    lines.append("\n**How the return is measured.** " + return_measurement_md(coll))
     lines.append("\nPer-run status, final score and throughput: [runs.csv](runs.csv).")
     return Section("Data: seeds found, missing and failed runs", "\n".join(lines),
                    [out_dir / "issues.csv", out_dir / "runs.csv"])

@@ -202,3 +202,52 @@ def test_data_accumulates_runs_from_several_exports_and_refuses_a_different_copy
     assert not contract.is_complete(live / "repro/mountaincar/none/base/seed_0")   # left alone
     assert contract.is_complete(live / "repro/mountaincar/rfig/base/seed_7")
     assert restore_tree(data, live) == 0
+
+
+def test_windows_that_only_survivors_could_end_in_are_left_out(tmp_path):
+    """PointMaze-like: the time limit (1000 steps) outlasts the first windows of 2048 env steps
+    over 8 envs (256 steps each), so windows 1-3 can average only short, successful episodes; the
+    first window at or past 8 x 1000 env steps is the first that counts. MountainCar's 200-step
+    limit is reached in the first window. A run without the recorded limit is taken as it is."""
+    from analysis.collect import return_measurement
+
+    survivors_only = np.r_[np.ones(3), np.full(T - 3, 0.5)]
+    for s in SEEDS:
+        write_run(tmp_path, "repro", "pointmaze_umaze", "none", s, STEPS, survivors_only,
+                  summary={"max_episode_steps": 1000, "num_envs": 8})
+        write_run(tmp_path, "repro", "mountaincar", "none", s, STEPS, np.full(T, -150.0),
+                  summary={"max_episode_steps": 200, "num_envs": 8})
+        write_run(tmp_path, "old", "pointmaze_umaze", "none", s, STEPS, survivors_only)
+    coll = collect(tmp_path, "repro")
+    _, maze = coll.env_data["pointmaze_umaze"].returns("none")
+    assert np.isnan(maze[:, :3]).all() and (maze[:, 3:] == 0.5).all()      # STEPS[3] = 8192 >= 8 x 1000
+    _, car = coll.env_data["mountaincar"].returns("none")
+    assert (car == -150.0).all()
+    measured = {m["env"]: m for m in return_measurement(coll)}
+    assert measured["pointmaze_umaze"]["windows_left_out"] == 3
+    assert measured["pointmaze_umaze"]["first_counted_env_steps"] == 8192
+    assert measured["mountaincar"]["windows_left_out"] == 0 and measured["mountaincar"]["time_limit"] == 200
+    assert not any(i.kind == "failed" for i in coll.issues)
+    old = collect(tmp_path, "old")
+    assert (old.env_data["pointmaze_umaze"].returns("none")[1][:, 0] == 1.0).all()
+    assert not return_measurement(old)[0]["known"]
+
+
+def test_committed_time_limits_are_the_envs_own():
+    """The time limit each committed run carries is what the env factory says for its settings
+    (the Brax envs are checked by their settings alone: importing brax takes half a minute)."""
+    from analysis.repro_data import read_data
+    from rfig_exp.envs import make_env, parse_env
+
+    limits = {}
+    for run in read_data(Path(__file__).resolve().parents[1] / "docs/results/repro/data").values():
+        summary = run.record.get("summary")
+        if summary:
+            env = run.record["config"]["env"]
+            limits.setdefault(json.dumps(env, sort_keys=True), set()).add(summary["max_episode_steps"])
+    assert limits
+    for env, seen in limits.items():
+        env = json.loads(env)
+        settings = parse_env(env)
+        want = settings.episode_length if settings.suite == "brax" else make_env(settings).max_episode_steps
+        assert seen == {want}, env
