@@ -23,6 +23,7 @@ from .claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from .collect import Collection, final_scores  # noqa: E402
 from .names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from .plots import _save  # noqa: E402
+from .repro_stages import stage_of  # noqa: E402
 from .tables import render_markdown  # noqa: E402
 
 SENS = "sensitivity"
@@ -38,28 +39,30 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
     return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
 
 
-def jobs_wall(coll_runs) -> dict[str, float]:
-    """Stage -> summed wall time (s) of its training processes (the seeds of a process share one)."""
-    seen = {}
-    for r in coll_runs:
-        s = r.summary or {}
-        if not r.complete or not s.get("wall_time_s"):
+def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
+    """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
+    summed wall time of their processes (s; the seeds of a process share one), the machines,
+    and the latest finish. ``stored``: the data folder's runs (analysis.repro_data.read_data)."""
+    out: dict[tuple[str, str], dict] = {}
+    processes: dict[tuple, float] = {}
+    for key, run in stored.items():
+        rec, summary = run.record, run.record.get("summary") or {}
+        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {})
+        if stage is None or not run.complete:
             continue
-        if r.experiment == SENS:
-            stage = "sensitivity"
-        elif split_task(r.env)[0].startswith("sparse_"):
-            stage = "brax"
-        elif "[" in r.env:
-            stage = "deepsea"
-        else:
-            stage = "core"
-        # The seeds of one process report the same wall time: count it once.
-        seen[(r.experiment, r.env_folder, r.bonus, r.variant_folder, s["wall_time_s"])] = (stage,
-                                                                                          float(s["wall_time_s"]))
-    out: dict[str, float] = defaultdict(float)
-    for stage, wall in seen.values():
-        out[stage] += wall
-    return dict(out)
+        origin = rec.get("origin") or {}
+        commit = origin.get("commit") or "unknown"
+        row = out.setdefault((stage, commit), {"runs": 0, "wall_s": 0.0, "machines": set(), "finished": None})
+        row["runs"] += 1
+        if origin.get("machine"):
+            row["machines"].add(origin["machine"])
+        if summary.get("finished_at") and (row["finished"] is None or summary["finished_at"] > row["finished"]):
+            row["finished"] = summary["finished_at"]
+        if summary.get("wall_time_s"):
+            processes[(stage, commit, *key[:4], summary["wall_time_s"])] = float(summary["wall_time_s"])
+    for (stage, commit, *_), wall in processes.items():
+        out[(stage, commit)]["wall_s"] += wall
+    return out
 
 
 def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:

@@ -33,8 +33,8 @@ from .aggregate import compute_aggregates
 from .claims import claims_table
 from .collect import AnalysisError, Collection, collect, find_experiments
 from .names import env_label, method_label, sort_methods
-from .repro_data import DataConflict, export_tree, merge_data, rebuild_tree, restore_tree
-from .repro_sections import (SENS, deepsea_scaling, jobs_wall, sensitivity, sensitivity_claim, speed,
+from .repro_data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
+from .repro_sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
 from .report import build_report
 from .registry import ReportOptions
@@ -69,43 +69,70 @@ def _speed_md(speed: dict[str, dict[str, float]], coll: Collection) -> str:
     return render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)
 
 
-def _meta_md(meta: dict, walls: dict[str, float]) -> str:
-    lines = []
-    for key, label in (("machine", "Machine"), ("commit", "Code (commit)"), ("started", "Started"),
-                       ("finished", "Finished"), ("wall_time", "Wall time")):
-        if meta.get(key):
-            lines.append(f"- **{label}:** {meta[key]}")
-    if meta.get("commands"):
-        lines.append("- **Commands** (each relaunched until complete by `scripts/repro.sh`):")
-        lines += [f"  - `{c}`" for c in meta["commands"]]
+def _minutes(x) -> str:
+    return f"{x:.0f}" if x else "—"
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}" if a and b else "—"
+
+
+def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict]) -> list[list[str]]:
+    """One row per stage of each campaign (a stage key ``a+b`` is a joint estimate), then the
+    stages the data holds that no campaign names (e.g. an export merged from another machine)."""
+    rows, named = [], set()
+    for camp in meta.get("campaigns", []):
+        commit = camp.get("commit") or "unknown"
+        for key, est in (camp.get("stages") or {}).items():
+            parts = [(stage, commit) for stage in key.split("+")]
+            named.update(parts)
+            found = [costs[p] for p in parts if p in costs]
+            runs = sum(c["runs"] for c in found)
+            wall = sum(c["wall_s"] for c in found) / 60
+            machines = sorted({m for c in found for m in c["machines"]}) or [camp.get("machine") or "—"]
+            finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
+            before, after = est.get("before"), est.get("after")
+            rows.append([key.replace("+", " + "), str(runs), commit, "; ".join(machines), finished, _minutes(before),
+                         _minutes(wall), _ratio(wall, before), _minutes(after), _ratio(wall, after)])
+    for (stage, commit), c in sorted(costs.items()):
+        if (stage, commit) not in named:
+            rows.append([stage, str(c["runs"]), commit, "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
+                         "—", _minutes(c["wall_s"] / 60), "—", "—", "—"])
+    return rows
+
+
+def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict]) -> str:
+    """Who made which stage (commit, machine, when), its estimated and measured cost, then each
+    campaign's commands and notes, and the reductions from the paper."""
+    lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
+             "the stage's job wall times, one CPU core each; estimated = `make estimate` from the committed throughput "
+             "table before the runs, and after adding the rows they measured):", "",
+             render_markdown(["Stage", "runs", "commit", "machine", "finished", "estimated before (min)",
+                              "measured (min)", "measured / before", "estimated after (min)", "measured / after"],
+                             _stage_rows(meta, costs), align="lrllllrrrr")]
+    for camp in meta.get("campaigns", []):
+        lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
+                      f"{camp.get('machine')}; {camp.get('started')} to {camp.get('finished')}, "
+                      f"{camp.get('wall_time')}):", ""]
+        if camp.get("commands"):
+            lines += ["<details><summary>commands</summary>", "", *[f"- `{c}`" for c in camp["commands"]], "",
+                      "</details>", ""]
+        lines += [f"- {n}" for n in camp.get("notes", [])]
+        if camp.get("estimate_note"):
+            lines.append(f"- {camp['estimate_note']}")
+        if camp.get("not_run"):
+            lines.append(f"- Not run in this campaign ({len(camp['not_run'])} jobs; a later one may have made them): "
+                         + "; ".join(f"`{j}`" for j in camp["not_run"]))
     if meta.get("reductions"):
-        lines.append("- **Reductions from the paper:**")
-        lines += [f"  - {r}" for r in meta["reductions"]]
-    if meta.get("notes"):
-        lines.append("- **Notes:**")
-        lines += [f"  - {n}" for n in meta["notes"]]
-    est = meta.get("estimate_before_minutes") or {}
-    after = meta.get("estimate_after_minutes") or {}
-    if est or walls:
-        rows = []
-        for stage in ("core", "brax", "deepsea", "sensitivity"):
-            e, w, a = est.get(stage), walls.get(stage), after.get(stage)
-            rows.append([stage, f"{e:.0f}" if e else "—", f"{w / 60:.0f}" if w else "—",
-                         f"{(w / 60) / e:.2f}" if e and w else "—", f"{a:.0f}" if a else "—",
-                         f"{(w / 60) / a:.2f}" if a and w else "—"])
-        lines += ["", "Estimated (`make estimate`, from the committed throughput table: before the runs, and after "
-                      "adding the rows these runs measured) against measured (sum of the jobs' wall times, one CPU "
-                      "core each; complete jobs of the stage's commands only):", "",
-                  render_markdown(["Stage", "estimated before (min)", "measured (min)", "measured / before",
-                                   "estimated after (min)", "measured / after"], rows)]
-        if meta.get("estimate_note"):
-            lines.append(meta["estimate_note"])
-    if meta.get("not_run"):
-        lines += ["", f"**Not run** ({len(meta['not_run'])} jobs of the planned commands did not complete in the "
-                      "session's time; the report covers the rest, and relaunching the same commands finishes "
-                      "them):", "", "<details><summary>the jobs</summary>", "",
-                  *[f"- `{j}`" for j in meta["not_run"]], "", "</details>"]
+        lines += ["", "**Reductions from the paper:**", "", *[f"- {r}" for r in meta["reductions"]]]
     return "\n".join(lines)
+
+
+def _as_of(meta: dict) -> str:
+    """The data's time (the last campaign's end), not the build's: a rebuild from unchanged data
+    writes the same bytes."""
+    ends = [c["finished"] for c in meta.get("campaigns", []) if c.get("finished")]
+    return f"{max(ends)} (the runs' end, data/meta.json)" if ends else "unknown"
 
 
 def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN) -> Path:
@@ -117,10 +144,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         tree = rebuild_tree(data_dir, Path(tmp) / "results")
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
-        # The data's time, not the build's (a rebuilt tree's files are all new): a rebuild from
-        # unchanged data writes the same bytes.
-        as_of = f"{meta['finished']} (the runs' end, data/meta.json)" if meta.get("finished") else "unknown"
-        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=as_of))
+        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta)))
         # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -128,7 +152,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
-    index.write_text(_index_md(parts, meta, theory_section(data_dir, out), out))
+    parts["provenance"] = _provenance_md(meta, stage_costs(read_data(data_dir)))
+    index.write_text(_index_md(parts, theory_section(data_dir, out), out))
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
     claims = parts["claims"]
@@ -178,7 +203,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dic
             "sens_summary": sens_summary, "runs": unique}
 
 
-def _index_md(parts: dict, meta: dict, theory_md: str, out: Path) -> str:
+def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     main = parts["main"]
     problems = [i for i in main.issues if i.severity == "error"]
     n_seeds = sorted({c.seed for c in main.curves() if c.scored})
@@ -188,7 +213,7 @@ def _index_md(parts: dict, meta: dict, theory_md: str, out: Path) -> str:
         f"*Built by `python -m analysis.reproduction build` (`make figures`) from the per-run data in `data/` "
         f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in.*",
         "",
-        _meta_md(meta, jobs_wall(parts["runs"])),
+        parts["provenance"],
         "",
         "## Learning curves (the paper's figure)",
         "",

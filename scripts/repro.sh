@@ -5,7 +5,7 @@
 # watchdog) or is killed is relaunched without a person.
 #
 #   scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
-#   scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another
+#   scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
 #   scripts/repro.sh --list                # the stages, in the order the lanes take them
 #   RESULTS=/data/rfig PY=python scripts/repro.sh deepsea-40
 #   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" scripts/repro.sh core   # on a cluster
@@ -23,11 +23,8 @@ EXTRA=${EXTRA:-}
 # wandb off: the CSV files are the record; stall_timeout_s 300: a wedged job costs 5 minutes, not 15.
 COMMON="results_dir=$RESULTS wandb.mode=disabled stall_timeout_s=300"
 
-# In the order the lanes take them: the cheap panels first, a long Brax stage early on the
-# second lane, the sensitivity study last.
-STAGES="core minatar-asterix brax-halfcheetah minatar-freeway minatar-space_invaders brax-hopper
-deepsea-10 deepsea-20 deepsea-30 deepsea-40 brax-walker2d brax-ant
-sens-rfig sens-rnd sens-vime sens-hashexplo"
+# The stages and their commands are declared once, in analysis/repro_stages.py.
+STAGES=$($PY -m analysis.repro_stages list) || exit 2
 
 sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at most TRIES times)
     local try code
@@ -48,30 +45,13 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
     return 1
 }
 
-run_stage() {
-    case $1 in
-        core) sweep sweep=repro ;;
-        minatar-*) sweep sweep=repro_minatar "env=minatar_${1#minatar-}" ;;
-        brax-*) sweep sweep=repro_brax "env=sparse_${1#brax-}" ;;
-        deepsea-[0-9]*) sweep sweep=deepsea_scaling env=deepsea "env.size=${1#deepsea-}" ;;
-        sens-rfig)
-            sweep sweep=sensitivity bonus=rfig 'bonus.lengthscale_scale=0.25,0.5,1,2,4' &&
-            sweep sweep=sensitivity bonus=rfig 'bonus.lengthscale_method=valko_fixed_point,participation_ratio' &&
-            sweep sweep=sensitivity bonus=rfig 'bonus.reg=0.1,10' &&
-            sweep sweep=sensitivity bonus=rfig 'bonus.beta=0.25,1' &&
-            sweep sweep=sensitivity bonus=rfig 'bonus.num_features=256,512' &&
-            sweep sweep=sensitivity bonus=rfig 'bonus.rho=0.03125,0.125' ;;
-        sens-rnd)
-            sweep sweep=sensitivity bonus=rnd 'bonus.lr=1e-5,1e-4,1e-3' &&
-            sweep sweep=sensitivity bonus=rnd 'bonus.update_proportion=0.25,0.5' ;;
-        sens-vime)
-            sweep sweep=sensitivity bonus=vime 'bonus.lr=1e-5,1e-4,1e-3' &&
-            sweep sweep=sensitivity bonus=vime 'bonus.step_size=0.001,0.1' ;;
-        sens-hashexplo)
-            sweep sweep=sensitivity bonus=hashexplo 'bonus.lr=1e-5,1e-4,1e-3' &&
-            sweep sweep=sensitivity bonus=hashexplo 'bonus.hash_bits=16,64' ;;
-        *) echo "unknown stage $1; valid: $(echo $STAGES)" >&2; return 2 ;;
-    esac
+run_stage() {  # every sweep of one stage, in order; stops at the first that does not complete
+    local commands args
+    commands=$($PY -m analysis.repro_stages commands "$1") || return 2
+    while IFS= read -r args; do
+        # shellcheck disable=SC2086  # one argument per word: the arguments hold no spaces
+        sweep $args || return $?
+    done <<< "$commands"
 }
 
 stage() {  # one stage, with the lines that say when it started and how it ended
@@ -97,7 +77,7 @@ lane() {  # lane CLAIMS: take the next stage that no lane has claimed, until non
 }
 
 if [ "${1:-}" = "--list" ]; then
-    echo $STAGES
+    echo "$STAGES"
     exit 0
 fi
 
@@ -112,13 +92,13 @@ fi
 if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     claims=$(mktemp -d "${TMPDIR:-/tmp}/repro-claims.XXXXXX")
     trap 'rm -rf "$claims"' EXIT
-    echo "[repro] two lanes (cores 0 and 1), each taking the next stage: $(echo $STAGES)"
-    ( NO_RESTORE=1 taskset -c 0 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
-        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$(echo $STAGES)'; lane '$claims'" 2>&1 | sed -u 's/^/[lane A] /' ) &
+    echo "[repro] two lanes (cores 0 and 1), each taking the next stage: $STAGES"
+    ( taskset -c 0 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
+        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane A] /' ) &
     lane_a=$!
     sleep 5  # lane A claims the first stage first
-    ( NO_RESTORE=1 taskset -c 1 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
-        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$(echo $STAGES)'; lane '$claims'" 2>&1 | sed -u 's/^/[lane B] /' ) &
+    ( taskset -c 1 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
+        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane B] /' ) &
     lane_b=$!
     wait "$lane_a"; code_a=$?
     wait "$lane_b"; code_b=$?

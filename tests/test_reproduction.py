@@ -121,12 +121,16 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
                 write_run(raw, "sensitivity", "mountaincar", bonus, s, STEPS, np.full(T, level) + s * 0.1,
                           overrides=ov, defaults={"bonus.lengthscale_scale": 1.0, "bonus.lr": 1e-4})
     export_tree(raw, data)
-    (data / "meta.json").write_text(json.dumps({"commit": "abc1234", "estimate_before_minutes": {"core": 1.0}}))
+    (data / "meta.json").write_text(json.dumps({"campaigns": [
+        {"label": "synthetic", "commit": "abc1234", "machine": "a test", "stages": {"core": {"before": 1.0}}}]}))
     index = build(data, out, reps=REPS)
     text = index.read_text()
     for heading in ("## Learning curves", "## Every claim, with a verdict", "## Deep exploration: DeepSea scaling",
                     "## Sensitivity, measured", "abc1234"):
         assert heading in text
+    # who made which stage: the synthetic runs carry no origin, and the campaign names its estimate
+    assert "| core | 40 | unknown |" in text and "| deepsea-30 | 16 | unknown |" in text
+    assert "| core | 0 | abc1234 | a test | — | 1 |" in text
     assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()
     assert (out / "sensitivity.png").is_file()
     assert "| 30 | 0/8 [0.00, 0.32] | 8/8 [0.68, 1.00] |" in text
@@ -146,7 +150,7 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
     raw, data = tmp_path / "raw", tmp_path / "data"
     _grid(raw, {"none": -200.0, "rfig": -120.0})
     export_tree(raw, data)
-    (data / "meta.json").write_text(json.dumps({"finished": "2026-01-02T03:04:05Z"}))
+    (data / "meta.json").write_text(json.dumps({"campaigns": [{"finished": "2026-01-02T03:04:05Z"}]}))
     build(data, tmp_path / "a", reps=REPS)
     time.sleep(1.1)  # a wall-clock time in seconds would now differ
     build(data, tmp_path / "b", reps=REPS)
@@ -251,3 +255,29 @@ def test_committed_time_limits_are_the_envs_own():
         settings = parse_env(env)
         want = settings.episode_length if settings.suite == "brax" else make_env(settings).max_episode_steps
         assert seen == {want}, env
+
+
+def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_them():
+    import subprocess
+
+    from analysis.repro_stages import DEEPSEA_SIZES, preset_envs, stage_of, stages
+
+    names = [s.name for s in stages()]
+    assert len(names) == len(set(names))
+    for preset in ("repro", "repro_minatar", "repro_brax"):
+        for env in preset_envs(preset):
+            stage = stage_of("repro", env, "rfig", {})
+            assert stage in names, env
+            if preset != "repro":  # a stage's command sweeps the env it is named for
+                assert any(f"env={env}" in c for c in dict((s.name, s.commands) for s in stages())[stage])
+    assert stage_of("repro", "deepsea", "rnd", {}) == "core"                # size 20: the core grid's
+    assert [stage_of("repro", "deepsea", "rnd", {"env.size": n}) for n in DEEPSEA_SIZES] == [
+        f"deepsea-{n}" for n in DEEPSEA_SIZES]
+    assert stage_of("sensitivity", "mountaincar", "vime", {"bonus.lr": 1e-5}) == "sens-vime"
+    assert stage_of("paper32", "mountaincar", "vime", {}) is None
+    root = Path(__file__).resolve().parents[1]
+    import sys
+
+    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+                            env={"PY": sys.executable, "PATH": "/usr/bin:/bin"}, check=True).stdout.split()
+    assert listed == names
