@@ -113,7 +113,87 @@ def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:
     md = (f"![DeepSea scaling](deepsea_scaling.png)\n\n*Seeds that solve DeepSea ({SUCCESS_RULES['deepsea'][1]}) at "
           "the end of the budget, per size and bonus, with Wilson 95% intervals (points shifted sideways to stay "
           "apart).*\n\n" + render_markdown(header, rows))
+    depth = deepsea_depth(coll, sizes, methods)
+    md += ("\n\n**How soon, and at what cost.** Per size and bonus: the median env steps (over the seeds that "
+           "solve it) to the first window whose return is above the rule's threshold, then the training "
+           "throughput (env steps/s over the 8 vmapped seeds of the job) and the job's wall time.\n\n"
+           + render_markdown(["Size"] + [coll.label(m) for m in methods],
+                             [[str(x)] + [_depth_cell(depth.get((x, m))) for m in methods] for x in xs])
+           + "\n\n" + rfig_against_hashexplo(depth, xs))
     return md, files
+
+
+def first_solved_steps(coll: Collection, env: str, method: str, threshold: float) -> list[float]:
+    """Per scored run of ``method`` on ``env`` that ends solved, the env steps of its first window
+    whose return is above ``threshold``."""
+    steps = coll.env_data[env].steps
+    out = []
+    for c in coll.env_data[env].curves.get(method, []):
+        if not c.scored or not len(c.values) or not c.values[-1] > threshold:
+            continue
+        above = np.nonzero(np.nan_to_num(c.values, nan=-np.inf) > threshold)[0]
+        out.append(float(steps[above[0]]))
+    return out
+
+
+def deepsea_depth(coll: Collection, sizes: dict[int, str], methods: list[str]) -> dict[tuple[int, str], dict]:
+    """(size, method) -> solved seeds, scored seeds, median steps to the first solved window, and
+    the job's throughput and wall time (medians over its runs' summaries)."""
+    solved = solved_fractions(coll)
+    threshold = SUCCESS_RULES["deepsea"][2]
+    out = {}
+    for size, env in sizes.items():
+        for m in methods:
+            k, n = solved.get(env, {}).get(m, (0, 0))
+            if not n:
+                continue
+            firsts = first_solved_steps(coll, env, m, threshold)
+            runs = [r for r in coll.runs if r.env == env and r.method == m and r.complete and r.summary]
+            sps = [float(r.summary["env_steps_per_second"]) for r in runs if r.summary.get("env_steps_per_second")]
+            wall = [float(r.summary["wall_time_s"]) for r in runs if r.summary.get("wall_time_s")]
+            out[(size, m)] = {"solved": k, "n": n, "first": float(np.median(firsts)) if firsts else None,
+                              "sps": float(np.median(sps)) if sps else None,
+                              "wall_min": float(np.median(wall)) / 60 if wall else None}
+    return out
+
+
+def _depth_cell(d: dict | None) -> str:
+    if not d:
+        return "—"
+    first = f"{d['first'] / 1e3:,.0f}k steps" if d["first"] is not None else "never"
+    cost = f"{d['sps']:,.0f}/s" if d["sps"] else "?"
+    wall = f", {d['wall_min']:.1f} min" if d["wall_min"] else ""
+    return f"{d['solved']}/{d['n']}: {first}; {cost}{wall}"
+
+
+def rfig_against_hashexplo(depth: dict[tuple[int, str], dict], sizes: list[int]) -> str:
+    """Where RFIG and #Explo part ways on DeepSea, in numbers: the first size at which their solved
+    fractions' Wilson intervals separate, else that they do not; with each size's counts, steps to
+    the treasure and throughput."""
+    pairs = [(x, depth.get((x, "rfig")), depth.get((x, "hashexplo"))) for x in sizes]
+    pairs = [(x, a, b) for x, a, b in pairs if a and b]
+    if not pairs:
+        return "RFIG and #Explo are not both measured at any size."
+    apart = None
+    for x, a, b in pairs:
+        (alo, ahi), (blo, bhi) = wilson(a["solved"], a["n"]), wilson(b["solved"], b["n"])
+        if ahi < blo or bhi < alo:
+            apart = (x, "RFIG" if a["solved"] / a["n"] > b["solved"] / b["n"] else "#Explo")
+            break
+    per = "; ".join(
+        f"size {x}: RFIG {a['solved']}/{a['n']}"
+        + (f" (first at {a['first'] / 1e3:,.0f}k steps)" if a["first"] is not None else "")
+        + f", #Explo {b['solved']}/{b['n']}"
+        + (f" (first at {b['first'] / 1e3:,.0f}k steps)" if b["first"] is not None else "")
+        + (f", RFIG at {a['sps'] / b['sps']:.2f}x #Explo's throughput" if a["sps"] and b["sps"] else "")
+        for x, a, b in pairs)
+    if apart:
+        head = (f"**RFIG and #Explo part ways at size {apart[0]}**: there {apart[1]} solves more seeds, the Wilson "
+                "intervals of the two fractions no longer overlapping.")
+    else:
+        head = (f"**RFIG and #Explo do not part ways up to size {pairs[-1][0]} at this n**: at every size measured, "
+                "the Wilson intervals of their solved fractions overlap.")
+    return f"{head} Per size: {per}."
 
 
 def _sensitivity_knobs(coll: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:

@@ -281,3 +281,20 @@ def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_t
     listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin"}, check=True).stdout.split()
     assert listed == names
+
+
+def test_rfig_and_hashexplo_part_ways_where_their_solved_intervals_separate():
+    from analysis.repro_sections import rfig_against_hashexplo
+
+    def cell(k, first, sps=1000.0):
+        return {"solved": k, "n": 8, "first": first, "sps": sps, "wall_min": 1.0}
+
+    depth = {(10, "rfig"): cell(8, 5e4), (10, "hashexplo"): cell(8, 4e4),
+             (30, "rfig"): cell(7, 2e5), (30, "hashexplo"): cell(6, 3e5),
+             (40, "rfig"): cell(8, 3e5, 500.0), (40, "hashexplo"): cell(0, None)}
+    text = rfig_against_hashexplo(depth, [10, 30, 40])
+    assert text.startswith("**RFIG and #Explo part ways at size 40**: there RFIG solves more seeds")
+    assert "size 40: RFIG 8/8 (first at 300k steps), #Explo 0/8, RFIG at 0.50x #Explo's throughput" in text
+    del depth[(40, "hashexplo")]
+    assert rfig_against_hashexplo(depth, [10, 30, 40]).startswith(
+        "**RFIG and #Explo do not part ways up to size 30 at this n**")
