@@ -32,7 +32,7 @@ from pathlib import Path
 from .aggregate import compute_aggregates
 from .claims import claims_table
 from .collect import AnalysisError, Collection, collect, find_experiments
-from .names import env_label, method_label, sort_methods
+from .names import env_label, method_label, sort_methods, split_task
 from .repro_data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
 from .repro_sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
@@ -101,7 +101,7 @@ def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict]) -> list[list[str
     return rows
 
 
-def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict]) -> str:
+def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[str]) -> str:
     """Who made which stage (commit, machine, when), its estimated and measured cost, then each
     campaign's commands and notes, and the reductions from the paper."""
     lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
@@ -123,9 +123,22 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict]) -> str:
         if camp.get("not_run"):
             lines.append(f"- Not run in this campaign ({len(camp['not_run'])} jobs; a later one may have made them): "
                          + "; ".join(f"`{j}`" for j in camp["not_run"]))
-    if meta.get("reductions"):
-        lines += ["", "**Reductions from the paper:**", "", *[f"- {r}" for r in meta["reductions"]]]
+    lines += ["", "**Reductions from the paper:**", "", f"- {coverage_of_the_paper(envs)}",
+              *[f"- {r}" for r in meta.get("reductions", [])]]
     return "\n".join(lines)
+
+
+def coverage_of_the_paper(envs: list[str]) -> str:
+    """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
+    from .repro_stages import preset_envs
+
+    paper = preset_envs("paper")
+    have = {split_task(e)[0] for e in envs}
+    missing = [env_label(e) for e in paper if e not in have]
+    extra = sorted({env_label(e) for e in have if e not in paper})
+    return (f"{len(paper) - len(missing)} of the paper's {len(paper)} envs"
+            + (f" (not yet: {', '.join(missing)})" if missing else " (all of them)")
+            + (f"; also {', '.join(extra)}, which the paper's figure does not have" if extra else "") + ".")
 
 
 def _as_of(meta: dict) -> str:
@@ -152,7 +165,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
-    parts["provenance"] = _provenance_md(meta, stage_costs(read_data(data_dir)))
+    parts["provenance"] = _provenance_md(meta, stage_costs(read_data(data_dir)), parts["main"].envs)
     index.write_text(_index_md(parts, theory_section(data_dir, out), out))
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
