@@ -249,9 +249,18 @@ TABLE = [
 def test_table_rate_measured_scaled_extrapolated_and_guessed():
     exact = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 8)
     assert (exact.steps_per_second, exact.compile_s) == (80000.0, 10.0) and "extrapolated" not in exact.source
-    # Another seed count: the nearest measured one, per-seed speed held.
+    # Another seed count: the nearest measured one, scaled as the device's measured seed scaling
+    # (Breakout: 1 -> 8 seeds doubled the throughput, so S^(1/3)).
+    assert estimate.seed_scaling(TABLE, "cpu") == pytest.approx(1 / 3)
     scaled = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 4)
-    assert scaled.steps_per_second == pytest.approx(40000.0) and "scaled per seed" in scaled.source
+    assert scaled.steps_per_second == pytest.approx(80000.0 * 0.5 ** (1 / 3)) and "seeds^0.33" in scaled.source
+    assert estimate.seed_scaling(TABLE, "h100") == 1.0  # nothing measured there: per-seed speed held
+    # A task (env + speed-relevant options) measured only with other options takes that row, said so.
+    brax = TABLE + [{"device": "cpu", "env": "sparse_ant[backend=spring]", "bonus": "none", "seeds": 8,
+                     "env_steps_per_second": 20000.0, "compile_s": 28.0, "source": "b"}]
+    other = estimate.table_rate(brax, "cpu", "sparse_ant[backend=generalized]", "none", 8)
+    assert other.steps_per_second == 20000.0 and "other env options" in other.source
+    assert estimate.table_rate(brax, "cpu", "sparse_ant[backend=spring]", "none", 8).source == "cpu table: b"
     # Breakout has no RFIG row: its PPO speed times RFIG's slowdown on MountainCar (1/3).
     extra = estimate.table_rate(TABLE, "cpu", "minatar_breakout", "rfig", 8)
     assert extra.steps_per_second == pytest.approx(100000.0 / 3) and "extrapolated" in extra.source

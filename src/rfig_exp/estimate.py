@@ -54,7 +54,8 @@ from rfig_exp.estimate_throughput import THROUGHPUT_TABLE, Process, collect_proc
 from rfig_exp.estimate_sweep import (CONF_DIR, Grid, JobCost, calibrate, cost_jobs, default_eval_frequency,  # noqa: F401
                                      format_sweep_report, missing_pairs, sweep_jobs, wall_hours)
 from rfig_exp.estimate_throughput import (SPEED_NEUTRAL, Rate, measured_rate, read_throughput_table,  # noqa: F401
-                                          suite, table_rate, variant_is_speed_neutral)
+                                          seed_scaling, suite, table_rate, task_key,
+                                          variant_is_speed_neutral)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from rfig_exp.estimate_throughput import (THROUGHPUT_TABLE, Process, Rate, collect_processes, measured_rate,
-                                          read_throughput_table, record_rows, table_rate)
+                                          read_throughput_table, record_rows, table_rate, task_key)
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
@@ -129,7 +129,7 @@ def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], devi
     compiled = set() if compiled is None else compiled
     costs = []
     for job, cfg in jobs:
-        env, bonus = cfg["env"]["name"], cfg["bonus"]["name"]
+        env, bonus = task_key(cfg["env"]["name"], cfg["env"]), cfg["bonus"]["name"]
         seeds = int(cfg["num_seeds"])
         steps = rounded_steps(int(cfg["agent"]["total_timesteps"]), int(cfg["eval_frequency"]))
         rate = measured_rate(processes, host, env, bonus, seeds) or table_rate(table, device, env, bonus, seeds)
@@ -181,7 +181,7 @@ def missing_pairs(jobs, table: list[dict], device: str) -> list[tuple[tuple[str,
     have = {(r["env"], r["bonus"], r["seeds"]) for r in table if r["device"] == device}
     out, seen = [], set()
     for job, cfg in jobs:
-        key = (cfg["env"]["name"], cfg["bonus"]["name"], int(cfg["num_seeds"]))
+        key = (task_key(cfg["env"]["name"], cfg["env"]), cfg["bonus"]["name"], int(cfg["num_seeds"]))
         if key not in have and key not in seen:
             seen.add(key)
             out.append((job, cfg))

@@ -17,6 +17,23 @@ import yaml
 from rfig_exp import results as results_contract
 
 SPEED_NEUTRAL = ("agent.total_timesteps", "eval_frequency")
+# Env options that change the cost of a step: a Brax physics backend (spring is 1.6-2.6x faster
+# than generalized on a CPU), DeepSea's size (N x N observations). A speed is kept per *task*, the
+# env with these options (:func:`task_key`).
+SPEED_ENV_OPTIONS = ("backend", "size")
+
+
+def task_key(env: str, options: dict | None = None) -> str:
+    """``sparse_ant`` + ``{"backend": "spring"}`` -> ``sparse_ant[backend=spring]``; an env with
+    none of :data:`SPEED_ENV_OPTIONS` is its name alone."""
+    options = options or {}
+    opts = [f"{k}={options[k]}" for k in SPEED_ENV_OPTIONS if options.get(k) is not None]
+    return f"{env}[{','.join(opts)}]" if opts else env
+
+
+def base_env(task: str) -> str:
+    """The env of a task key (``deepsea[size=30]`` -> ``deepsea``)."""
+    return task.split("[", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,9 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
             if results_contract.incomplete_reason(run.path, summary):
                 skipped["not complete"] += 1
                 continue
-            if not any_variant and not variant_is_speed_neutral(run.path.parent, variant, also_neutral):
+            options = ((results_contract.read_config(run.path) or {}).get("env") or {})
+            if not any_variant and not variant_is_speed_neutral(run.path.parent, variant, also_neutral + tuple(
+                    f"env.{k}" for k in SPEED_ENV_OPTIONS)):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
             if summary.get("resumed_from_windows"):
@@ -74,7 +93,8 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
                 continue
             try:
                 process = Process(
-                    experiment=name, env=env, bonus=bonus, variant=variant, host=str(summary.get("host") or "unknown"),
+                    experiment=name, env=task_key(env, options), bonus=bonus, variant=variant,
+                    host=str(summary.get("host") or "unknown"),
                     seeds=int(summary.get("num_seeds_in_process") or 1),
                     steps_per_second=float(summary["env_steps_per_second"]),
                     compile_s=float(summary.get("compile_time_s") or 0.0), env_steps=int(summary.get("env_steps") or 0),
@@ -139,11 +159,43 @@ def _per_seed(row: dict) -> float:
     return row["env_steps_per_second"] / row["seeds"]
 
 
-def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, _cross: bool = True) -> Rate | None:
-    """Speed of ``env x bonus`` at ``seeds`` seeds from the table, in this order:
+def seed_scaling(rows: list[dict], device: str) -> float:
+    """How a process's throughput grows with its vmapped seeds on ``device``, as the exponent
+    ``a`` of ``steps/s(S) ~ S^a``: the median over every env x bonus the table measured at two
+    seed counts or more (smallest against largest). A CPU is compute-bound (a = 0.0-0.3 measured:
+    8 vmapped seeds train little faster than 1), a GPU is not (a = 0.9-1.0). 1.0 (per-seed
+    speed held) when the device has no such pair."""
+    by: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["device"] == device:
+            by[(r["env"], r["bonus"])].append(r)
+    exps = []
+    for group in by.values():
+        lo, hi = min(group, key=lambda r: r["seeds"]), max(group, key=lambda r: r["seeds"])
+        if hi["seeds"] > lo["seeds"]:
+            exps.append(math.log(hi["env_steps_per_second"] / lo["env_steps_per_second"])
+                        / math.log(hi["seeds"] / lo["seeds"]))
+    return statistics.median(exps) if exps else 1.0
 
-    1. measured on ``device`` at the nearest seed count (per-seed speed held constant when the
-       seed counts differ);
+
+def _same_task_or_env(mine: list[dict], env: str, bonus: str, seeds: int) -> tuple[dict | None, str]:
+    """The row of exactly this task, else one of the same env with other options (a note says so)."""
+    hit = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == bonus], seeds)
+    if hit is not None:
+        return hit, ""
+    others = [r for r in mine if base_env(r["env"]) == base_env(env) and r["bonus"] == bonus]
+    plain = [r for r in others if r["env"] == base_env(env)]
+    hit = _closest_seeds(plain or others, seeds)
+    return hit, (f" (measured as {hit['env']}: other env options)" if hit is not None else "")
+
+
+def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, _cross: bool = True) -> Rate | None:
+    """Speed of ``env x bonus`` at ``seeds`` seeds from the table (``env``: a task key,
+    :func:`task_key`), in this order:
+
+    1. measured on ``device`` at the nearest seed count (scaled by the device's measured seed
+       scaling, :func:`seed_scaling`, when the seed counts differ); a task measured only with
+       other env options (another DeepSea size, another Brax backend) takes that row, said so;
     2. *extrapolated*: the env's plain-PPO speed on ``device`` times the bonus's slowdown
        measured on the device's other envs (median over them);
     3. *extrapolated from another device*: the env x bonus speed on a device that measured it,
@@ -153,15 +205,17 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
 
     None when nothing applies (the job is then reported as not measured)."""
     mine = [r for r in rows if r["device"] == device]
-    hit = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == bonus], seeds)
+    hit, other_options = _same_task_or_env(mine, env, bonus, seeds)
     if hit is not None:
-        sps = hit["env_steps_per_second"] * (seeds / hit["seeds"] if hit["seeds"] != seeds else 1.0)
-        note = "" if hit["seeds"] == seeds else f" (measured at {hit['seeds']} seeds, scaled per seed)"
-        return Rate(sps, hit["compile_s"], seeds, f"{device} table: {hit['source']}{note}")
-    base = _closest_seeds([r for r in mine if r["env"] == env and r["bonus"] == "none"], seeds)
+        alpha = seed_scaling(rows, device)
+        sps = hit["env_steps_per_second"] * ((seeds / hit["seeds"]) ** alpha if hit["seeds"] != seeds else 1.0)
+        note = "" if hit["seeds"] == seeds else (f" (measured at {hit['seeds']} seeds, scaled as seeds^{alpha:.2f}, "
+                                                 f"the {device}'s measured seed scaling)")
+        return Rate(sps, hit["compile_s"], seeds, f"{device} table: {hit['source']}{note}{other_options}")
+    base, other_options = _same_task_or_env(mine, env, "none", seeds)
     if base is not None:
         ratios = []
-        for other in sorted({r["env"] for r in mine if r["env"] != env}):
+        for other in sorted({r["env"] for r in mine if base_env(r["env"]) != base_env(env)}):
             b = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == bonus], seeds)
             n = _closest_seeds([r for r in mine if r["env"] == other and r["bonus"] == "none"], seeds)
             if b is not None and n is not None:
@@ -170,7 +224,7 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
             ratio = statistics.median(ratios)
             return Rate(_per_seed(base) * seeds * ratio, base["compile_s"], seeds,
                         f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
-                        f"(median over {len(ratios)} other env(s))")
+                        f"(median over {len(ratios)} other env(s)){other_options}")
     if _cross:
         for other_device in sorted({r["device"] for r in rows} - {device}):
             there = table_rate(rows, other_device, env, bonus, seeds, _cross=False)
@@ -214,8 +268,7 @@ def record_rows(results: Path, experiments: list[str], device: str, source: str,
     same device, env, bonus, seeds and source; returns the rows added."""
     import csv
 
-    processes, _ = collect_processes(results, experiments or None, also_neutral=("env.backend",),
-                                     any_variant=any_variant)
+    processes, _ = collect_processes(results, experiments or None, any_variant=any_variant)
     groups: dict[tuple, list[Process]] = defaultdict(list)
     for p in processes:
         groups[(p.env, p.bonus, p.seeds)].append(p)

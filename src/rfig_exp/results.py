@@ -127,6 +127,15 @@ def read_summary(path: Path) -> tuple[dict | None, str | None]:
     return summary, None
 
 
+def read_config(path: Path) -> dict | None:
+    """A run folder's saved ``config.yaml`` as a dict (None without one, or when unreadable)."""
+    try:
+        config = yaml.safe_load((path / CONFIG).read_text())
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
 def incomplete_reason(path: Path, summary: Mapping | None = None) -> str | None:
     """Why the run in ``path`` is not complete; None when it is. THE rule of completeness:
 
