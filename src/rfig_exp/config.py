@@ -15,9 +15,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rfig_exp import variants
-from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
+from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
 from rfig_exp.bonuses.settings import BonusSettings, parse_bonus
 from rfig_exp.envs.settings import EnvSettings, parse_env
 from rfig_exp.errors import ConfigError
@@ -109,7 +110,7 @@ class RunSpec:
     def total_env_steps(self) -> int:
         return self.train.num_updates * self.train.batch_size
 
-    def hparams(self, bonus_hparams=()) -> PPOHparams:
+    def hparams(self, bonus_hparams=()) -> Any:
         """The agent's hyperparameters with the bonus's (Python floats; ``train.as_arrays`` makes
         them the compiled function's float32 arguments)."""
         return self.agent.hparams(self.bonus.beta, bonus_hparams)
