@@ -83,8 +83,7 @@ def measure_ppo(env_name: str, backend: str, num_seeds: int, updates: int, windo
     spec = build_run_spec(cfg)
     t0 = time.perf_counter()
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
-                                 (spec.train.num_steps, spec.train.num_envs))
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     run_window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     compile_s = time.perf_counter() - t0
     seconds = time_windows(run_window, states, hp, windows)

@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from rfig_exp.bonuses import bonus_names
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Modules that validate a config or read a results tree: none may import JAX, directly or not.
-JAX_FREE = ["rfig_exp.config", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results", "rfig_exp.variants",
-            "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config", "rfig_exp.bonuses",
-            "rfig_exp.bonuses.settings", "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect"]
+# Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
+# imports what the bonus computes with only when the bonus is made.
+JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
+            "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
+            "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
+            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect"]
 
 
 def _python(code: str) -> list[str]:

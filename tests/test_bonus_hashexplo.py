@@ -13,8 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.bonuses import BonusBatch, make_bonus
-from rfig_exp.bonuses.hashexplo import simhash_bits
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
+from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
 from rfig_exp.experiment import run_experiment
@@ -32,7 +32,7 @@ def hash_cfg(**overrides):
 
 
 def make(**overrides):
-    return make_bonus(hash_cfg(**overrides), OBS, DiscreteSpace(2), (T, B))
+    return make_bonus(parse_bonus(hash_cfg(**overrides), T * B), OBS, DiscreteSpace(2))
 
 
 def batch_of(next_obs):

@@ -23,8 +23,8 @@ import pytest
 from omegaconf import OmegaConf
 from tf32_emulation import tf32
 
-from rfig_exp.bonuses import BonusBatch, make_bonus
-from rfig_exp.bonuses.hashexplo import simhash_bits
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
+from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs.base import DiscreteSpace
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -34,7 +34,7 @@ T, B, OBS, ACTIONS = 128, 32, (2,), 3
 def make(name, **overrides):
     cfg = OmegaConf.to_container(OmegaConf.load(CONF / "bonus" / f"{name}.yaml"))
     cfg.update(overrides)
-    return make_bonus(OmegaConf.create(cfg), OBS, DiscreteSpace(ACTIONS), (T, B))
+    return make_bonus(parse_bonus(cfg, T * B), OBS, DiscreteSpace(ACTIONS))
 
 
 def batch(seed, spread=1.0):

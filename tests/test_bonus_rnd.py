@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
 from rfig_exp.experiment import run_experiment
@@ -29,7 +29,7 @@ def rnd_cfg(**overrides):
 
 
 def make(**overrides):
-    return make_bonus(rnd_cfg(**overrides), OBS, DiscreteSpace(2), (T, B))
+    return make_bonus(parse_bonus(rnd_cfg(**overrides), T * B), OBS, DiscreteSpace(2))
 
 
 def batch_of(next_obs):

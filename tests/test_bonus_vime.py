@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.bonuses.base import action_features
-from rfig_exp.bonuses.vime import information_gain, kl_to_prior, sample_noise, softplus_inverse
+from rfig_exp.bonuses.bnn import information_gain, kl_to_prior, sample_noise, softplus_inverse
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 from rfig_exp.errors import ConfigError
 from rfig_exp.experiment import run_experiment
@@ -33,7 +33,7 @@ def vime_cfg(**overrides):
 
 
 def make(space=DiscreteSpace(ACTIONS), **overrides):
-    return make_bonus(vime_cfg(**overrides), OBS, space, (T, B))
+    return make_bonus(parse_bonus(vime_cfg(**overrides), T * B), OBS, space)
 
 
 def transitions(seed, center=0.0, scale=0.3):

@@ -2,8 +2,8 @@
 
 The Hydra config is never mutated, and once the spec is built nothing reads it again except to
 save it (``RunSpec.resolved_config``): every setting the run needs is a typed field here, in
-the agent's settings (``agents/ppo/config.py``), the bonus's (``bonuses/settings.py``) or the
-env's (``envs/settings.py``).
+the agent's settings (``agents/ppo/config.py``), the bonus's (its module, ``rfig_exp.bonuses``)
+or the env's (``envs/settings.py``).
 Every check comes from :mod:`rfig_exp.validation` and names its config key. Nothing here
 imports JAX. Each key's meaning is documented next to its default in ``conf/``.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from rfig_exp import variants
 from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
-from rfig_exp.bonuses.settings import BonusSettings, parse_bonus
+from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.envs.settings import EnvSettings, parse_env
 from rfig_exp.errors import ConfigError
 from rfig_exp.validation import boolean, choice, integer, number, select

@@ -303,8 +303,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
             env = envs[env_key]
             bonus_key = (repr(spec.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
             if bonus_key not in bonuses:
-                bonuses[bonus_key] = make_bonus(spec.bonus, env.obs_shape, env.action_space,
-                                                (spec.train.num_steps, spec.train.num_envs))
+                bonuses[bonus_key] = make_bonus(spec.bonus, env.obs_shape, env.action_space)
             good.append((list(job), spec))
         except ConfigError as err:
             errors.append(f"{where[id(job)]}{err}")

@@ -49,13 +49,6 @@ def integer(value: Any, key: str, minimum: int | None = None) -> int:
     return value
 
 
-def positive_int(value: Any, key: str) -> int:
-    """An integer >= 1, written exactly (no float coercion); the neural bonuses' sizes."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key}={value!r} must be a positive integer")
-    return value
-
-
 def number(value: Any, key: str, low: float | None = None, high: float | None = None,
            low_open: bool = False, finite: bool = True) -> float:
     """A real number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
