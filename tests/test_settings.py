@@ -1,4 +1,4 @@
-"""The declared settings (the agent's, each bonus's): parsed and checked without JAX, typed,
+"""The declared settings (the run's, the agent's, each bonus's): parsed and checked without JAX, typed,
 complete, and the same defaults as the YAML files of conf/."""
 
 import dataclasses
@@ -14,7 +14,7 @@ from rfig_exp import variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, PPOStructure, TrainSpec
 from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
 from rfig_exp.bonuses.rfig import RFIGSettings
-from rfig_exp.config import build_run_spec
+from rfig_exp.config import RunSettings, build_run_spec
 from rfig_exp.errors import ConfigError
 from rfig_exp.settings import RUN, STATIC, TRACED, declared
 
@@ -49,11 +49,11 @@ def _same(yaml_value, default) -> bool:
 
 @pytest.mark.parametrize("path,declaration", [
     *((f"bonus/{name}.yaml", cls) for name, cls in declared_bonuses().items()),
-    ("agent/ppo.yaml", AgentSettings),
+    ("agent/ppo.yaml", AgentSettings), ("config.yaml", RunSettings),
 ])
 def test_the_yaml_defaults_are_the_declared_ones(path, declaration):
     yaml = OmegaConf.to_container(OmegaConf.load(CONF / path), resolve=False)
-    for key in ("name",):
+    for key in ("name", "defaults", "hydra"):
         yaml.pop(key, None)
     defaults = declaration.defaults()
     assert list(yaml) == [k for k in yaml if k in defaults] and set(yaml) == set(defaults), \
@@ -82,6 +82,14 @@ def test_kinds_make_the_compiled_functions_arguments():
     assert PPOHparams._fields == (*[n for n, d in agent.items() if d.kind == TRACED], "beta", "bonus")
     assert [f.name for f in dataclasses.fields(TrainSpec)] == [*dict(declared(PPOStructure)), "num_updates",
                                                                "updates_per_window"]
+
+
+def test_what_names_a_variant_is_declared_with_the_run_settings():
+    bookkeeping = {n for n, d in declared(RunSettings) if not d.hyperparameter}
+    assert variants.not_hyperparameters() == bookkeeping
+    assert "eval_frequency" not in bookkeeping and {"seed", "wandb", "checkpoint", "results_dir"} <= bookkeeping
+    assert build_run_spec(compose_config("seed=3", "wandb.mode=disabled", "checkpoint.keep=5")).variant == "base"
+    assert build_run_spec(compose_config("eval_frequency=49152")).variant == "eval_frequency=49152"
 
 
 def test_an_unknown_bonus_name_lists_the_known_ones():
