@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
             "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
             "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
-            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect"]
+            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names"]
 
 
 def _python(code: str) -> list[str]:
