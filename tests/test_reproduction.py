@@ -318,3 +318,19 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     row = next(line for line in text.splitlines() if line.startswith("| PPO+RFIG beats PPO (final score) |"))
     assert "**supported**" in row and row.rstrip(" |").endswith(")")  # the CPU report's verdict and value beside
     assert "## Deep exploration" not in text and "## Sensitivity" not in text  # nothing of the kind in this data
+
+
+def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp_path):
+    from analysis.repro_data import read_data, write_data
+
+    write_run(tmp_path / "raw", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0))
+    export_tree(tmp_path / "raw", tmp_path / "data")
+    held = read_data(tmp_path / "data")
+    for run in held.values():  # a later fill-in of a field the run did not record
+        run.record["summary"]["max_episode_steps"] = 200
+    write_data(held, tmp_path / "data")
+    assert export_tree(tmp_path / "raw", tmp_path / "data")["identical"] == 1
+    write_run(tmp_path / "other", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0),
+              summary={"wall_time_s": 99.0})       # a field both have, with another value
+    with pytest.raises(Exception, match="differ"):
+        export_tree(tmp_path / "other", tmp_path / "data")
