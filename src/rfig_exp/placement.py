@@ -45,8 +45,8 @@ NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 # The part of a GPU's memory that the jobs sharing it divide among themselves; the rest is left to
 # each process's CUDA context (outside JAX's pool) and the driver.
 GPU_MEMORY_FOR_JOBS = 0.9
-# JAX reads the older name (the one jaxlib 0.11 documents) and, in newer releases, the shorter one;
-# a value the user set under either name is left alone, and only one name is ever set here.
+# JAX's memory-fraction variable under its long-standing name and the newer one that its latest docs
+# prefer; a value the user set under either is left alone, and only one name is ever set here.
 MEM_FRACTION_VARS = ("XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION")
 
 

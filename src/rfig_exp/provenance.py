@@ -11,7 +11,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "hydra-core", "numpy", "wandb")
+# A copy of the tree without its .git (what a GPU box gets) names its commit here
+# (scripts/paper32_gpu.sh sets it from its COMMIT).
+COMMIT_ENV = "RFIG_GIT_COMMIT"
+PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "mujoco-core", "mujoco-mjx",
+            "hydra-core", "numpy", "wandb")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -30,7 +34,7 @@ def package_versions() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    versions["git_commit"] = _git("rev-parse", "HEAD")
+    versions["git_commit"] = _git("rev-parse", "HEAD") or os.environ.get(COMMIT_ENV) or None
     return versions
 
 
