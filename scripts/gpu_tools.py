@@ -3,15 +3,16 @@
     python scripts/gpu_tools.py missing WHEEL...             # the wheels whose package is not installed
     python scripts/gpu_tools.py device [--allow-cpu]         # jax's version and devices; exit 3 without a GPU
     python scripts/gpu_tools.py brax-probe [--env sparse_hopper] [--seeds 32] [--steps 200]
-    python scripts/gpu_tools.py jobs --results R --experiment paper32 [--csv jobs.csv]
+    python scripts/gpu_tools.py jobs --results R --experiment paper32 [--since ISO_TIME] [--csv jobs.csv]
 
 ``missing`` runs before anything is installed (standard library only): a box that has a package
 keeps its own version (its jax, numpy or cloudpickle), and only what it lacks is installed from
 the wheels that travel with the tree. ``brax-probe`` makes a sparse Brax env and times a jitted
 rollout of random actions over vmapped seeds, so a box says whether brax, MuJoCo and MJX work
 beside its jax before a sweep spends minutes on them. ``jobs`` lists each training process of an
-experiment from its summaries (when it ran, compile and training time, speed, the share of the
-machine it had), and how many ran at once on average.
+experiment that ended after ``--since`` (restored cells ended before) from its summaries (when it
+ran, compile and training time, speed, the share of the machine it had), and how many ran at once
+on average.
 """
 
 from __future__ import annotations
@@ -107,14 +108,15 @@ def _version(name: str) -> str | None:
         return None
 
 
-def job_rows(results: Path, experiment: str) -> list[dict]:
-    """One row per training process of ``experiment`` (its complete seeds share one summary time)."""
+def job_rows(results: Path, experiment: str, since: str | None = None) -> list[dict]:
+    """One row per training process of ``experiment`` (its complete seeds share one summary time)
+    that finished at ``since`` (UTC, ``%Y-%m-%dT%H:%M:%SZ``) or later."""
     from rfig_exp import results as contract
 
     jobs: dict[tuple, dict] = {}
     for run in contract.iter_runs(results, experiment):
         summary, _ = contract.read_summary(run.path)
-        if not summary or summary.get("status") != "complete":
+        if not summary or summary.get("status") != "complete" or (since and (summary.get("finished_at") or "") < since):
             continue
         key = (run.env, run.bonus, run.variant, summary.get("finished_at"), summary.get("wall_time_s"))
         placed = summary.get("placement") or {}
@@ -160,8 +162,8 @@ def _seconds(stamp: str | None) -> float | None:
     return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def jobs(results: Path, experiment: str, csv_path: Path | None) -> int:
-    rows = job_rows(results, experiment)
+def jobs(results: Path, experiment: str, csv_path: Path | None, since: str | None = None) -> int:
+    rows = job_rows(results, experiment, since)
     if csv_path is not None and rows:
         with open(csv_path, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -174,7 +176,8 @@ def jobs(results: Path, experiment: str, csv_path: Path | None) -> int:
               f"(compile {r['compile_s']}, train {r['train_s']}), {r['env_steps_per_s']:,} env steps/s"
               f"{memory}, cores {r['cores']}")
     span, at_once = overlap(rows)
-    print(f"{len(rows)} training process(es) of {experiment} in {results}: {span:.0f} s from the first start to the "
+    print(f"{len(rows)} training process(es) of {experiment} in {results}{f' since {since}' if since else ''}: "
+          f"{span:.0f} s from the first start to the "
           f"last end, {at_once:.1f} at once on average" + (f"; table: {csv_path}" if csv_path and rows else ""))
     return 0
 
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--results", type=Path, required=True)
     j.add_argument("--experiment", required=True)
     j.add_argument("--csv", type=Path, default=None)
+    j.add_argument("--since", default=None, help="only jobs that ended at this UTC time or later")
     args = p.parse_args(argv)
     if args.command == "missing":
         print("\n".join(missing(args.wheels)))
@@ -202,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return device(args.allow_cpu)
     if args.command == "brax-probe":
         return brax_probe(args.env, args.seeds, args.steps)
-    return jobs(args.results, args.experiment, args.csv)
+    return jobs(args.results, args.experiment, args.csv, args.since)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ export PYTHONPATH="$SITE:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFE
 mkdir -p "$OUT_DIR" || exit 2
 exec > >(tee "$OUT_DIR/paper32_gpu.log") 2>&1
 say() { echo "[paper32-gpu] $SECONDS s: $*"; }
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)  # the jobs of this run ended after it; restored cells before
 
 COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
 [ -n "$COMMIT" ] && export RFIG_GIT_COMMIT=$COMMIT
@@ -94,7 +95,8 @@ left() { local s=$(($1 - SECONDS)); echo $((s > 0 ? s : 0)); }
 say "sweep ended (exit $?; 124: stopped by the deadline)"
 
 # 5. what ran, what is left, and the finished cells' data
-"$PY" scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --csv "$OUT_DIR/jobs.csv"
+"$PY" scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --since "$STARTED" \
+    --csv "$OUT_DIR/jobs.csv"
 "$PY" -m rfig_exp.status --results "$RESULTS" --experiment "$EXPERIMENT"
 "$PY" -m analysis.reproduction export --results "$RESULTS" --data "$OUT_DIR/data" --experiment "$EXPERIMENT" \
     --complete-cells || { say "export failed"; exit 1; }
