@@ -82,12 +82,17 @@ bench: $(STAMP)
 
 # Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
 # problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
-# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) from its
-# committed data; then it reports on $(RESULTS) when that folder exists.
+# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) and the
+# 32-seed grid (docs/results/paper32/, once it has data) from their committed data; then it reports
+# on $(RESULTS) when that folder exists.
 figures: $(STAMP)
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
 		echo "$(PY) -m analysis.reproduction build --readme README.md"; \
 		$(PY) -m analysis.reproduction build --readme README.md || exit $$?; fi
+	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
+		echo "$(PY) -m analysis.reproduction build --experiment paper32 ... --readme README.md"; \
+		$(PY) -m analysis.reproduction build --experiment paper32 --data docs/results/paper32/data \
+			--out docs/results/paper32 --readme README.md || exit $$?; fi
 	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
 		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
 		$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
@@ -112,7 +117,7 @@ repro: $(STAMP)
 	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
 
 repro-publish: $(STAMP)
-	$(PY) -m analysis.reproduction export --results $(RESULTS)
+	$(PY) -m analysis.reproduction export --results $(RESULTS) --complete-cells
 	$(PY) -m analysis.reproduction build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
