@@ -104,9 +104,10 @@ def test_only_the_wheels_of_missing_packages_are_installed(tmp_path):
     assert missing([*present, "rfig_absent_pkg-0.1-py3-none-any.whl"]) == ["rfig_absent_pkg-0.1-py3-none-any.whl"]
 
 
-def script(tmp_path: Path, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+def script(tmp_path: Path, *args: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, "PYTHON": sys.executable, "RESULTS": str(tmp_path / "results"),
-            "DATA": str(tmp_path / "committed"), "SITE": str(tmp_path / "site"), "WHEELS": str(tmp_path / "wheels"), **env}
+            "DATA": str(tmp_path / "committed"), "SITE": str(tmp_path / "site"), "WHEELS": str(tmp_path / "wheels"),
+            **env}
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, env=full, capture_output=True, text=True,
                           timeout=timeout)
 
