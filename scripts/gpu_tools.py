@@ -128,9 +128,16 @@ def job_rows(results: Path, experiment: str, since: str | None = None) -> list[d
             "device_memory_peak_gib": _gib(placed.get("device_memory_peak_bytes")),
             "device_memory_limit_gib": _gib(placed.get("device_memory_limit_bytes")),
             "cores": placed.get("cores"), "resumed": bool(summary.get("resumed_from_windows")),
-            "max_inverse_residual": summary.get("bonus_max_inverse_residual"),
+            "inverse_recoveries": None, "inverse_refreshes": None, "max_inverse_residual": None,
         })
         row["seeds"] += 1
+        # RFIG's inverse in float32 (bonus.matmul_precision): recoveries and refreshes summed over
+        # the job's seeds, its largest residual
+        for key, column in (("bonus_recoveries", "inverse_recoveries"), ("bonus_refreshes", "inverse_refreshes")):
+            if key in summary:
+                row[column] = (row[column] or 0) + summary[key]
+        if "bonus_max_inverse_residual" in summary:
+            row["max_inverse_residual"] = max(row["max_inverse_residual"] or 0.0, summary["bonus_max_inverse_residual"])
     return sorted(jobs.values(), key=lambda r: (r["started"] or "", r["env"], r["bonus"]))
 
 
@@ -174,7 +181,9 @@ def jobs(results: Path, experiment: str, csv_path: Path | None, since: str | Non
             f", GPU memory peak {r['device_memory_peak_gib']} of {r['device_memory_limit_gib']} GiB"
         print(f"  {r['env']}/{r['bonus']} ({r['seeds']} seeds) {r['started']}: {r['wall_s']} s "
               f"(compile {r['compile_s']}, train {r['train_s']}), {r['env_steps_per_s']:,} env steps/s"
-              f"{memory}, cores {r['cores']}")
+              f"{memory}, cores {r['cores']}" + ("" if r["max_inverse_residual"] is None else
+                                                 f"; RFIG inverse: {r['inverse_recoveries']:.0f} recoveries, "
+                                                 f"largest residual {r['max_inverse_residual']:.2g}"))
     span, at_once = overlap(rows)
     print(f"{len(rows)} training process(es) of {experiment} in {results}{f' since {since}' if since else ''}: "
           f"{span:.0f} s from the first start to the "

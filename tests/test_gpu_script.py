@@ -23,7 +23,7 @@ SCRIPT = ROOT / "scripts" / "paper32_gpu.sh"
 RUN_UNTIL = ROOT / "scripts" / "run_until.py"
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gpu_tools import missing, wheel_name  # noqa: E402
+from gpu_tools import job_rows, missing, overlap, wheel_name  # noqa: E402
 
 TINY = ["agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2", "agent.update_epochs=1",
         "eval_frequency=128", "agent.obs_norm_init_steps=8"]
@@ -102,6 +102,31 @@ def test_only_the_wheels_of_missing_packages_are_installed(tmp_path):
     assert wheel_name("/w/mujoco_core-4.0.0-cp312-cp312-manylinux_2_28_x86_64.whl") == "mujoco-core"
     present = ["hydra_core-1.3.2-py3-none-any.whl", "Cloudpickle-9.9-py3-none-any.whl"]  # any version, any case
     assert missing([*present, "rfig_absent_pkg-0.1-py3-none-any.whl"]) == ["rfig_absent_pkg-0.1-py3-none-any.whl"]
+
+
+def test_the_jobs_table_groups_seeds_by_process_and_keeps_rfigs_precision(tmp_path):
+    def run(bonus, seed, finished, **extra):
+        folder = tmp_path / "paper32" / "mountaincar" / bonus / "base" / f"seed_{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text("env_steps\n24576\n")
+        (folder / "summary.json").write_text(json.dumps({
+            "status": "complete", "finished_at": finished, "wall_time_s": 20.0, "compile_time_s": 8.0,
+            "train_time_s": 11.0, "env_steps_per_second": 1e6, **extra,
+            "placement": {"cores": "0-3", "device_memory_peak_bytes": 2**30, "device_memory_limit_bytes": 17 * 2**30}}))
+
+    for seed, residual in ((0, 1e-3), (1, 5e-4)):  # one process of two seeds
+        run("rfig", seed, "2026-11-27T03:00:10Z", bonus_recoveries=float(seed), bonus_refreshes=2.0,
+            bonus_max_inverse_residual=residual)
+    run("none", 0, "2026-11-27T03:00:00Z")  # beside it
+    run("rnd", 0, "2026-11-27T01:00:00Z")  # restored: ended before this run started
+    rows = job_rows(tmp_path, "paper32", since="2026-11-27T02:00:00Z")
+    assert [(r["bonus"], r["seeds"]) for r in rows] == [("none", 1), ("rfig", 2)]
+    rfig = rows[1]
+    assert (rfig["inverse_recoveries"], rfig["inverse_refreshes"], rfig["max_inverse_residual"]) == (1.0, 4.0, 1e-3)
+    assert (rfig["device_memory_peak_gib"], rfig["device_memory_limit_gib"], rfig["cores"]) == (1.0, 17.0, "0-3")
+    assert rows[0]["max_inverse_residual"] is None
+    span, at_once = overlap(rows)  # 02:59:40-03:00:00 and 02:59:50-03:00:10: 30 s, 40 s of jobs
+    assert (span, round(at_once, 2)) == (30.0, 1.33)
 
 
 def script(tmp_path: Path, *args: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess:
