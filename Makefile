@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,21 @@ gpu-wheels: $(STAMP)
 		gymnasium==1.3.0 farama-notifications==0.0.6 hydra-core==1.3.2 omegaconf==2.3.0 \
 		hydra-submitit-launcher==1.2.0 submitit==1.5.4 cloudpickle six
 	$(PY) -m pip wheel --quiet --no-deps -w .gpu-wheels antlr4-python3-runtime==4.9.3  # an sdist only
+
+# Brax on such a box (jax 0.11, Python 3.12): the same brax, MuJoCo and MJX as the CPU runs, and the
+# two pure-Python packages brax imports that the box lacks, as cp312 manylinux wheels in
+# .gpu-wheels/brax/ (about 18 MB); installed without their version pins (scripts/paper32_gpu.sh).
+gpu-wheels-brax: $(STAMP)
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		-d .gpu-wheels/brax brax==0.14.2 mujoco-core==4.0.0 mujoco-mjx==3.17.0 trimesh==5.2.0 jaxopt==0.8.5
+
+# The paper's 40 non-Brax cells at 32 seeds on a GPU box, stopped before the command's limit, the
+# finished cells' data in OUT (README: the paper at its own 32 seeds on one GPU). SWEEP=paper32_brax
+# for the sparse Brax cells; COMMIT names the tree's commit where it has no .git.
+OUT ?= gpu-out
+paper32-gpu:
+	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/paper32_gpu.sh $(OUT)
 
 # The GPU issue's numbers (precision, checkpoint cost, PureJaxRL comparison) in about 7 minutes.
 bench-gpu:

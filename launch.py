@@ -64,7 +64,7 @@ def main(cfg: DictConfig):
             from rfig_exp.placement import place_job
 
             log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
-                               cores_per_job=spec.placement.cores_per_job,
+                               cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
                                gpus=None if spec.placement.gpus is None else list(spec.placement.gpus)))
         if job.multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
             from rfig_exp import watchdog

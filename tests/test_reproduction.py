@@ -312,7 +312,8 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     counts = export_tree(raw, data, ["paper32"], complete_cells=True)
     assert counts["runs"] == 64 and counts["held_back"] == ["paper32/acrobot/none/base: 0 of 1 seeds complete"]
     text = build(data, out, reps=REPS, experiment="paper32").read_text()
-    assert "38 of 40 cells of `sweep=paper32`" in text and "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text
+    assert "58 of 60 cells of `sweep=paper32`, `sweep=paper32_brax`" in text  # 40 non-Brax cells and 20 Brax ones
+    assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text and "- Sparse-Hopper: PPO, RFIG, RND, VIME, #Explo" in text
     assert "| MountainCar | PPO 32, RFIG 32 | 0123456 | 1 x H100 (gpu), 16 CPU cores | 0.11.2 |" in text
     assert "Verdict at 8 seeds on the CPU (docs/results/repro)" in text
     row = next(line for line in text.splitlines() if line.startswith("| PPO+RFIG beats PPO (final score) |"))

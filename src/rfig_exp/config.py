@@ -64,6 +64,7 @@ class PlacementSettings:
     mode: str = "auto"
     cores_per_job: int | None = None
     gpus: tuple | None = None  # None: every GPU of the machine
+    jobs_per_gpu: int | None = None  # None: one job per GPU
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,9 @@ def placement_settings(cfg) -> PlacementSettings:
     gpus = select(cfg, "placement.gpus")
     gpus = list(gpus) if gpus is not None and not isinstance(gpus, str) else gpus
     mode, cores = str(select(cfg, "placement.mode")), select(cfg, "placement.cores_per_job")
-    placement.validate(mode, None, cores, gpus)
-    return PlacementSettings(mode, cores, None if gpus is None else tuple(gpus))  # validated: not a str
+    per_gpu = select(cfg, "placement.jobs_per_gpu")
+    placement.validate(mode, None, cores, gpus, per_gpu)
+    return PlacementSettings(mode, cores, None if gpus is None else tuple(gpus), per_gpu)  # validated: not a str
 
 
 def watch_settings(cfg) -> WatchSettings:

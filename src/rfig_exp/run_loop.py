@@ -214,7 +214,7 @@ class JobRun:
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
         visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
-        origin = provenance.describe(jax.devices())  # host, machine, git_dirty, versions
+        origin = provenance.describe(jax.devices())  # host, machine, placement, git_dirty, versions
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         for s in seeds:  # a summary is only ever written over the whole metrics of its run

@@ -43,7 +43,7 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         in_process = hydra_adapter.runs_in_process(self.launcher)
         # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
         # where a sweep re-executed after a stall goes on)
-        batch_size = 1 if in_process else self.max_batch_size
+        batch_size = 1 if in_process else self._jobs_at_once()
         self.overrides = self._grouped(hydra_adapter.expand_sweep(params, self.hydra_context.config_loader),
                                        batch_size)
         # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
@@ -146,6 +146,18 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
             log.debug(line)  # launch.py's preflight already said it
         step = batch_size or len(grouped) or 1
         return [grouped[i:i + step] for i in range(0, len(grouped), step)]
+
+    def _jobs_at_once(self) -> Optional[int]:
+        """Jobs per batch: ``max_batch_size``, or for submitit_local jobs (placed on this machine)
+        ``placement.jobs_per_gpu`` per GPU of it, as each job's placement derives it."""
+        from rfig_exp import placement
+
+        target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
+        per_gpu = OmegaConf.select(self.config, "placement.jobs_per_gpu", default=None)
+        if per_gpu is None or "LocalLauncher" not in target:
+            return self.max_batch_size
+        pool = placement.gpu_pool(OmegaConf.select(self.config, "placement.gpus", default=None))
+        return placement.jobs_at_once(self.max_batch_size, int(per_gpu), len(pool))
 
     def _slurm_watcher(self):
         """A watcher of the sweep's pending jobs (rfig_exp.slurm), enabled under the SLURM launcher."""
