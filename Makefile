@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate wandb-sync clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -123,6 +123,15 @@ repro-publish: $(STAMP)
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
 	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
+
+# Upload the offline wandb runs of EXPERIMENT (default: every experiment) with `wandb sync`, skipping
+# those wandb marked uploaded and seeds still training; DRY_RUN=1 lists them and the command.
+# WANDB_SYNC replaces the uploader (it gets the run folders as its last arguments).
+WANDB_SYNC ?=
+DRY_RUN ?=
+wandb-sync: $(STAMP)
+	$(PY) -m rfig_exp.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
 
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
 # preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes).

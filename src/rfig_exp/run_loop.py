@@ -28,7 +28,7 @@ from rfig_exp.config import RunSpec
 from rfig_exp.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
-from rfig_exp.tracking import WandbRuns
+from rfig_exp.tracking import WandbRuns, run_labels
 from rfig_exp.watchdog import Watchdog
 
 log = logging.getLogger("rfig_exp")
@@ -194,9 +194,9 @@ class JobRun:
 
     def _wandb(self, run_ids: dict) -> WandbRuns:
         spec, settings = self.spec, self.spec.wandb
-        group = settings.group or f"{spec.experiment}/{spec.env_name}/{spec.bonus_name}/{spec.variant}"
-        return WandbRuns(settings.mode, settings.project, settings.entity, group=group, tags=list(settings.tags),
-                         init_timeout=settings.init_timeout,
+        labels = run_labels(spec.experiment, spec.env_name, spec.bonus_name, spec.variant, settings.group,
+                            settings.tags)
+        return WandbRuns(settings.mode, settings.project, settings.entity, labels, init_timeout=settings.init_timeout,
                          runs={s: (str(self.dirs[s]), {**spec.resolved_config, "seed": s}, run_ids.get(s))
                                for s in self.seeds})
 
