@@ -95,8 +95,7 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
     from rfig_exp.preflight import CONF_DIR, expand_jobs
 
     # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.grouping).
-    jobs = expand_jobs([f"sweep={preset}", *overrides, *(["hydra.launcher.gpus_per_node=1"] if gpu else [])],
-                       multirun=True)
+    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
     out = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from rfig_exp import hydra_adapter, retry, variants, watchdog
+from rfig_exp import hydra_adapter, retry, sweep_plan, variants, watchdog
 from rfig_exp.hydra_adapter import JobOutcome
 from rfig_exp.errors import ExitCode
 
@@ -38,14 +38,11 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: list[str]) -> Any:
-        params = self._parse_config()
-        params.extend(arguments)
         in_process = hydra_adapter.runs_in_process(self.launcher)
         # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
         # where a sweep re-executed after a stall goes on)
         batch_size = 1 if in_process else self.max_batch_size
-        self.overrides = self._grouped(hydra_adapter.expand_sweep(params, self.hydra_context.config_loader),
-                                       batch_size)
+        self.overrides = self._batches(arguments, batch_size)
         # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
         os.environ[variants.SWEEP_VARIES_ENV] = " ".join(
             variants.varying_keys([job for batch in self.overrides for job in batch]))
@@ -128,24 +125,15 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         retry.re_execute({"next": following, "counts": counts, "failures": failures, "retries": retries,
                           "elapsed_s": time.perf_counter() - t0})
 
-    def _grouped(self, jobs: list[list[str]], batch_size: Optional[int]) -> list:
-        """Per-env options applied to the envs that have them (rfig_exp.env_options), jobs that
-        differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
-        preflight validated them, then cut into batches of ``batch_size``."""
-        from rfig_exp import env_options, grouping
-
-        # launch.py handed Hydra env options as ++env.K=V; each job gets them back as typed,
-        # or not at all where its env lacks the key (preflight said which).
-        jobs, _ = env_options.apply_to_envs_that_have_them(jobs)
-        gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
-        grouped, lines = grouping.plan(jobs, self.config.get("seeds_per_job", grouping.AUTO),
-                                       bool(gpus) or grouping.gpu_visible(), str(self.config.env.name),
-                                       int(self.config.get("num_seeds", 1)), int(self.config.get("seed", 0)),
-                                       OmegaConf.select(self.config, "env.backend", default=None))
-        for line in lines:
+    def _batches(self, arguments: list[str], batch_size: Optional[int]) -> list:
+        """The sweep's jobs as preflight validated them (rfig_exp.sweep_plan: the preset's params and
+        the command line expanded, per-env options applied, seeds grouped), cut into batches of
+        ``batch_size``."""
+        plan = sweep_plan.plan_sweep(self.config, arguments, config_loader=self.hydra_context.config_loader)
+        for line in plan.lines:
             log.debug(line)  # launch.py's preflight already said it
-        step = batch_size or len(grouped) or 1
-        return [grouped[i:i + step] for i in range(0, len(grouped), step)]
+        step = batch_size or len(plan.jobs) or 1
+        return [plan.jobs[i:i + step] for i in range(0, len(plan.jobs), step)]
 
     def _slurm_watcher(self):
         """A watcher of the sweep's pending jobs (rfig_exp.slurm), enabled under the SLURM launcher."""
