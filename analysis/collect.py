@@ -472,8 +472,10 @@ def return_measurement_md(coll: Collection) -> str:
     rows = []
     for m in return_measurement(coll):
         limit = m["time_limit"] if m["known"] else "not recorded"
-        left = (f"{m['windows_left_out']} (the first counted one ends at env_steps {m['first_counted_env_steps']:,})"
-                if m["windows_left_out"] else "none")
+        first = m["first_counted_env_steps"]
+        left = ("none" if not m["windows_left_out"] else
+                f"{m['windows_left_out']} (the first counted one ends at env_steps {first:,})" if first is not None
+                else f"{m['windows_left_out']}: every window (none ends after each env has run the time limit)")
         rows.append([env_label(m["env"]), str(limit), left])
     return ("A window's return is the mean undiscounted return of the episodes that ended in it. Until each of "
             "the parallel envs has run the env's time limit, an episode that lasts that long cannot have ended, so "
