@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from omegaconf import OmegaConf
 
@@ -72,17 +72,20 @@ def use_compile_cache(directory: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
+def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
+                   after_stall: Callable[[str], None] | None = None) -> list[dict]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
     ``command_line`` (the overrides as typed) goes into each summary; ``sweep_varies`` (the keys
-    this job's sweep varies) come first in its console prefix. Returns the summaries written
-    (empty when everything was complete already). Nothing reads ``cfg`` once its spec is built.
+    this job's sweep varies) come first in its console prefix; ``after_stall`` ends the process
+    when the watchdog finds it wedged (None: exit 75). Returns the summaries written (empty when
+    everything was complete already). Nothing reads ``cfg`` once its spec is built.
     """
-    return run_spec(build_run_spec(cfg), command_line, sweep_varies)
+    return run_spec(build_run_spec(cfg), command_line, sweep_varies, after_stall)
 
 
-def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
+def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
+             after_stall: Callable[[str], None] | None = None) -> list[dict]:
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
     env = make_env(spec.env)
@@ -116,7 +119,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
         return JobRun(spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
                       command_line, heartbeat=lambda: [lock.beat() for lock in locks.values()],
                       release=lambda: [lock.release() for lock in locks.values()],
-                      matmul_precision=getattr(spec.bonus, "matmul_precision", "n/a")).train()
+                      matmul_precision=getattr(spec.bonus, "matmul_precision", "n/a"), after_stall=after_stall).train()
     finally:
         for lock in locks.values():
             lock.release()

@@ -29,7 +29,7 @@ from rfig_exp.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
 from rfig_exp.tracking import WandbRuns
-from rfig_exp.watchdog import Watchdog
+from rfig_exp.watchdog import Watchdog, end_process
 
 log = logging.getLogger("rfig_exp")
 
@@ -57,14 +57,17 @@ class JobRun:
     """One job's seeds trained together; resumable from per-seed checkpoints.
 
     ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
-    watchdog ends the process."""
+    watchdog ends the process; ``after_stall`` ends it then (None: exit 75; a sweep's retry in a
+    sweep job, rfig_exp.retry)."""
 
     def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
                  command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
-                 release: Callable[[], Any] = lambda: None, matmul_precision: str = "n/a"):
+                 release: Callable[[], Any] = lambda: None, matmul_precision: str = "n/a",
+                 after_stall: Callable[[str], None] | None = None):
         self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, list(command_line)
         self.heartbeat, self.release, self.matmul_precision = heartbeat, release, matmul_precision
+        self.after_stall = after_stall or end_process
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
 
@@ -140,7 +143,8 @@ class JobRun:
                 compile_time = time.perf_counter() - start
                 self._describe(restored.states)
                 # the watchdog starts after compiling: a long compile is not a stall
-                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release))
+                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release,
+                                                        end=self.after_stall))
                 stack.callback(saver.close, self.tag)  # closed first, still watched: a write can hang too
                 observers = [Heartbeat(watchdog, self.heartbeat), files, guard, WandbMirror(wandb_runs), FaultPoint(),
                              saver, progress]

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp import env_options, grouping
+from rfig_exp import env_options, grouping, variants
 from rfig_exp.hydra_adapter import expand_sweep, parse_overrides
 from rfig_exp.variants import CONF_DIR
 
@@ -105,3 +105,24 @@ def compose_primary(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> Dict
         return compose("config", overrides=primary_overrides(env_options.for_primary_compose(overrides)),
                        return_hydra_config=True)
 
+
+
+SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep's primary config, in its folder (the sweeper writes it)
+
+
+def varying_keys(primary: DictConfig, overrides: Sequence[str]) -> list[str]:
+    """The keys whose value is not the same in every job of the sweep (what a job's console prefix
+    shows first), per-env options applied; the seeds and the env/bonus choices aside (the prefix
+    names them anyway)."""
+    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides))
+    return variants.varying_keys(env_options.apply_to_envs_that_have_them(expanded)[0])
+
+
+def varying_keys_of_sweep(sweep_dir: str | Path | None) -> list[str]:
+    """:func:`varying_keys` of the sweep recorded in ``sweep_dir`` (a job learns them there: its own
+    overrides cannot tell which of them the other jobs share); none without a record."""
+    record = Path(sweep_dir) / SWEEP_RECORD if sweep_dir else None
+    if record is None or not record.is_file():
+        return []
+    primary = OmegaConf.load(record)
+    return varying_keys(primary, list(OmegaConf.select(primary, "hydra.overrides.task", default=None) or []))
