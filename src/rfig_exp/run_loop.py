@@ -15,7 +15,6 @@ import logging
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jax
@@ -28,19 +27,11 @@ from rfig_exp.config import RunSpec
 from rfig_exp.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
+from rfig_exp.seed_plan import SeedPlan
 from rfig_exp.tracking import WandbRuns
 from rfig_exp.watchdog import Watchdog, end_process
 
 log = logging.getLogger("rfig_exp")
-
-
-@dataclass
-class SeedPlan:
-    seed: int
-    path: Path
-    config_yaml: str
-    action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
-    config_damaged: bool = False  # its saved config.yaml is rewritten when the run resumes
 
 
 @dataclass
