@@ -77,7 +77,7 @@ def main(cfg: DictConfig):
         varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []
         summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies, after_stall=after_stall)
         return hydra_adapter.JobOutcome(skipped=not summaries,
-                                        resumed=any(s["resumed_from_windows"] for s in summaries),
+                                        resumed=any(s.resumed_from_windows for s in summaries),
                                         stall_retries=retry.submitit_retries_used())
     except ConfigError as err:
         _fail(str(err), ExitCode.BAD_CONFIG, job.multirun)

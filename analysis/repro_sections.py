@@ -33,9 +33,9 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
     """env -> bonus -> median env steps/s of the primary methods' complete runs (one per process)."""
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in coll.runs:
-        s = r.summary or {}
-        if r.complete and r.method == r.bonus and s.get("env_steps_per_second"):
-            per[r.env][r.bonus].append(float(s["env_steps_per_second"]))
+        sps = r.summary.env_steps_per_second if r.summary else None
+        if r.complete and r.method == r.bonus and sps:
+            per[r.env][r.bonus].append(sps)
     return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
 
 

@@ -191,7 +191,8 @@ def test_estimate_uses_medians_and_separates_hosts(tmp_path):
     res = tmp_path / "results"
     for i, sps in enumerate([10_000.0, 30_000.0, 12_000.0]):
         measured(res / f"e{i}", "acrobot", "none", [0], sps=sps, compile_s=10.0 + i)
-    measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node", device="H100")
+    measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node",
+             machine={"device_kind": "H100"})
     processes, _ = estimate.collect_processes(res)
     table = estimate.estimate(processes, ["acrobot"], ["none"], 32, 1_007_616)
     assert set(table) == {"vm", "gpu-node"}

@@ -69,25 +69,22 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
             if not any_variant and not variant_is_speed_neutral(run.path.parent, variant, also_neutral):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
-            if summary.get("resumed_from_windows"):
+            assert summary is not None  # read without a problem
+            if summary.resumed_from_windows:
                 skipped["resumed runs"] += 1
                 continue
-            try:
-                process = Process(
-                    experiment=name, env=env, bonus=bonus, variant=variant, host=str(summary.get("host") or "unknown"),
-                    seeds=int(summary.get("num_seeds_in_process") or 1),
-                    steps_per_second=float(summary["env_steps_per_second"]),
-                    compile_s=float(summary.get("compile_time_s") or 0.0), env_steps=int(summary.get("env_steps") or 0),
-                    device=str(summary.get("device") or ""))
-            except (KeyError, TypeError, ValueError):
+            sps = summary.env_steps_per_second
+            if sps is None or not (sps > 0 and math.isfinite(sps)):
                 skipped["summaries without env_steps_per_second"] += 1
                 continue
-            if not (process.steps_per_second > 0 and math.isfinite(process.steps_per_second)):
-                skipped["summaries without env_steps_per_second"] += 1
-                continue
+            process = Process(
+                experiment=name, env=env, bonus=bonus, variant=variant, host=summary.host or "unknown",
+                seeds=summary.num_seeds_in_process or 1, steps_per_second=sps,
+                compile_s=summary.compile_time_s or 0.0, env_steps=summary.env_steps or 0,
+                device=summary.device or "")
             # The seeds of one process report the same timings: count the process once.
             key = (name, env, bonus, variant, process.host, process.seeds, round(process.steps_per_second, 6),
-                   round(process.compile_s, 6), summary.get("wall_time_s"))
+                   round(process.compile_s, 6), summary.wall_time_s)
             seen.setdefault(key, process)
     return list(seen.values()), dict(skipped)
 

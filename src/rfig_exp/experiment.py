@@ -36,7 +36,7 @@ def use_compile_cache(directory: str | None) -> None:
 
 
 def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
-                   after_stall: Callable[[str], None] | None = None) -> list[dict]:
+                   after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
     ``command_line`` (the overrides as typed) goes into each summary; ``sweep_varies`` (the keys
@@ -48,7 +48,7 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
 
 
 def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
-             after_stall: Callable[[str], None] | None = None) -> list[dict]:
+             after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
     env = make_env(spec.env)

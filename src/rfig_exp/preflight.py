@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-import json
 import re
 import sys
 import textwrap
@@ -336,16 +335,12 @@ def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
     from rfig_exp import results
 
     stamp = _dt.datetime.now().isoformat(timespec="seconds")
-    lines: dict[Path, list[str]] = {}
+    entries: dict[Path, list] = {}
     for job, spec in validated:
-        path = Path(spec.results_dir) / spec.experiment / results.MANIFEST
-        lines.setdefault(path, []).append(json.dumps({
-            "env": spec.env_name, "bonus": spec.bonus_name, "variant": spec.variant, "seeds": list(spec.seeds),
-            "overrides": [o for o in job], "launched_at": stamp}))
-    for path, rows in lines.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
-            f.write("\n".join(rows) + "\n")
+        entries.setdefault(Path(spec.results_dir) / spec.experiment, []).append(results.ManifestEntry(
+            spec.env_name, spec.bonus_name, spec.variant, tuple(spec.seeds), tuple(job), stamp))
+    for experiment_dir, launched in entries.items():
+        results.append_manifest(experiment_dir, launched)
 
 
 def check_slurm_request(primary: DictConfig) -> None:

@@ -110,7 +110,7 @@ class JobRun:
         return window, found
 
     # -- the loop -------------------------------------------------------------------------
-    def train(self) -> list[dict]:
+    def train(self) -> list[results.RunSummary]:
         spec = self.spec
         start = time.perf_counter()
         trainer = make_trainer(spec.train, self.env, self.bonus)
@@ -204,7 +204,7 @@ class JobRun:
 
     # -- the end --------------------------------------------------------------------------
     def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
-                wandb_runs) -> list[dict]:
+                wandb_runs) -> list[results.RunSummary]:
         spec, seeds = self.spec, self.seeds
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
@@ -223,32 +223,29 @@ class JobRun:
             if grid is not None:
                 assert visits is not None
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
-            summary = {
-                "status": "failed" if s in failures else "complete",
-                **({"failure": failures[s]} if s in failures else {}),
-                "experiment": spec.experiment, "env": spec.env_name, "bonus": spec.bonus_name,
-                "variant": spec.variant, "variant_overrides": spec.variant_overrides,
-                "seed": s, "num_seeds_in_process": len(seeds),
-                "env_steps": spec.total_env_steps, "num_windows": spec.num_windows,
-                "requested_timesteps": spec.requested_timesteps, "final_return": final_returns[s],
-                "wall_time_s": wall, "compile_time_s": compile_time, "train_time_s": train_time,
-                "checkpoints_written": saver.written, "checkpoint_wait_s": saver.wait_s,
-                "env_steps_per_second": steps_trained * len(seeds) / max(train_time, 1e-9),
-                "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
+            summary = results.RunSummary(
+                status="failed" if s in failures else "complete", failure=failures.get(s),
+                experiment=spec.experiment, env=spec.env_name, bonus=spec.bonus_name,
+                variant=spec.variant, variant_overrides=spec.variant_overrides,
+                seed=s, num_seeds_in_process=len(seeds),
+                env_steps=spec.total_env_steps, num_windows=spec.num_windows,
+                requested_timesteps=spec.requested_timesteps, final_return=final_returns[s],
+                wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
+                checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
+                env_steps_per_second=steps_trained * len(seeds) / max(train_time, 1e-9),
+                warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
                 # a window's return averages the episodes that ended in it; until each env has run
                 # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
-                "num_envs": spec.train.num_envs, "max_episode_steps": int(self.env.max_episode_steps),
-                "finished_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "resumed_from_windows": resumed_from, "overrides": self.command_line, **origin,
-                **{f"bonus_{k}": float(np.ravel(v)[i]) for k, v in described.items()},
-            }
-            if grid is not None:
-                assert visits is not None
-                summary["coverage_grid"] = grid.describe()
-                summary["final_coverage"] = float((visits[i] > 0).mean())
+                num_envs=spec.train.num_envs, max_episode_steps=int(self.env.max_episode_steps),
+                finished_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                resumed_from_windows=tuple(resumed_from), overrides=tuple(self.command_line), **origin,
+                bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
+                coverage_grid=grid.describe() if grid is not None else None,
+                final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
+            )
             results.write_summary(self.dirs[s], summary)
             checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
-            wandb_runs.finish(s, summary, failed=s in failures)
+            wandb_runs.finish(s, summary.to_json(), failed=s in failures)
             if s not in failures:
                 summaries.append(summary)
         log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",
