@@ -82,7 +82,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
         return JobRun(spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
                       command_line, heartbeat=lambda: [lock.beat() for lock in locks.values()],
                       release=lambda: [lock.release() for lock in locks.values()],
-                      matmul_precision=getattr(spec.bonus, "matmul_precision", "n/a"), after_stall=after_stall).train()
+                      after_stall=after_stall).train()
     finally:
         for lock in locks.values():
             lock.release()

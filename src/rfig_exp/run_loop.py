@@ -53,11 +53,10 @@ class JobRun:
 
     def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
                  command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
-                 release: Callable[[], Any] = lambda: None, matmul_precision: str = "n/a",
-                 after_stall: Callable[[str], None] | None = None):
+                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None):
         self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, list(command_line)
-        self.heartbeat, self.release, self.matmul_precision = heartbeat, release, matmul_precision
+        self.heartbeat, self.release = heartbeat, release
         self.after_stall = after_stall or end_process
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
@@ -128,7 +127,7 @@ class JobRun:
             guard = DivergenceGuard(self.tag)
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
-                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.matmul_precision)
+                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note)
             try:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
                 compile_time = time.perf_counter() - start
