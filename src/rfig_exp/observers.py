@@ -225,9 +225,10 @@ class ProgressLine:
 
 
 class StopSignals:
-    """SIGTERM (a scheduler's stop, ``kill``) ends training after the current window, with a
-    checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 (time limit,
-    preemption) likewise, after which submitit's own handler requeues the job.
+    """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) end training after the current
+    window, with a checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 (time
+    limit, preemption) likewise, after which submitit's own handler requeues the job. A Ctrl-C
+    while a stop is already pending quits at once (``KeyboardInterrupt``: no checkpoint waited for).
 
     ``received`` is the signal number once one came. Outside the main thread (where Python
     cannot install handlers) it does nothing."""
@@ -238,7 +239,7 @@ class StopSignals:
 
     def __enter__(self) -> "StopSignals":
         if threading.current_thread() is threading.main_thread():
-            wanted = [signal.SIGTERM] + ([signal.SIGUSR2] if os.environ.get("SUBMITIT_EXECUTOR") else [])
+            wanted = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if os.environ.get("SUBMITIT_EXECUTOR") else [])
             for signum in wanted:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -250,6 +251,11 @@ class StopSignals:
         self._previous = {}
 
     def _handle(self, signum, frame) -> None:
+        if signum == signal.SIGINT:
+            if self.received is not None:
+                raise KeyboardInterrupt
+            # os.write: a handler can run inside a print or a log call, which must not be re-entered
+            os.write(2, b"Ctrl-C: stopping after this window with a checkpoint (Ctrl-C again quits at once)\n")
         self.received = signum
 
     def hand_over(self, tag: str, window: int, stopping: int | None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import errno
 import logging
+import signal
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -182,6 +183,10 @@ class JobRun:
                 observer.on_window(window)
             if stopping is not None:
                 signals.hand_over(self.tag, w, stopping)
+                if stopping == signal.SIGINT:
+                    raise Interrupted(f"interrupted (Ctrl-C) after window {w} of {spec.num_windows}; its checkpoint "
+                                      f"is saved: relaunch the same command to resume from window {w}",
+                                      ExitCode.INTERRUPTED)
                 raise Interrupted(f"terminated (signal {stopping}) after window {w} of {spec.num_windows}; its "
                                   "checkpoint is saved: relaunch the same command to resume", 128 + stopping)
         return states, train_time
