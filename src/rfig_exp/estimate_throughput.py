@@ -100,6 +100,7 @@ class Rate:
     compile_s: float
     seeds: int
     source: str                 # where the number comes from, said in the output
+    kind: str = "measured"      # measured | measured here | extrapolated | extrapolated from another device | guessed
 
 
 def read_throughput_table(path: Path = THROUGHPUT_TABLE) -> list[dict]:
@@ -167,7 +168,7 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
             ratio = statistics.median(ratios)
             return Rate(_per_seed(base) * seeds * ratio, base["compile_s"], seeds,
                         f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
-                        f"(median over {len(ratios)} other env(s))")
+                        f"(median over {len(ratios)} other env(s))", "extrapolated")
     if _cross:
         for other_device in sorted({r["device"] for r in rows} - {device}):
             there = table_rate(rows, other_device, env, bonus, seeds, _cross=False)
@@ -184,7 +185,8 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
                 ratio = statistics.median(ratios)
                 return Rate(there.steps_per_second * ratio, there.compile_s, seeds,
                             f"{device} table, extrapolated from {other_device}: {env} {bonus} there x "
-                            f"{device}/{other_device} speed ratio {ratio:.1f} (median over {len(ratios)} env(s))")
+                            f"{device}/{other_device} speed ratio {ratio:.1f} (median over {len(ratios)} env(s))",
+                            "extrapolated from another device")
     family = [r for r in (_closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
                           for e in sorted({r["env"] for r in mine if suite(r["env"]) == suite(env)})) if r is not None]
     if not family:
@@ -192,7 +194,7 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
     return Rate(statistics.median(_per_seed(r) for r in family) * seeds,
                 statistics.median(r["compile_s"] for r in family), seeds,
                 f"{device} table, guessed: {env} never measured; {bonus}'s median speed over {len(family)} "
-                f"measured {suite(env)} env(s)")
+                f"measured {suite(env)} env(s)", "guessed")
 
 
 def measured_rate(processes: list[Process], host: str, env: str, bonus: str, seeds: int) -> Rate | None:
@@ -201,7 +203,8 @@ def measured_rate(processes: list[Process], host: str, env: str, bonus: str, see
     if not group:
         return None
     return Rate(statistics.median(p.steps_per_second for p in group), statistics.median(p.compile_s for p in group),
-                seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}")
+                seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}",
+                "measured here")
 
 
 def record_rows(results: Path, experiments: list[str], device: str, source: str,
