@@ -134,13 +134,15 @@ wandb-sync: $(STAMP)
 		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
 
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
-# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes).
+# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes): the totals
+# and one line per env; JOBS=1 adds one line per job with the source of its speed.
 SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
 	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate)
+		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
+		$(if $(JOBS),--jobs)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -116,37 +116,45 @@ def job_rows(results: Path, experiment: str, since: str | None = None) -> list[d
     jobs: dict[tuple, dict] = {}
     for run in contract.iter_runs(results, experiment):
         summary, _ = contract.read_summary(run.path)
-        if not summary or summary.get("status") != "complete" or (since and (summary.get("finished_at") or "") < since):
+        if not summary or summary.status != "complete" or (since and (summary.finished_at or "") < since):
             continue
-        key = (run.env, run.bonus, run.variant, summary.get("finished_at"), summary.get("wall_time_s"))
-        placed = summary.get("placement") or {}
+        key = (run.env, run.bonus, run.variant, summary.finished_at, summary.wall_time_s)
+        placed = summary.placement or {}
         row = jobs.setdefault(key, {
             "env": run.env, "bonus": run.bonus, "variant": run.variant, "seeds": 0,
-            "started": _started(summary), "finished_at": summary.get("finished_at"),
-            "wall_s": round(summary["wall_time_s"], 1), "compile_s": round(summary["compile_time_s"], 1),
-            "train_s": round(summary["train_time_s"], 1), "env_steps_per_s": round(summary["env_steps_per_second"]),
+            "started": _started(summary), "finished_at": summary.finished_at,
+            "wall_s": _round(summary.wall_time_s, 1), "compile_s": _round(summary.compile_time_s, 1),
+            "train_s": _round(summary.train_time_s, 1), "env_steps_per_s": _round(summary.env_steps_per_second),
             "device_memory_peak_gib": _gib(placed.get("device_memory_peak_bytes")),
             "device_memory_limit_gib": _gib(placed.get("device_memory_limit_bytes")),
-            "cores": placed.get("cores"), "resumed": bool(summary.get("resumed_from_windows")),
+            "cores": placed.get("cores"), "resumed": bool(summary.resumed_from_windows),
             "inverse_recoveries": None, "inverse_refreshes": None, "max_inverse_residual": None,
         })
         row["seeds"] += 1
         # RFIG's inverse in float32 (bonus.matmul_precision): recoveries and refreshes summed over
         # the job's seeds, its largest residual
-        for key, column in (("bonus_recoveries", "inverse_recoveries"), ("bonus_refreshes", "inverse_refreshes")):
-            if key in summary:
-                row[column] = (row[column] or 0) + summary[key]
-        if "bonus_max_inverse_residual" in summary:
-            row["max_inverse_residual"] = max(row["max_inverse_residual"] or 0.0, summary["bonus_max_inverse_residual"])
+        values = summary.bonus_values
+        for name, column in (("recoveries", "inverse_recoveries"), ("refreshes", "inverse_refreshes")):
+            if name in values:
+                row[column] = (row[column] or 0) + values[name]
+        if "max_inverse_residual" in values:
+            row["max_inverse_residual"] = max(row["max_inverse_residual"] or 0.0, values["max_inverse_residual"])
     return sorted(jobs.values(), key=lambda r: (r["started"] or "", r["env"], r["bonus"]))
 
 
-def _started(summary: dict) -> str | None:
-    try:
-        end = datetime.datetime.strptime(summary["finished_at"], "%Y-%m-%dT%H:%M:%SZ")
-    except (KeyError, TypeError, ValueError):
+def _started(summary) -> str | None:
+    """When the job started: its finish less its wall time (None when either is missing)."""
+    if summary.finished_at is None or summary.wall_time_s is None:
         return None
-    return (end - datetime.timedelta(seconds=summary["wall_time_s"])).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        end = datetime.datetime.strptime(summary.finished_at, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+    return (end - datetime.timedelta(seconds=summary.wall_time_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _round(value: float | None, digits: int | None = None) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _gib(value) -> float | None:

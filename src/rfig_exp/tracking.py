@@ -33,12 +33,6 @@ def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total
             + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
 
 
-def inverse_note(refreshes: float, recoveries: float, seed_updates: int) -> str:
-    """RFIG's precision-matrix upkeep in one window: exact refreshes (recoveries included) and
-    recoveries (an inverse so wrong it was replaced) over ``seed_updates`` = updates x seeds."""
-    return f"inverse: {int(round(refreshes))} refreshes, {int(round(recoveries))} recoveries in {seed_updates} updates"
-
-
 MAX_TAG = 64  # wandb.init refuses an empty tag or a longer one
 
 
