@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate wandb-sync clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,21 @@ gpu-wheels: $(STAMP)
 		gymnasium==1.3.0 farama-notifications==0.0.6 hydra-core==1.3.2 omegaconf==2.3.0 \
 		hydra-submitit-launcher==1.2.0 submitit==1.5.4 cloudpickle six
 	$(PY) -m pip wheel --quiet --no-deps -w .gpu-wheels antlr4-python3-runtime==4.9.3  # an sdist only
+
+# Brax on such a box (jax 0.11, Python 3.12): the same brax, MuJoCo and MJX as the CPU runs, and the
+# two pure-Python packages brax imports that the box lacks, as cp312 manylinux wheels in
+# .gpu-wheels/brax/ (about 18 MB); installed without their version pins (scripts/paper32_gpu.sh).
+gpu-wheels-brax: $(STAMP)
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		-d .gpu-wheels/brax brax==0.14.2 mujoco-core==4.0.0 mujoco-mjx==3.17.0 trimesh==5.2.0 jaxopt==0.8.5
+
+# The paper's 40 non-Brax cells at 32 seeds on a GPU box, stopped before the command's limit, the
+# finished cells' data in OUT (README: the paper at its own 32 seeds on one GPU). SWEEP=paper32_brax
+# for the sparse Brax cells; COMMIT names the tree's commit where it has no .git.
+OUT ?= gpu-out
+paper32-gpu:
+	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/paper32_gpu.sh $(OUT)
 
 # The GPU issue's numbers (precision, checkpoint cost, PureJaxRL comparison) in about 7 minutes.
 bench-gpu:
@@ -67,12 +82,17 @@ bench: $(STAMP)
 
 # Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
 # problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
-# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) from its
-# committed data; then it reports on $(RESULTS) when that folder exists.
+# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) and the
+# 32-seed grid (docs/results/paper32/, once it has data) from their committed data; then it reports
+# on $(RESULTS) when that folder exists.
 figures: $(STAMP)
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
 		echo "$(PY) -m analysis.reproduction build --readme README.md"; \
 		$(PY) -m analysis.reproduction build --readme README.md || exit $$?; fi
+	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
+		echo "$(PY) -m analysis.reproduction build --experiment paper32 ... --readme README.md"; \
+		$(PY) -m analysis.reproduction build --experiment paper32 --data docs/results/paper32/data \
+			--out docs/results/paper32 --readme README.md || exit $$?; fi
 	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
 		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
 		$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
@@ -97,21 +117,32 @@ repro: $(STAMP)
 	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
 
 repro-publish: $(STAMP)
-	$(PY) -m analysis.reproduction export --results $(RESULTS)
+	$(PY) -m analysis.reproduction export --results $(RESULTS) --complete-cells
 	$(PY) -m analysis.reproduction build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
 	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
 
+# Upload the offline wandb runs of EXPERIMENT (default: every experiment) with `wandb sync`, skipping
+# those wandb marked uploaded and seeds still training; DRY_RUN=1 lists them and the command.
+# WANDB_SYNC replaces the uploader (it gets the run folders as its last arguments).
+WANDB_SYNC ?=
+DRY_RUN ?=
+wandb-sync: $(STAMP)
+	$(PY) -m rfig_exp.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
+
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
-# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes).
+# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes): the totals
+# and one line per env; JOBS=1 adds one line per job with the source of its speed.
 SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
 	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate)
+		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
+		$(if $(JOBS),--jobs)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -22,7 +22,6 @@ import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from rfig_exp.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
-from rfig_exp.variants import SWEEP_VARIES_ENV  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
 
@@ -64,19 +63,21 @@ def main(cfg: DictConfig):
             from rfig_exp.placement import place_job
 
             log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
-                               cores_per_job=spec.placement.cores_per_job,
+                               cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
                                gpus=None if spec.placement.gpus is None else list(spec.placement.gpus)))
-        if job.multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # in-process jobs: the sweeper re-executes
-            from rfig_exp import watchdog
-
-            watchdog.stall_action = retry.submitit_stall_action(
+        after_stall = None  # a stalled single run ends with exit 75; a sweep job's sweep retries it
+        if job.multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # a task of its own: it requeues itself
+            after_stall = retry.submitit_stall_action(
                 spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error))
+        elif job.multirun:  # in the sweep's process: the sweep is re-executed
+            after_stall = retry.in_process_stall_action(job.sweep_dir or ".", job.index)
         from rfig_exp.experiment import run_spec
+        from rfig_exp.sweep_plan import varying_keys_of_sweep
 
-        varies = os.environ.get(SWEEP_VARIES_ENV, "").split() if job.multirun else []
-        summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies)
+        varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []
+        summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies, after_stall=after_stall)
         return hydra_adapter.JobOutcome(skipped=not summaries,
-                                        resumed=any(s["resumed_from_windows"] for s in summaries),
+                                        resumed=any(s.resumed_from_windows for s in summaries),
                                         stall_retries=retry.submitit_retries_used())
     except ConfigError as err:
         _fail(str(err), ExitCode.BAD_CONFIG, job.multirun)
@@ -111,9 +112,6 @@ def cli(argv: list[str]) -> None:
         print("interrupted before any job started", file=sys.stderr)
         sys.exit(ExitCode.INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
-        from rfig_exp import retry
-
-        retry.set_command(argv)  # what the sweeper re-executes to retry a stalled in-process job
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
         from rfig_exp.env_options import for_primary_compose
 

@@ -153,9 +153,9 @@ def reference_grid(runs: list[Run]) -> tuple[np.ndarray, str | None]:
 def time_limit_and_envs(run: Run) -> tuple[int | None, int | None]:
     """The env's episode time limit and the number of parallel envs of a run (None where it did
     not record them: summaries before these fields existed)."""
-    s = run.summary or {}
+    s = run.summary
     agent = (run.config or {}).get("agent") or {}
-    limit, envs = s.get("max_episode_steps"), s.get("num_envs") or agent.get("num_envs")
+    limit, envs = (s.max_episode_steps if s else None), (s.num_envs if s else None) or agent.get("num_envs")
     return (int(limit) if limit else None), (int(envs) if envs else None)
 
 
@@ -217,9 +217,9 @@ def align_run(run: Run, ref: np.ndarray, keep_failed: bool, issues: list[Issue])
         missing = absent & (ref < last_own)
     if run.complete and run.summary and len(steps) >= 2:
         # metrics.csv can stop early while summary.json says the run finished.
-        total = run.summary.get("env_steps")
+        total = run.summary.env_steps
         step = int(np.median(np.diff(steps)))
-        if isinstance(total, (int, float)) and total > steps[-1] + step and not missing.any():
+        if total is not None and total > steps[-1] + step and not missing.any():
             issues.append(Issue("missing_windows", "warning" if keep_failed else "error", env, bonus, seed,
                                 f"metrics.csv ends at env_steps {steps[-1]} but summary.json reports {int(total)}",
                                 handling))

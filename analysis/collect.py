@@ -425,7 +425,7 @@ def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
             seeds, vals = scores[r.env][r.method]
             hit = np.nonzero(seeds == r.seed)[0]
             fs = float(vals[hit[0]]) if len(hit) else np.nan
-        s = r.summary or {}
+        s = r.summary
         rows.append({
             "env": r.env, "bonus": r.bonus, "variant": r.variant, "method": r.method, "label": coll.label(r.method),
             "seed": r.seed,
@@ -438,8 +438,8 @@ def runs_table(coll: Collection, last_k: int = 1) -> pd.DataFrame:
             "failed_windows": c.n_failed_windows if c else 0,
             "missing_windows": c.n_missing_windows if c else 0,
             "interpolated": bool(c and c.interpolated),
-            "env_steps": s.get("env_steps"), "env_steps_per_second": s.get("env_steps_per_second"),
-            "wall_time_s": s.get("wall_time_s"), "compile_time_s": s.get("compile_time_s"),
+            "env_steps": s and s.env_steps, "env_steps_per_second": s and s.env_steps_per_second,
+            "wall_time_s": s and s.wall_time_s, "compile_time_s": s and s.compile_time_s,
             "path": str(r.path),
         })
     return pd.DataFrame(rows)
@@ -472,8 +472,10 @@ def return_measurement_md(coll: Collection) -> str:
     rows = []
     for m in return_measurement(coll):
         limit = m["time_limit"] if m["known"] else "not recorded"
-        left = (f"{m['windows_left_out']} (the first counted one ends at env_steps {m['first_counted_env_steps']:,})"
-                if m["windows_left_out"] else "none")
+        first = m["first_counted_env_steps"]
+        left = ("none" if not m["windows_left_out"] else
+                f"{m['windows_left_out']} (the first counted one ends at env_steps {first:,})" if first is not None
+                else f"{m['windows_left_out']}: every window (none ends after each env has run the time limit)")
         rows.append([env_label(m["env"]), str(limit), left])
     return ("A window's return is the mean undiscounted return of the episodes that ended in it. Until each of "
             "the parallel envs has run the env's time limit, an episode that lasts that long cannot have ended, so "

@@ -77,9 +77,13 @@ class StoredRun:
         return (self.record.get("summary") or {}).get("status") == "complete"
 
     def same_numbers(self, other: StoredRun) -> bool:
-        """The same metrics rows, summary and visits (config and origin aside: they say where the
-        numbers came from, not what they are)."""
-        if self.rows != other.rows or self.record.get("summary") != other.record.get("summary"):
+        """The same metrics rows and visits, and the same value for every summary field both have
+        (config and origin aside: they say where the numbers came from, not what they are; a field
+        only one has was added to the record later, e.g. a time limit filled in for old runs)."""
+        mine, theirs = self.record.get("summary"), other.record.get("summary")
+        if self.rows != other.rows or (mine is None) != (theirs is None):
+            return False
+        if mine is not None and any(mine[k] != theirs[k] for k in mine.keys() & theirs.keys()):
             return False
         if (self.visits is None) != (other.visits is None):
             return False

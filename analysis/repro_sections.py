@@ -33,9 +33,9 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
     """env -> bonus -> median env steps/s of the primary methods' complete runs (one per process)."""
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in coll.runs:
-        s = r.summary or {}
-        if r.complete and r.method == r.bonus and s.get("env_steps_per_second"):
-            per[r.env][r.bonus].append(float(s["env_steps_per_second"]))
+        sps = r.summary.env_steps_per_second if r.summary else None
+        if r.complete and r.method == r.bonus and sps:
+            per[r.env][r.bonus].append(sps)
     return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
 
 
@@ -149,8 +149,8 @@ def deepsea_depth(coll: Collection, sizes: dict[int, str], methods: list[str]) -
                 continue
             firsts = first_solved_steps(coll, env, m, threshold)
             runs = [r for r in coll.runs if r.env == env and r.method == m and r.complete and r.summary]
-            sps = [float(r.summary["env_steps_per_second"]) for r in runs if r.summary.get("env_steps_per_second")]
-            wall = [float(r.summary["wall_time_s"]) for r in runs if r.summary.get("wall_time_s")]
+            sps = [r.summary.env_steps_per_second for r in runs if r.summary.env_steps_per_second]
+            wall = [r.summary.wall_time_s for r in runs if r.summary.wall_time_s]
             out[(size, m)] = {"solved": k, "n": n, "first": float(np.median(firsts)) if firsts else None,
                               "sps": float(np.median(sps)) if sps else None,
                               "wall_min": float(np.median(wall)) / 60 if wall else None}

@@ -31,8 +31,9 @@ from pathlib import Path
 
 from .aggregate import compute_aggregates
 from .claims import claims_table
-from .collect import AnalysisError, Collection, collect, find_experiments
+from .collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
 from .names import env_label, method_label, sort_methods, split_task
+from .repro_cells import compare_claims, missing_md, origins_md
 from .repro_data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
 from .repro_sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
@@ -41,6 +42,12 @@ from .registry import ReportOptions
 from .tables import render_markdown
 
 MAIN = "repro"
+# The sweep presets whose cells each grid's report expects (the rest: analysis.repro_cells).
+EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
+                    "paper32": ["paper32", "paper32_brax"]}
+# Another report whose verdicts a grid's claims table shows beside its own.
+COMPARE_WITH = {"paper32": (Path(__file__).resolve().parents[1] / "docs/results/repro/claims.json",
+                            "8 seeds on the CPU (docs/results/repro)")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggregate_intervals", "aggregate_curve",
                      "probability_of_improvement", "method_comparison", "coverage_curves", "visit_maps",
@@ -48,7 +55,11 @@ STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggre
 CURVES = "main/curves.png"
 
 
-def _claims_md(claims) -> str:
+def _claims_md(claims, compared: tuple[Path, str] | None = None) -> str:
+    beside = compare_claims(claims, *compared) if compared else None
+    if beside is not None:
+        return render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {compared[1]}"], beside,
+                               align="llll")
     rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.detail] for c in claims]
     return render_markdown(["Claim (paper)", "Measured as", "Value [95% CI]", "Verdict", "Details"], rows,
                            align="lllll")
@@ -165,13 +176,21 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
-    parts["provenance"] = _provenance_md(meta, stage_costs(read_data(data_dir)), parts["main"].envs)
-    index.write_text(_index_md(parts, theory_section(data_dir, out), out))
+    stored = read_data(data_dir)
+    parts["provenance"] = _provenance_md(meta, stage_costs(stored), parts["main"].envs)
+    parts["missing"] = missing_md(stored, experiment, EXPECTED_PRESETS.get(experiment, [experiment]))
+    parts["origins"] = origins_md(stored, experiment)
+    parts["compared"] = COMPARE_WITH.get(experiment)
+    index.write_text(_index_md(parts, theory_section(data_dir, out) if (data_dir / "theory.csv").is_file() else "",
+                               out))
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
     claims = parts["claims"]
-    verdicts = render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict"],
-                               [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll")
+    beside = compare_claims(claims, *parts["compared"]) if parts["compared"] else None
+    verdicts = (render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {parts['compared'][1]}"],
+                                beside, align="llll") if beside is not None else
+                render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict"],
+                                [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll"))
     (out / "summary.md").write_text(
         f"![learning curves]({out.as_posix()}/{CURVES})\n\n"
         + (table.read_text() if table.is_file() else "") + "\n" + verdicts)
@@ -191,7 +210,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dic
     measured_speed = speed(main)
     claims = claims_table(main, agg, reps=reps, seed=seed, speed=measured_speed)
 
-    deep_md, deep_runs = "No DeepSea runs.", []
+    deep_md, deep_runs = "", []
     if any(r.env_folder == "deepsea" for r in main.runs) or (tree / experiment / "deepsea").is_dir():
         deep = collect(tree, experiment, envs=["deepsea"])
         build_report(deep, out / "deepsea", opts, only=["data", "curves", "final_scores", "coverage_curves",
@@ -199,7 +218,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dic
         deep_md, _ = deepsea_scaling(deep, out)
         deep_runs = deep.runs
 
-    sens_md, sens_summary, sens_runs = "Not run.", {}, []
+    sens_md, sens_summary, sens_runs = "", {}, []
     if SENS in have:
         sens = collect(tree, SENS)
         build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
@@ -220,6 +239,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     main = parts["main"]
     problems = [i for i in main.issues if i.severity == "error"]
     n_seeds = sorted({c.seed for c in main.curves() if c.scored})
+    scores = out / "main" / "final_scores_iqm.md"
     lines = [
         "# Reproduction: the paper's figure and table from our own runs",
         "",
@@ -228,6 +248,16 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "",
         parts["provenance"],
         "",
+        "<details><summary>Which commit, machine and jax version made each cell</summary>",
+        "",
+        parts["origins"],
+        "",
+        "</details>",
+        "",
+        "## Cells still missing",
+        "",
+        parts["missing"],
+        "",
         "## Learning curves (the paper's figure)",
         "",
         f"![learning curves]({CURVES})",
@@ -235,44 +265,37 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         f"*Episode return, interquartile mean over {len(n_seeds)} seeds with the 25-75th percentile band, every "
         "bonus at the paper's settings (`conf/`). Full standard report: [main/index.md](main/index.md).*",
         "",
+        "## How the return is measured",
+        "",
+        return_measurement_md(main),
+        "",
         "## Final scores (the paper's table)",
         "",
-        (out / "main" / "final_scores_iqm.md").read_text() if (out / "main" / "final_scores_iqm.md").is_file() else "",
+        scores.read_text() if scores.is_file() else "",
         "*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds; bold: the best "
         "whose CI overlaps no other.*",
         "",
         "## Every claim, with a verdict",
         "",
-        _claims_md(parts["claims"]),
+        _claims_md(parts["claims"], parts.get("compared")),
         "",
         "Verdicts from 95% intervals over seeds (`analysis/claims.py` says each rule). *Inconclusive at this n* means "
         "the interval contains the no-difference value: more seeds (the paper's 32: `sweep=paper`) could decide it.",
         "",
-        "## Throughput (env steps/s, 8 vmapped seeds, one CPU core per job)",
+        "## Throughput (env steps/s over the vmapped seeds of each job; the machines are in the table above)",
         "",
         _speed_md(parts["speed"], main),
         "",
-        "## Deep exploration: DeepSea scaling",
-        "",
-        parts["deep_md"],
-        "",
-        "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).",
-        "",
-        "## Sensitivity, measured",
-        "",
-        parts["sens_md"],
-        "",
-        "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).",
-        "",
-        "## Theory: RFF information gain against the exact GP",
-        "",
-        theory_md,
-        "",
-        "## Data problems",
-        "",
-        _problems_md(problems),
-        "",
     ]
+    if parts["deep_md"]:
+        lines += ["## Deep exploration: DeepSea scaling", "", parts["deep_md"], "",
+                  "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
+    if parts["sens_md"]:
+        lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
+                  "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
+    if theory_md:
+        lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
+    lines += ["## Data problems", "", _problems_md(problems), ""]
     return "\n".join(lines)
 
 
@@ -298,14 +321,23 @@ README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.reprod
 README_END = "<!-- end of reproduction summary -->"
 
 
-def update_readme(readme: Path, summary: str) -> bool:
+def readme_markers(experiment: str = MAIN) -> tuple[str, str]:
+    """The README markers between which a grid's summary goes (the reproduction's, or one per grid)."""
+    if experiment == MAIN:
+        return README_BEGIN, README_END
+    return (f"<!-- {experiment} summary: written by `python -m analysis.reproduction build --experiment {experiment} "
+            "--readme README.md` -->", f"<!-- end of {experiment} summary -->")
+
+
+def update_readme(readme: Path, summary: str, experiment: str = MAIN) -> bool:
     """Replace the text between the README's markers with ``summary``; False when it has no markers."""
+    begin, end = readme_markers(experiment)
     text = readme.read_text()
-    if README_BEGIN not in text or README_END not in text:
+    if begin not in text or end not in text:
         return False
-    head, rest = text.split(README_BEGIN, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_BEGIN}\n{summary.strip()}\n{README_END}{tail}")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{begin}\n{summary.strip()}\n{end}{tail}")
     return True
 
 
@@ -353,8 +385,9 @@ def main(argv: list[str] | None = None) -> int:
             index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
             print(f"report: {index}")
             if args.readme is not None:
-                if not update_readme(args.readme, (args.out / "summary.md").read_text()):
-                    raise AnalysisError(f"{args.readme} has no reproduction markers ({README_BEGIN} ... {README_END})")
+                if not update_readme(args.readme, (args.out / "summary.md").read_text(), args.experiment):
+                    begin, end = readme_markers(args.experiment)
+                    raise AnalysisError(f"{args.readme} has no markers for {args.experiment} ({begin} ... {end})")
                 print(f"summary written into {args.readme}")
     except AnalysisError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from rfig_exp import results
+from rfig_exp.results import RunSummary
 from rfig_exp.variants import BASE, format_value
 
 from .issues import Issue
@@ -35,7 +36,7 @@ class Run:
     seed: int
     path: Path
     complete: bool
-    summary: dict | None = None
+    summary: RunSummary | None = None
     config: dict | None = None
     metrics: pd.DataFrame | None = None
     load_error: str | None = None
@@ -189,10 +190,11 @@ def parse_variant_name(name: str) -> dict | None:
 
 
 def summary_identity(run: Run, issues: list[Issue]) -> None:
-    s = run.summary or {}
+    s = run.summary
     expected = {"env": run.env_folder or run.env, "bonus": run.bonus, "seed": run.seed, "experiment": run.experiment,
                 "variant": run.variant_folder or run.variant}
-    diffs = [f"{k}={s[k]!r}" for k, v in expected.items() if k in s and s[k] != v]
+    said = {k: getattr(s, k) for k in expected} if s else {}
+    diffs = [f"{k}={said[k]!r}" for k, v in expected.items() if said.get(k) is not None and said[k] != v]
     if diffs:
         issues.append(Issue("mismatch", "warning", run.env, run.bonus, run.seed,
                             "summary.json says " + ", ".join(diffs), "the directory path is trusted", run.variant))
@@ -208,8 +210,8 @@ def resolve_variant_overrides(runs: list[Run], issues: list[Issue]) -> None:
     for folder, rs in by_dir.items():
         r0 = rs[0]
         overrides, problem = read_variant_overrides(folder)
-        from_summary = [r.summary["variant_overrides"] for r in rs
-                        if r.summary and isinstance(r.summary.get("variant_overrides"), dict)]
+        from_summary = [r.summary.variant_overrides for r in rs
+                        if r.summary and r.summary.variant_overrides is not None]
         source = results.VARIANT
         if overrides is None:
             if from_summary:

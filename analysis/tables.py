@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rfig_exp.results import RunSummary
+
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table
 from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key, method_label, sort_methods
@@ -238,13 +240,13 @@ def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
 def _speed_stats(coll: Collection) -> dict[str, dict[str, float]]:
     """method -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps), "compile": median s}.
     PPO = the primary method of bonus none."""
-    per: dict[tuple[str, str], list[dict]] = {}
+    per: dict[tuple[str, str], list[RunSummary]] = {}
     for r in coll.runs:
         if r.complete and r.summary and r.env in coll.env_data and r.method in coll.methods:
             per.setdefault((r.env, r.method), []).append(r.summary)
 
     def med(key, sums):
-        vals = [float(s[key]) for s in sums if isinstance(s.get(key), (int, float)) and math.isfinite(s[key])]
+        vals = [v for v in (getattr(s, key) for s in sums) if v is not None and math.isfinite(v)]
         return float(np.median(vals)) if vals else float("nan")
 
     out = {}

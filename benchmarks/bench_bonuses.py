@@ -35,9 +35,9 @@ import jax.numpy as jnp  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from bench_throughput import build  # noqa: E402
-from rfig_exp.agents.ppo.train import _random_actions  # noqa: E402
 from rfig_exp.bonuses import BonusBatch, bonus_names, make_bonus, parse_bonus  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+from rfig_exp.envs.base import random_actions  # noqa: E402
 
 NUM_STEPS, NUM_ENVS = 128, 32
 
@@ -80,7 +80,7 @@ def random_policy_batch(env, key, seeds):
         def step(carry, k):
             env_state, obs = carry
             k_act, k_env = jax.random.split(k)
-            action = _random_actions(k_act, env.action_space, NUM_ENVS)
+            action = random_actions(k_act, env.action_space, NUM_ENVS)
             out = v_step(jax.random.split(k_env, NUM_ENVS), env_state, action)
             return (out.state, out.obs), (obs, action, out.final_obs, out.terminated, out.truncated)
 

@@ -47,7 +47,7 @@ def job_state(cfg: dict, results: Path, commit: str) -> str:
         if not contract.is_complete(path):
             return "missing"
         summary, _ = contract.read_summary(path)
-        made = str(((summary or {}).get("versions") or {}).get("git_commit") or "")
+        made = str(((summary.versions if summary else None) or {}).get("git_commit") or "")
         states.add("made" if made.startswith(commit) else "earlier")
     return "made" if states == {"made"} else "earlier"
 

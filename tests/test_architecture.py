@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
             "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
             "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
-            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names"]
+            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
+            "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.seed_plan"]
 
 
 def _python(code: str) -> list[str]:
@@ -78,3 +79,14 @@ def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
     out = _python("import hydra; hydra.__version__ = '1.4.0'\n"
                   "try:\n    import rfig_exp.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
     assert len(out) == 1 and "needs hydra-core 1.3.x" in out[0] and "found 1.4.0" in out[0], out
+
+
+def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
+    """A sweep of gymnax envs makes its envs (gymnax, hence JAX) and nothing of the training: no
+    run loop, no agent, no bonus module, no other suite."""
+    code = ("from rfig_exp.preflight import preflight\n"
+            f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
+            "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run_loop',\n"
+            "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig',\n"
+            "      'rfig_exp.bonuses.rnd') if m in sys.modules))")
+    assert _python(code)[-1] == "['gymnax']"

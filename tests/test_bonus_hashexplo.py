@@ -1,44 +1,27 @@
 """The #Exploration (AE-SimHash) bonus: hashing and counting against a Python dict of hash
 codes, count-min bounds, and the autoencoder step against a float64 numpy backprop."""
 
-import csv
-import json
 from collections import Counter
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
+from bonus_fixtures import (assert_init_needs_no_lapack, batch_of, bonus_config, end_to_end, in_agent_order,
+                            make_test_bonus)
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
-from rfig_exp.experiment import run_experiment
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "bonus" / "hashexplo.yaml"
 T, B, OBS = 8, 16, (3,)
 N = T * B
 SMALL = dict(hidden=[16, 16], code_dim=12, hash_bits=10)
 
 
-def hash_cfg(**overrides):
-    base = OmegaConf.to_container(OmegaConf.load(CONF))
-    base.update(overrides)
-    return OmegaConf.create(base)
-
-
 def make(**overrides):
-    return make_bonus(parse_bonus(hash_cfg(**overrides), T * B), OBS, DiscreteSpace(2))
-
-
-def batch_of(next_obs):
-    zeros = jnp.zeros(next_obs.shape[:2], bool)
-    return BonusBatch(obs=next_obs, actions=jnp.zeros(next_obs.shape[:2], jnp.int32), next_obs=next_obs,
-                      terminated=zeros, truncated=zeros)
+    return make_test_bonus("hashexplo", OBS, DiscreteSpace(2), (T, B), **overrides)
 
 
 def as_batch(states):
@@ -76,7 +59,7 @@ def test_shapes_and_finiteness():
 def test_exact_counts_on_a_hand_made_batch_match_a_dict_of_hash_codes():
     bonus, hp = make(hidden=[32, 32])
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
-    primes = tuple(hash_cfg().table_sizes)
+    primes = tuple(bonus_config("hashexplo").table_sizes)
     reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
     rng = np.random.default_rng(0)
     counts = Counter()
@@ -188,14 +171,7 @@ def test_reward_uses_the_pre_update_model_and_agent_order():
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     batch = as_batch(np.random.default_rng(4).normal(size=(N,) + OBS))
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
-
-    @jax.jit
-    def agent_order(state, key):  # what train.py does: reward, then update, on the same state
-        r, _ = bonus.reward(state, batch, hp)
-        new_state, _ = bonus.update(state, batch, key, hp)
-        return r, new_state
-
-    r, new_state = agent_order(state, jax.random.PRNGKey(1))
+    r, new_state = in_agent_order(bonus, state, batch, jax.random.PRNGKey(1), hp)
     np.testing.assert_array_equal(np.asarray(r), np.asarray(alone))
     after, _ = jax.jit(bonus.reward)(new_state, batch, hp)
     assert float(after.mean()) < float(alone.mean())   # the batch is now counted twice
@@ -241,12 +217,7 @@ def test_jit_and_vmap_over_seeds_match_each_seed_alone():
 
 
 def test_vmapped_init_needs_no_lapack():
-    # A LAPACK QR (orthogonal init) vmapped over 8 seeds inside the agent's jitted init wedged
-    # XLA's CPU runtime (see nets.mlp_init): the bonus's init must compile to plain kernels.
-    bonus, hp = make()
-    keys = jax.random.split(jax.random.PRNGKey(0), 8)
-    hlo = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None))).lower(keys, jnp.zeros((4,) + OBS), hp).as_text()
-    assert "lapack" not in hlo.lower() and "geqrf" not in hlo.lower()
+    assert_init_needs_no_lapack(*make(), OBS)
 
 
 @pytest.mark.parametrize("key,value,match", [
@@ -271,16 +242,8 @@ def test_bad_config_names_the_key(key, value, match):
 
 
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
-    cfg = tiny_config("env=mountaincar", "bonus=hashexplo", f"results_dir={tmp_path}")
-    (summary,) = run_experiment(cfg)
-    # The run directory may hold a variant level (hyperparameters that differ from the defaults).
-    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "hashexplo").glob("**/seed_0/summary.json")]
-    on_disk = json.loads((run / "summary.json").read_text())
-    assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
-    assert on_disk["bonus_counted_states"] == 256  # every s' of both batches counted once
-    assert 1 <= on_disk["bonus_occupied_buckets"] <= 256
-    with open(run / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 2
+    summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo")
+    assert summary["bonus_counted_states"] == 256  # every s' of both batches counted once
+    assert 1 <= summary["bonus_occupied_buckets"] <= 256
     for row in rows:
         assert 0 < float(row["intrinsic_reward"]) <= 1 and np.isfinite(float(row["bonus/ae_loss"]))

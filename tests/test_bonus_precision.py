@@ -14,27 +14,23 @@ they keep the process default, like the PPO networks.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
+from bonus_fixtures import make_test_bonus
 from tf32_emulation import tf32
 
-from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
+from rfig_exp.bonuses import BonusBatch
 from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs.base import DiscreteSpace
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 T, B, OBS, ACTIONS = 128, 32, (2,), 3
 
 
 def make(name, **overrides):
-    cfg = OmegaConf.to_container(OmegaConf.load(CONF / "bonus" / f"{name}.yaml"))
-    cfg.update(overrides)
-    return make_bonus(parse_bonus(cfg, T * B), OBS, DiscreteSpace(ACTIONS))
+    return make_test_bonus(name, OBS, DiscreteSpace(ACTIONS), (T, B), **overrides)
 
 
 def batch(seed, spread=1.0):

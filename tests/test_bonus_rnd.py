@@ -1,41 +1,22 @@
 """The RND bonus against a float64 numpy reference (forward, backward and Adam by hand)."""
 
-import csv
-import json
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
+from bonus_fixtures import assert_init_needs_no_lapack, batch_of, end_to_end, in_agent_order, make_test_bonus
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
-from rfig_exp.experiment import run_experiment
 from rfig_exp.shuffle import subsample as draw_indices
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "bonus" / "rnd.yaml"
 T, B, OBS = 8, 16, (3,)
 TINY_NET = dict(hidden=[16, 16], embedding_dim=8)
 
 
-def rnd_cfg(**overrides):
-    base = OmegaConf.to_container(OmegaConf.load(CONF))
-    base.update(overrides)
-    return OmegaConf.create(base)
-
-
 def make(**overrides):
-    return make_bonus(parse_bonus(rnd_cfg(**overrides), T * B), OBS, DiscreteSpace(2))
-
-
-def batch_of(next_obs):
-    zeros = jnp.zeros(next_obs.shape[:2], bool)
-    return BonusBatch(obs=next_obs, actions=jnp.zeros(next_obs.shape[:2], jnp.int32), next_obs=next_obs,
-                      terminated=zeros, truncated=zeros)
+    return make_test_bonus("rnd", OBS, DiscreteSpace(2), (T, B), **overrides)
 
 
 def random_states(seed, shift=0.0):
@@ -116,14 +97,7 @@ def test_reward_uses_the_pre_update_predictor_and_agent_order():
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     batch = batch_of(random_states(1))
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
-
-    @jax.jit
-    def agent_order(state, key):  # what train.py does: reward, then update, on the same state
-        r, _ = bonus.reward(state, batch, hp)
-        new_state, _ = bonus.update(state, batch, key, hp)
-        return r, new_state
-
-    r, new_state = agent_order(state, jax.random.PRNGKey(2))
+    r, new_state = in_agent_order(bonus, state, batch, jax.random.PRNGKey(2), hp)
     np.testing.assert_allclose(np.asarray(r), np.asarray(alone), rtol=1e-5)
     after, _ = jax.jit(bonus.reward)(new_state, batch, hp)
     assert not np.allclose(np.asarray(after), np.asarray(alone))
@@ -165,12 +139,7 @@ def test_jit_and_vmap_over_seeds_match_each_seed_alone():
 
 
 def test_vmapped_init_needs_no_lapack():
-    # A LAPACK QR (orthogonal init) vmapped over 8 seeds inside the agent's jitted init wedged
-    # XLA's CPU runtime (see nets.mlp_init): the bonus's init must compile to plain kernels.
-    bonus, hp = make()
-    keys = jax.random.split(jax.random.PRNGKey(0), 8)
-    hlo = jax.jit(jax.vmap(bonus.init, in_axes=(0, None, None))).lower(keys, jnp.zeros((4,) + OBS), hp).as_text()
-    assert "lapack" not in hlo.lower() and "geqrf" not in hlo.lower()
+    assert_init_needs_no_lapack(*make(), OBS)
 
 
 @pytest.mark.parametrize("key,value,match", [
@@ -191,14 +160,6 @@ def test_bad_config_names_the_key(key, value, match):
 
 
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
-    cfg = tiny_config("env=mountaincar", "bonus=rnd", f"results_dir={tmp_path}")
-    (summary,) = run_experiment(cfg)
-    # The run directory may hold a variant level (hyperparameters that differ from the defaults).
-    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "rnd").glob("**/seed_0/summary.json")]
-    on_disk = json.loads((run / "summary.json").read_text())
-    assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
-    with open(run / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 2
+    _, rows = end_to_end(tiny_config, tmp_path, "rnd")
     for row in rows:
         assert float(row["intrinsic_reward"]) > 0 and np.isfinite(float(row["bonus/predictor_loss"]))

@@ -2,38 +2,27 @@
 diagonal-Hessian information gain against the exact KL of the one-step posterior, learning
 behaviour, jit/vmap over seeds, validation, and one end-to-end run."""
 
-import csv
-import json
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
-from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
+from bonus_fixtures import end_to_end, in_agent_order, make_test_bonus
+from rfig_exp.bonuses import BonusBatch
 from rfig_exp.bonuses.base import action_features
 from rfig_exp.bonuses.bnn import information_gain, kl_to_prior, sample_noise, softplus_inverse
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 from rfig_exp.errors import ConfigError
-from rfig_exp.experiment import run_experiment
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 
 T, B, OBS, ACTIONS = 8, 16, (3,), 2
 SMALL = dict(hidden=[16, 16])
 
 
-def vime_cfg(**overrides):
-    base = OmegaConf.to_container(OmegaConf.load(CONF / "bonus" / "vime.yaml"))
-    base.update(overrides)
-    return OmegaConf.create(base)
-
-
 def make(space=DiscreteSpace(ACTIONS), **overrides):
-    return make_bonus(parse_bonus(vime_cfg(**overrides), T * B), OBS, space)
+    return make_test_bonus("vime", OBS, space, (T, B), **overrides)
 
 
 def transitions(seed, center=0.0, scale=0.3):
@@ -199,14 +188,7 @@ def test_reward_uses_the_pre_update_model_and_agent_order():
     x, y = model_io(batch)
     expected = jax.jit(information_gain)(state.params, [sample_noise(state.key, state.params["mu"])], x, y, hp)
     np.testing.assert_allclose(np.asarray(alone).reshape(-1), np.asarray(expected), rtol=1e-5)
-
-    @jax.jit
-    def agent_order(state, key):  # what train.py does: reward, then update, on the same state
-        r, _ = bonus.reward(state, batch, hp)
-        new_state, _ = bonus.update(state, batch, key, hp)
-        return r, new_state
-
-    r, new_state = agent_order(state, jax.random.PRNGKey(2))
+    r, new_state = in_agent_order(bonus, state, batch, jax.random.PRNGKey(2), hp)
     np.testing.assert_allclose(np.asarray(r), np.asarray(alone), rtol=1e-5)
     # The next reward draws new noise from the update's key and sees the updated posterior.
     np.testing.assert_array_equal(np.asarray(new_state.key), np.asarray(jax.random.PRNGKey(2)))
@@ -334,15 +316,8 @@ def test_zero_kl_weight_is_allowed():
 
 
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
-    cfg = tiny_config("env=mountaincar", "bonus=vime", "bonus.hidden=[32,32]", f"results_dir={tmp_path}")
-    (summary,) = run_experiment(cfg)
-    (run,) = [p.parent for p in (tmp_path / "default" / "mountaincar" / "vime").glob("**/seed_0/summary.json")]
-    on_disk = json.loads((run / "summary.json").read_text())
-    assert on_disk["status"] == "complete" and on_disk["env_steps"] == 256
-    assert on_disk["bonus_model_updates"] == 256 // (4 * 16)
-    with open(run / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 2
+    summary, rows = end_to_end(tiny_config, tmp_path, "vime", "bonus.hidden=[32,32]")
+    assert summary["bonus_model_updates"] == 256 // (4 * 16)
     for row in rows:
         assert float(row["intrinsic_reward"]) > 0 and np.isfinite(float(row["bonus/dynamics_nll"]))
         assert float(row["bonus/nonfinite_fraction"]) == 0.0

@@ -43,7 +43,7 @@ def test_a_damaged_checkpoint_makes_the_run_start_afresh_and_still_complete(tiny
     checkpoint.save(run, 1, [np.zeros(1)], {}, keep=2)
     (run / "checkpoint" / "window_1.npz").write_bytes(b"garbage")
     (summary,) = run_experiment(cfg)
-    assert "unusable" in caplog.text and summary["resumed_from_windows"] == []
+    assert "unusable" in caplog.text and summary.resumed_from_windows == ()
     assert (run / "metrics.csv").read_text().splitlines()[1:] != [] and \
         [r.split(",")[0] for r in (run / "metrics.csv").read_text().splitlines()] == \
         [r.split(",")[0] for r in reference.splitlines()]
@@ -79,7 +79,7 @@ def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatc
     run = find_run(tmp_path, "cartpole", "none")
     first_id = json.loads((run / "checkpoint" / "window_2.json").read_text())["extra"]["wandb_id"]
     (summary,) = run_experiment(cfg)
-    assert summary["resumed_from_windows"] == [2]
+    assert summary.resumed_from_windows == (2,)
     offline = sorted((run / "wandb").glob("offline-run-*"))
     assert offline and all(p.name.endswith(first_id) for p in offline), [p.name for p in offline]
 
@@ -135,8 +135,8 @@ def _count_saves(monkeypatch):
 def test_a_short_run_at_the_default_cadence_writes_no_checkpoint(tiny_config, tmp_path, monkeypatch):
     calls = _count_saves(monkeypatch)
     (summary,) = run_experiment(tiny_config("env=cartpole", "bonus=none", f"results_dir={tmp_path}"))
-    assert summary["status"] == "complete" and calls == []  # every 300 s: a short run writes none
-    assert summary["checkpoints_written"] == 0 and summary["checkpoint_wait_s"] == 0.0
+    assert summary.status == "complete" and calls == []  # every 300 s: a short run writes none
+    assert summary.checkpoints_written == 0 and summary.checkpoint_wait_s == 0.0
 
 
 def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_identically(
@@ -145,7 +145,7 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
                       f"results_dir={tmp_path}")
     calls = _count_saves(monkeypatch)
     (first,) = run_experiment(cfg)
-    assert first["checkpoints_written"] == 2 and 0.0 < first["checkpoint_wait_s"] < first["train_time_s"]
+    assert first.checkpoints_written == 2 and 0.0 < first.checkpoint_wait_s < first.train_time_s
     run = find_run(tmp_path, "cartpole", "none")
     reference = (run / "metrics.csv").read_text()
     assert calls == [1, 2]  # windows 1 and 2 of 3; none after the last (its summary follows)
@@ -161,7 +161,7 @@ def test_a_wall_clock_cadence_checkpoints_every_window_but_the_last_and_resumes_
     assert not (run / "summary.json").exists()
     monkeypatch.setattr(checkpoint, "save", real_save)
     (summary,) = run_experiment(cfg)
-    assert summary["resumed_from_windows"] == [2]
+    assert summary.resumed_from_windows == (2,)
 
     def without_wall_time(text):  # every column but the one that measures time
         rows = [r.split(",") for r in text.splitlines()]

@@ -22,6 +22,11 @@ def test_named_sweep_overrides_defaults_and_the_command_line_overrides_the_sweep
     assert compose_config("sweep=smoke", "num_seeds=3").num_seeds == 3
 
 
+def test_jobs_per_gpu_is_read_and_off_by_default():
+    assert build_run_spec(compose_config()).placement.jobs_per_gpu is None
+    assert build_run_spec(compose_config("placement.jobs_per_gpu=4")).placement.jobs_per_gpu == 4
+
+
 def test_num_seeds_lists_consecutive_seeds():
     assert build_run_spec(compose_config("seed=8", "num_seeds=8")).seeds == tuple(range(8, 16))
 
@@ -34,6 +39,7 @@ def test_num_seeds_lists_consecutive_seeds():
     ("agent.activation=gelu", "valid: tanh, relu"),
     ("agent.hidden=[]", "agent.hidden=[] must be a non-empty list"),
     ("bonus.beta=-1", "bonus.beta=-1.0 must be >= 0.0"),
+    ("placement.jobs_per_gpu=0", "placement.jobs_per_gpu=0 must be null or an integer >= 1"),
 ])
 def test_impossible_values_name_their_key(override, fragment):
     with pytest.raises(ConfigError) as err:

@@ -60,4 +60,4 @@ def test_a_tiny_run_of_every_env_completes(env, tmp_path):
     (summary,) = run_experiment(compose_config(f"env={env}", *TINY_RUN, f"results_dir={tmp_path}"))
     run = find_run(tmp_path, env, "none")
     assert json.loads((run / "summary.json").read_text())["status"] == "complete"
-    assert summary["env_steps"] == 128
+    assert summary.env_steps == 128

@@ -119,9 +119,10 @@ def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
     jobs = expand_jobs(["sweep=repro_brax", "env=sparse_ant"], True)
     assert len(jobs) == 5 and "one seed per process" not in capsys.readouterr().out
     assert len(expand_jobs(["-m", "env=sparse_ant", "env.backend=spring", "seed=0", "num_seeds=8"][1:], True)) == 1
-    # a SLURM sweep that asks for GPUs keeps its vmapped seeds on any backend
-    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized", "hydra.launcher.gpus_per_node=1"],
-                           True)) == 4 * 5
+    # a SLURM sweep that asks for GPUs keeps its vmapped seeds on any backend, as does a GPU here
+    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized", "hydra/launcher=slurm",
+                            "hydra.launcher.gpus_per_node=1"], True)) == 4 * 5
+    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized"], True, gpu=True)) == 4 * 5
 
 
 @pytest.mark.slow  # imports brax (about 18 s); the split itself is tested without it

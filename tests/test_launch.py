@@ -223,18 +223,53 @@ def test_sigterm_checkpoints_and_exits_143_then_resumes(tmp_path):
     assert saved and saved[-1] == len(rows(metrics.parent)), "the checkpoint is no older than the last window"
 
 
-@pytest.mark.parametrize("every, says", [
-    (1, "relaunch the same command to resume from window "),  # a checkpoint exists whenever Ctrl-C lands
-    (1000, "relaunch the same command to start it again"),    # none yet: no promise of a resume
-])
-def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, every, says):
-    proc = _start([*LONG, "agent.total_timesteps=50000000", f"checkpoint.every_windows={every}",
-                   f"results_dir={tmp_path}"])
+def test_ctrl_c_checkpoints_like_sigterm_exits_130_and_the_relaunch_resumes(tmp_path):
+    args = [*LONG, "agent.total_timesteps=50000000", "checkpoint.every_windows=1000", f"results_dir={tmp_path}"]
+    proc = _start(args)
     run = tmp_path / "default" / "cartpole" / "none"
     while not list(run.glob("*/seed_0/metrics.csv")):
         assert proc.poll() is None, proc.stderr.read()[-3000:]
         time.sleep(0.2)
-    _wait_for_rows(next(run.glob("*/seed_0/metrics.csv")), 2, proc)
+    metrics = next(run.glob("*/seed_0/metrics.csv"))
+    _wait_for_rows(metrics, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "Ctrl-C again quits at once" in err
+    done = len(rows(metrics.parent))
+    assert err.strip().splitlines()[-1] == (f"interrupted (Ctrl-C) after window {done} of 781250; its checkpoint is "
+                                            f"saved: relaunch the same command to resume from window {done}")
+    saved = sorted(int(p.stem.split("_")[1]) for p in (metrics.parent / "checkpoint").glob("window_*.json"))
+    assert saved and saved[-1] == done, "the checkpoint is the last window's"
+    log = tmp_path / "resumed.log"
+    with open(log, "w") as out:  # the same command again: it resumes, then a SIGTERM stops it
+        again = subprocess.Popen([sys.executable, "launch.py", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                 text=True, env=dict(os.environ, WANDB_MODE="disabled"))
+        deadline = time.time() + 240
+        while len(rows(metrics.parent)) <= done and time.time() < deadline:
+            assert again.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.2)
+        again.send_signal(signal.SIGTERM)
+        again.wait(timeout=120)
+    assert again.returncode == 143, log.read_text()[-3000:]
+    assert f"resuming from the checkpoint after window {done} of 781250" in log.read_text()
+
+
+@pytest.mark.parametrize("every, says", [
+    (1, "relaunch the same command to resume from window "),  # a checkpoint exists whenever Ctrl-C lands
+    (1000, "relaunch the same command to start it again"),    # none yet: no promise of a resume
+])
+def test_a_second_ctrl_c_quits_at_once_with_one_line(tmp_path, every, says):
+    # windows of 2,048 updates (seconds each): both Ctrl-Cs land in the same window
+    proc = _start([*LONG, "eval_frequency=131072", "agent.total_timesteps=50000000",
+                   f"checkpoint.every_windows={every}", f"results_dir={tmp_path}"])
+    run = tmp_path / "default" / "cartpole" / "none"
+    while not list(run.glob("*/seed_0/metrics.csv")):
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        time.sleep(0.2)
+    _wait_for_rows(next(run.glob("*/seed_0/metrics.csv")), 1, proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-3000:]

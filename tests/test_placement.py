@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 
 from rfig_exp.errors import ConfigError
 from rfig_exp.hydra_adapter import job_slot
-from rfig_exp.placement import (count_gpus, cpu_block, format_cores, place_job, slot_of,
-                                validate)
+from rfig_exp.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
+                                place_job, slot_of, validate)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"SUBMITIT_EXECUTOR": "local"}
@@ -117,6 +117,92 @@ def test_without_gpus_each_job_is_pinned_to_its_cores():
     line = place_job(1, 2, environ=dict(LOCAL), num_gpus=0, set_affinity=lambda pid, cores: calls.append(cores),
                      get_affinity=lambda pid: {0, 1, 2, 3})
     assert calls == [[2, 3]] and "CPU cores 2-3 (2 of 4)" in line
+
+
+def test_jobs_at_once_follows_jobs_per_gpu_unless_the_batch_size_is_set():
+    assert jobs_at_once(None, None, 2) is None and jobs_at_once(3, None, 2) == 3  # as before
+    assert jobs_at_once(None, 4, 1) == 4 and jobs_at_once(None, 4, 2) == 8
+    assert jobs_at_once(None, 2, 0) == 2  # no GPU: that many jobs on the cores
+    assert jobs_at_once(5, 4, 2) == 5  # an explicit max_batch_size wins
+
+
+@pytest.mark.parametrize("per_gpu,share", [(1, None), (2, "0.45"), (3, "0.30"), (4, "0.22"), (8, "0.11")])
+def test_jobs_sharing_one_gpu_split_its_memory_and_the_cores(per_gpu, share):
+    cores = set(range(16))
+    placed = []
+    for job in range(2 * per_gpu):  # two batches: the second reuses the first's slots
+        env = dict(LOCAL, CUDA_VISIBLE_DEVICES="")
+        pinned = []
+        line = place_job(job, None, jobs_per_gpu=per_gpu, environ=env, num_gpus=1,
+                         set_affinity=lambda pid, c: pinned.append(c), get_affinity=lambda pid: cores)
+        assert env["CUDA_VISIBLE_DEVICES"] == "0" and env.get("XLA_PYTHON_CLIENT_MEM_FRACTION") == share, line
+        assert "XLA_CLIENT_MEM_FRACTION" not in env and "XLA_PYTHON_CLIENT_PREALLOCATE" not in env
+        assert f"{per_gpu} in parallel" in line and f"({per_gpu} job(s) on it" in line
+        placed.append(pinned[0])
+    first = placed[:per_gpu]
+    assert all(len(c) == 16 // per_gpu for c in first) and len({c for b in first for c in b}) == 16 // per_gpu * per_gpu
+    assert placed[per_gpu:] == first
+    if share is not None:
+        assert per_gpu * float(share) <= 0.9
+
+
+def test_jobs_per_gpu_spreads_jobs_over_every_gpu():
+    seen = []
+    for job in range(6):  # 3 per GPU on 2 GPUs: 6 at once
+        env = dict(LOCAL)
+        place_job(job, None, jobs_per_gpu=3, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
+                  get_affinity=lambda pid: set(range(12)))
+        seen.append((env["CUDA_VISIBLE_DEVICES"], env["XLA_PYTHON_CLIENT_MEM_FRACTION"]))
+    assert seen == [("0", "0.30"), ("1", "0.30")] * 3
+    # a batch size that does not fill the GPUs evenly: each job's share follows the jobs on its GPU
+    shares = []
+    for job in range(3):
+        env = dict(LOCAL)
+        place_job(job, 3, jobs_per_gpu=2, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
+                  get_affinity=lambda pid: {0, 1, 2})
+        shares.append(env.get("XLA_PYTHON_CLIENT_MEM_FRACTION"))
+    assert shares == ["0.45", None, "0.45"]
+
+
+@pytest.mark.parametrize("var", MEM_FRACTION_VARS)
+def test_a_memory_fraction_the_user_set_stands_under_either_name(var):
+    env = dict(LOCAL, **{var: "0.1"})
+    line = place_job(1, None, jobs_per_gpu=4, environ=env, num_gpus=1, set_affinity=lambda pid, c: None,
+                     get_affinity=lambda pid: {0, 1, 2, 3})
+    assert env[var] == "0.1" and not any(v in env for v in MEM_FRACTION_VARS if v != var), env
+    assert f"{var}=0.1" in line
+
+
+def test_jobs_per_gpu_without_a_gpu_divides_the_cores():
+    calls = []
+    line = place_job(3, None, jobs_per_gpu=2, environ=dict(LOCAL), num_gpus=0,
+                     set_affinity=lambda pid, c: calls.append(c), get_affinity=lambda pid: {0, 1, 2, 3})
+    assert calls == [[2, 3]] and "(slot 1, 2 in parallel) -> CPU cores 2-3 (2 of 4)" in line
+
+
+def test_bad_jobs_per_gpu_names_the_key():
+    for bad in (0, -1, True, 2.5, "4"):
+        with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=.* must be null or an integer >= 1"):
+            validate(jobs_per_gpu=bad)
+    with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=91 leaves each job under 1% .* at most 90"):
+        validate(jobs_per_gpu=91)
+    assert memory_share(90) == 0.01
+    validate(jobs_per_gpu=90)
+
+
+def test_the_sweeper_batches_jobs_per_gpu_jobs_for_local_jobs_only():
+    from types import SimpleNamespace
+
+    from hydra_plugins.rfig_exp_sweeper import ResilientSweeper
+
+    def batch(*overrides, max_batch_size=None):
+        cfg = compose_hydra(*overrides)
+        return ResilientSweeper._jobs_at_once(SimpleNamespace(config=cfg, max_batch_size=max_batch_size))
+
+    assert batch("hydra/launcher=local", "placement.jobs_per_gpu=3", "placement.gpus=[0,1]") == 6
+    assert batch("hydra/launcher=local", "placement.jobs_per_gpu=3", "placement.gpus=[0]", max_batch_size=2) == 2
+    assert batch("hydra/launcher=local") is None  # unchanged without jobs_per_gpu
+    assert batch("hydra/launcher=slurm", "placement.jobs_per_gpu=3") is None  # SLURM places its own jobs
 
 
 @pytest.mark.parametrize("env,fragment", [

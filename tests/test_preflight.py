@@ -102,3 +102,15 @@ def test_help_lists_every_exit_code_and_every_preset_in_full():
         assert summary.endswith(".") and " ".join(summary.split()) in flat, name
     assert "(agent.ext_coef=0; bonus=none is the entropy-only policy)." in flat  # coverage's, once cut mid-sentence
     assert max(map(len, text.splitlines())) <= 110
+
+
+def test_a_sweep_that_hydra_could_not_compose_is_refused_with_the_way_out(tmp_path):
+    """Hydra composes a sweep with the default choices first (bonus=rfig, which has no lr): the
+    jobs alone would all pass, and Hydra would then stop at that first config."""
+    (line,) = _refusal(["-m", "bonus=rnd,vime", "bonus.lr=1e-3", f"results_dir={tmp_path}"])
+    assert line == ("error: bonus.lr is not a key of bonus=rfig, the config Hydra composes a -m sweep with before "
+                    "its jobs: write ++bonus.lr=1e-3 to set it in the jobs")
+    preflight(["-m", "bonus=rnd,vime", "++bonus.lr=1e-3", f"results_dir={tmp_path}"])  # passes
+    first, last = _refusal(["-m", "bonus=rnd,rfig", "++bonus.lr=1e-3", f"results_dir={tmp_path}"])
+    assert "[bonus=rfig] unknown config key: bonus.lr" in first
+    assert last == "error: 1 of 2 jobs are invalid; nothing was started"

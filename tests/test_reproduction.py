@@ -298,3 +298,40 @@ def test_rfig_and_hashexplo_part_ways_where_their_solved_intervals_separate():
     del depth[(40, "hashexplo")]
     assert rfig_against_hashexplo(depth, [10, 30, 40]).startswith(
         "**RFIG and #Explo do not part ways up to size 30 at this n**")
+
+
+def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_beside_its_own(tmp_path):
+    raw, data, out = tmp_path / "raw", tmp_path / "data", tmp_path / "paper32"
+    rng = np.random.default_rng(5)
+    for bonus, level in (("none", -200.0), ("rfig", -120.0)):
+        for s in range(32):
+            write_run(raw, "paper32", "mountaincar", bonus, s, STEPS, np.full(T, level) + rng.normal(0, 1, T),
+                      summary={"versions": {"git_commit": "0123456789abcdef", "jax": "0.11.2"},
+                               "machine": {"cores": 16, "backend": "gpu", "devices": 1, "device_kind": "H100"}})
+    write_run(raw, "paper32", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
+    counts = export_tree(raw, data, ["paper32"], complete_cells=True)
+    assert counts["runs"] == 64 and counts["held_back"] == ["paper32/acrobot/none/base: 0 of 1 seeds complete"]
+    text = build(data, out, reps=REPS, experiment="paper32").read_text()
+    assert "58 of 60 cells of `sweep=paper32`, `sweep=paper32_brax`" in text  # 40 non-Brax cells and 20 Brax ones
+    assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text and "- Sparse-Hopper: PPO, RFIG, RND, VIME, #Explo" in text
+    assert "| MountainCar | PPO 32, RFIG 32 | 0123456 | 1 x H100 (gpu), 16 CPU cores | 0.11.2 |" in text
+    assert "Verdict at 8 seeds on the CPU (docs/results/repro)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| PPO+RFIG beats PPO (final score) |"))
+    assert "**supported**" in row and row.rstrip(" |").endswith(")")  # the CPU report's verdict and value beside
+    assert "## Deep exploration" not in text and "## Sensitivity" not in text  # nothing of the kind in this data
+
+
+def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp_path):
+    from analysis.repro_data import read_data, write_data
+
+    write_run(tmp_path / "raw", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0))
+    export_tree(tmp_path / "raw", tmp_path / "data")
+    held = read_data(tmp_path / "data")
+    for run in held.values():  # a later fill-in of a field the run did not record
+        run.record["summary"]["max_episode_steps"] = 200
+    write_data(held, tmp_path / "data")
+    assert export_tree(tmp_path / "raw", tmp_path / "data")["identical"] == 1
+    write_run(tmp_path / "other", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0),
+              summary={"wall_time_s": 99.0})       # a field both have, with another value
+    with pytest.raises(Exception, match="differ"):
+        export_tree(tmp_path / "other", tmp_path / "data")

@@ -191,7 +191,8 @@ def test_estimate_uses_medians_and_separates_hosts(tmp_path):
     res = tmp_path / "results"
     for i, sps in enumerate([10_000.0, 30_000.0, 12_000.0]):
         measured(res / f"e{i}", "acrobot", "none", [0], sps=sps, compile_s=10.0 + i)
-    measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node", device="H100")
+    measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node",
+             machine={"device_kind": "H100"})
     processes, _ = estimate.collect_processes(res)
     table = estimate.estimate(processes, ["acrobot"], ["none"], 32, 1_007_616)
     assert set(table) == {"vm", "gpu-node"}
@@ -286,8 +287,15 @@ def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_he
     import socket
 
     assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2"]) == 0
+    short = capsys.readouterr().out
+    assert "30 jobs" in short and "| env=" not in short and "--jobs" in short
+    # the totals come first, then one line per env with its jobs and hours
+    assert short.index("Total: ") < short.index("| env | jobs |")
+    envs = [line for line in short.splitlines() if line.startswith("| ") and not line.startswith(("| env ", "|---"))]
+    assert [line.split(" | ")[1] for line in envs] == ["5"] * 6  # 6 envs x 5 bonuses
+    assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2", "--jobs"]) == 0
     out = capsys.readouterr().out
-    assert "30 jobs" in out and out.count("| env=") == 30
+    assert out.startswith(short.rsplit("\n\n", 1)[0]) and out.count("| env=") == 30
     want = estimate.table_rate(estimate.read_throughput_table(), "cpu", "minatar_breakout", "rfig", 8)
     assert f"env=minatar_breakout bonus=rfig | 8 | 1,007,616 | {want.steps_per_second:,.0f} |" in out
     total = float(out.split("Total: ")[1].split(" job-hours")[0])
@@ -295,9 +303,11 @@ def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_he
     assert total / 2 <= wall < total
     # A complete run of this host replaces the table's number for that env x bonus.
     measured(tmp_path / "r" / "exp", "mountaincar", "rfig", list(range(8)), 12345.0, 3.0, host=socket.gethostname())
-    assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "r")]) == 0
+    assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "r"), "--jobs"]) == 0
     out = capsys.readouterr().out
     assert "env=mountaincar bonus=rfig | 8 | 1,007,616 | 12,345 | 3 |" in out and "measured here" in out
+    (line,) = [line for line in out.splitlines() if line.startswith("| mountaincar | 5 | 40 |")]
+    assert line.endswith("| 4 measured, 1 measured here |")
 
 
 def test_estimate_of_a_sweep_says_what_is_wrong(tmp_path, capsys):

@@ -6,7 +6,7 @@ import sys
 import time
 
 from conftest import ROOT, find_run
-from rfig_exp.tracking import inverse_note, progress_line
+from rfig_exp.tracking import progress_line
 
 
 def test_progress_line_reports_the_true_median():
@@ -14,23 +14,26 @@ def test_progress_line_reports_the_true_median():
     assert "return 367 (median of 2 seeds)" in line
 
 
-def test_progress_line_reports_the_inverse_upkeep_and_warns_when_every_update_recovers(caplog):
+def test_rfig_notes_its_inverse_upkeep_and_warns_once_when_every_update_recovers(caplog):
     import numpy as np
 
+    from rfig_exp.bonuses.rfig.progress import inverse_note, progress_note
     from rfig_exp.observers import ProgressLine
 
     line = progress_line("t", 1, 2, 10, 20, 1000.0, [1.0], [0.1], 5.0, inverse_note(2, 1, 48))
     assert "| inverse: 2 refreshes, 1 recoveries in 48 updates | eta 5s" in line
     progress = ProgressLine("t", num_windows=2, eval_frequency=10, total_env_steps=20, updates_per_window=6,
-                            done_windows=0, intrinsic=True, matmul_precision="default")
+                            done_windows=0, intrinsic=True, note=progress_note("default"))
     quiet = {"bonus/refresh_count": np.array([1.0, 0.0]), "bonus/divergence_count": np.array([0.0, 0.0])}
-    assert progress.inverse_upkeep(quiet, 2) == "inverse: 1 refreshes, 0 recoveries in 12 updates"
+    assert progress.bonus_note(quiet, 2) == "inverse: 1 refreshes, 0 recoveries in 12 updates"
     assert "every update" not in caplog.text
     lost = {"bonus/refresh_count": np.array([6.0, 6.0]), "bonus/divergence_count": np.array([6.0, 6.0])}
-    assert progress.inverse_upkeep(lost, 2) == "inverse: 12 refreshes, 12 recoveries in 12 updates"
-    assert "every update of this window replaced a diverged inverse" in caplog.text
+    assert progress.bonus_note(lost, 2) == "inverse: 12 refreshes, 12 recoveries in 12 updates"
+    assert progress.bonus_note(lost, 2) and caplog.text.count("every update of this window replaced") == 1
+    assert "[t] every update of this window replaced a diverged inverse" in caplog.text
     assert "matmul_precision=default" in caplog.text
-    assert progress.inverse_upkeep({"episode_return": np.zeros(2)}, 2) == ""  # bonuses without one
+    plain = ProgressLine("t", 2, 10, 20, 6, 0, intrinsic=False)  # a bonus without a note (none, rnd, ...)
+    assert plain.bonus_note({"episode_return": np.zeros(2)}, 2) == ""
 
 
 def test_online_wandb_without_a_server_falls_back_to_offline_with_one_warning(tmp_path):

@@ -26,11 +26,11 @@ def test_ppo_learns_cartpole(tiny_config, tmp_path):
                       "agent.num_envs=16", "agent.num_steps=64", "agent.num_minibatches=8", "agent.update_epochs=4",
                       "agent.total_timesteps=49152", "eval_frequency=8192", "agent.obs_norm_init_steps=32")
     summaries = run_experiment(cfg)
-    assert [s["seed"] for s in summaries] == [0, 1]
+    assert [s.seed for s in summaries] == [0, 1]
     for s in summaries:
         # A random policy scores ~22 on CartPole; PPO passes 150 within 50k steps.
-        assert s["final_return"] > 150, s["final_return"]
-        rows = read_metrics(find_run(tmp_path, "cartpole", "none", s["seed"]))
+        assert s.final_return > 150, s.final_return
+        rows = read_metrics(find_run(tmp_path, "cartpole", "none", s.seed))
         assert float(rows[0]["episode_return"]) < 60
 
 
@@ -108,7 +108,7 @@ def test_plain_ppo_has_no_intrinsic_stream(tiny_config, tmp_path):
 def test_reward_free_exploration_runs(tiny_config, tmp_path):
     (summary,) = run_experiment(tiny_config("env=mountaincar", "bonus=rfig", "agent.ext_coef=0",
                                             f"results_dir={tmp_path}"))
-    assert summary["status"] == "complete"
+    assert summary.status == "complete"
 
 
 def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path, monkeypatch):
@@ -118,4 +118,4 @@ def test_wandb_offline_mirrors_the_run_next_to_its_results(tiny_config, tmp_path
     run = find_run(tmp_path, "cartpole", "none")
     offline = list((run / "wandb").glob("offline-run-*"))
     assert len(offline) == 1 and list(offline[0].glob("*.wandb")), "wandb wrote no offline run"
-    assert summary["status"] == "complete"
+    assert summary.status == "complete"

@@ -30,6 +30,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap, LogNorm
 
 from rfig_exp import results
+from rfig_exp.results import RunSummary
 
 from ..aggregate import Interval, _per_env_func, bootstrap
 from ..collect import Collection
@@ -132,8 +133,8 @@ def final_coverage_maker(ctx: ReportContext, out_dir: Path):
 # --------------------------------------------------------------------------- visit heat maps
 
 
-def _grid_of(summary: dict | None) -> dict | None:
-    g = (summary or {}).get("coverage_grid")
+def _grid_of(summary: RunSummary | None) -> dict | None:
+    g = summary.coverage_grid if summary else None
     if not isinstance(g, dict):
         return None
     try:

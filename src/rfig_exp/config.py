@@ -56,13 +56,19 @@ def _tags(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(value or ())
 
 
-def _gpus(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple | None:
-    """placement.gpus, the group checked as a whole by ``rfig_exp.placement`` (it comes last)."""
+def _gpus(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
+    """placement.gpus as a tuple (checked with the group, by its last key)."""
+    return tuple(value) if value is not None and not isinstance(value, str) else value
+
+
+def _jobs_per_gpu(value: Any, key: str, earlier: Mapping[str, Any]) -> int | None:
+    """placement.jobs_per_gpu, the group's last key: the group checked as a whole by ``rfig_exp.placement``."""
     from rfig_exp import placement
 
-    gpus = list(value) if value is not None and not isinstance(value, str) else value
-    placement.validate(earlier["mode"], None, earlier["cores_per_job"], gpus)
-    return None if gpus is None else tuple(gpus)  # validated: not a str
+    gpus = earlier["gpus"]
+    placement.validate(earlier["mode"], None, earlier["cores_per_job"], list(gpus) if isinstance(gpus, tuple) else gpus,
+                       value)
+    return value
 
 
 def _seeds_per_job(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
@@ -115,6 +121,7 @@ class PlacementSettings(Settings):
     mode: str = setting("auto", _text)
     cores_per_job: int | None = setting(None, lambda value, key, earlier: value)
     gpus: tuple | None = setting(None, _gpus)  # None: every GPU of the machine
+    jobs_per_gpu: int | None = setting(None, _jobs_per_gpu)  # None: one job per GPU
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ on the console; an option that no env of the sweep has stays in every job, so va
 names it as an unknown key.
 
 Hydra composes a sweep's primary config with the default env before it expands the sweep,
-and would refuse ``env.backend`` there (mountaincar has none): :func:`for_primary_compose`
-hands Hydra ``++env.backend=spring`` (set or add), and the sweeper's per-job lists get the
-option back as typed, or without it (:func:`apply_to_envs_that_have_them`). Preflight and the
-sweeper call the same function, so they agree on every job.
+and would refuse ``env.backend`` there (mountaincar has none): launch.py hands Hydra the
+command line with ``++env.backend=spring`` (set or add; :func:`for_primary_compose`), and each
+job gets the option as typed, or not at all (:func:`apply_to_envs_that_have_them`, where
+either spelling is the same option), in the one plan of the sweep that preflight and the
+sweeper share (:func:`rfig_exp.sweep_plan.plan_sweep`).
 """
 
 from __future__ import annotations

@@ -32,9 +32,10 @@ costed from, in this order: complete runs of the same env x bonus x seeds-per-jo
 throughput ``benchmarks/throughput.csv`` for ``--device`` (``cpu``: this 2-core machine, one
 job per core; ``h100``: one GPU); or, for an env x bonus the table lacks, the env's plain-PPO
 throughput times the bonus's measured slowdown on another env of the same device (said as
-*extrapolated*). It prints each job's hours, the total on one slot, and the wall time on
-``--slots`` parallel slots (cores, GPUs or SLURM nodes: ``--slots 2`` for this machine's two
-lanes, ``--slots 8`` for eight GPU nodes), longest-job-first.
+*extrapolated*). It prints the total on one slot and the wall time on ``--slots`` parallel
+slots (cores, GPUs or SLURM nodes: ``--slots 2`` for two one-core lanes, ``--slots 8`` for eight
+GPU nodes), longest-job-first, then one line per env (its jobs, hours, and how their speeds
+were found), and with ``--jobs`` each job's hours and the source of its speed.
 """
 
 from __future__ import annotations
@@ -177,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --sweep: the device rows of benchmarks/throughput.csv to use (cpu, h100)")
     parser.add_argument("--slots", type=int, default=1,
                         help="with --sweep: jobs run at once (cores used one per job, GPUs, or SLURM nodes)")
+    parser.add_argument("--jobs", action="store_true",
+                        help="with --sweep: after the totals and the per-env summary, one row per job with the source "
+                             "of its speed")
     parser.add_argument("--calibrate", action="store_true",
                         help="with --sweep: first measure every env x bonus x seeds-per-job of the sweep that "
                              "benchmarks/throughput.csv lacks for --device (a real launch.py run of --windows "

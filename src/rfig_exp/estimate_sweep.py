@@ -95,8 +95,7 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
     from rfig_exp.preflight import CONF_DIR, expand_jobs
 
     # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.grouping).
-    jobs = expand_jobs([f"sweep={preset}", *overrides, *(["hydra.launcher.gpus_per_node=1"] if gpu else [])],
-                       multirun=True)
+    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
     out = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
@@ -150,11 +149,33 @@ def wall_hours(hours: list[float], slots: int) -> float:
 
 
 def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost], device: str, slots: int,
-                        host: str) -> str:
+                        host: str, job_rows: bool = False) -> str:
+    """The totals, then one row per env (its jobs, job-hours and how their speeds were found), then,
+    with ``job_rows``, one row per job with its source."""
     head = f"python launch.py -m sweep={preset}" + "".join(f" {o}" for o in overrides)
+    known = [c.hours for c in costs if c.rate is not None]
+    unknown = len(costs) - len(known)
+    total = sum(known)
     lines = [f"# Cost of `{head}` on {device} ({len(costs)} jobs; measured rates from host {host} first)", "",
-             "| job | seeds | env steps per seed | env steps/s (all seeds) | compile (s) | minutes | source |",
-             "|---|---|---|---|---|---|---|"]
+             f"Total: {total:.2f} job-hours on one slot; wall time on {slots} slot(s): "
+             f"{wall_hours(known, slots):.2f} h (jobs spread longest first)."]
+    if unknown:
+        lines.append(f"Not measured on {device}: {unknown} job(s), left out of the totals.")
+    lines += ["", "| env | jobs | seeds | job-hours | share | speeds |", "|---|---|---|---|---|---|"]
+    for env, group in _by_env(costs).items():
+        hours = sum(c.hours for c in group if c.rate is not None)
+        kinds: dict[str, int] = {}
+        for c in group:
+            kind = c.rate.kind if c.rate is not None else "not measured"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        share = f"{100 * hours / total:.0f}%" if total > 0 else "-"
+        lines.append(f"| {env} | {len(group)} | {sum(c.seeds for c in group)} | {hours:.2f} | {share} | "
+                     + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + " |")
+    if not job_rows:
+        lines += ["", "Each job with the source of its speed: --jobs (make estimate ... JOBS=1)."]
+        return "\n".join(lines)
+    lines += ["", "| job | seeds | env steps per seed | env steps/s (all seeds) | compile (s) | minutes | source |",
+              "|---|---|---|---|---|---|---|"]
     for c in costs:
         shown = " ".join(o for o in c.job if not o.startswith("sweep="))
         if c.rate is None:
@@ -162,14 +183,15 @@ def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost],
             continue
         lines.append(f"| {shown} | {c.seeds} | {c.steps_per_seed:,} | {c.rate.steps_per_second:,.0f} | "
                      f"{c.rate.compile_s:.0f} | {c.hours * 60:.1f} | {c.rate.source} |")
-    known = [c.hours for c in costs if c.rate is not None]
-    unknown = len(costs) - len(known)
-    total = sum(known)
-    lines += ["", f"Total: {total:.2f} job-hours on one slot; wall time on {slots} slot(s): "
-              f"{wall_hours(known, slots):.2f} h (jobs spread longest first)."]
-    if unknown:
-        lines.append(f"Not measured on {device}: {unknown} job(s), left out of the totals.")
     return "\n".join(lines)
+
+
+def _by_env(costs: list[JobCost]) -> dict[str, list[JobCost]]:
+    """The jobs of each env, in the order the sweep first runs each env."""
+    out: dict[str, list[JobCost]] = {}
+    for c in costs:
+        out.setdefault(c.env, []).append(c)
+    return out
 
 
 _CALIBRATION_REPLACES = ("seed", "agent.total_timesteps", "experiment", "results_dir", "compile_cache", "wandb.mode",
@@ -252,5 +274,5 @@ def main_sweep(args, results: Path) -> int:
     processes, _ = collect_processes(results) if results.is_dir() else ([], {})
     host = socket.gethostname()
     costs = cost_jobs(jobs, processes if args.device == "cpu" else [], host, table, args.device)
-    print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host))
+    print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host, job_rows=args.jobs))
     return 0

@@ -88,26 +88,23 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
                     f"env.{k}" for k in SPEED_ENV_OPTIONS)):
                 skipped["other variants (hyperparameters that change the speed)"] += 1
                 continue
-            if summary.get("resumed_from_windows"):
+            assert summary is not None  # read without a problem
+            if summary.resumed_from_windows:
                 skipped["resumed runs"] += 1
                 continue
-            try:
-                process = Process(
-                    experiment=name, env=task_key(env, options), bonus=bonus, variant=variant,
-                    host=str(summary.get("host") or "unknown"),
-                    seeds=int(summary.get("num_seeds_in_process") or 1),
-                    steps_per_second=float(summary["env_steps_per_second"]),
-                    compile_s=float(summary.get("compile_time_s") or 0.0), env_steps=int(summary.get("env_steps") or 0),
-                    device=str(summary.get("device") or ""))
-            except (KeyError, TypeError, ValueError):
+            sps = summary.env_steps_per_second
+            if sps is None or not (sps > 0 and math.isfinite(sps)):
                 skipped["summaries without env_steps_per_second"] += 1
                 continue
-            if not (process.steps_per_second > 0 and math.isfinite(process.steps_per_second)):
-                skipped["summaries without env_steps_per_second"] += 1
-                continue
+            process = Process(
+                experiment=name, env=task_key(env, options), bonus=bonus, variant=variant,
+                host=summary.host or "unknown",
+                seeds=summary.num_seeds_in_process or 1, steps_per_second=sps,
+                compile_s=summary.compile_time_s or 0.0, env_steps=summary.env_steps or 0,
+                device=summary.device or "")
             # The seeds of one process report the same timings: count the process once.
             key = (name, env, bonus, variant, process.host, process.seeds, round(process.steps_per_second, 6),
-                   round(process.compile_s, 6), summary.get("wall_time_s"))
+                   round(process.compile_s, 6), summary.wall_time_s)
             seen.setdefault(key, process)
     return list(seen.values()), dict(skipped)
 
@@ -123,6 +120,7 @@ class Rate:
     compile_s: float
     seeds: int
     source: str                 # where the number comes from, said in the output
+    kind: str = "measured"      # measured | measured here | extrapolated | extrapolated from another device | guessed
 
 
 def read_throughput_table(path: Path = THROUGHPUT_TABLE) -> list[dict]:
@@ -224,7 +222,7 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
             ratio = statistics.median(ratios)
             return Rate(_per_seed(base) * seeds * ratio, base["compile_s"], seeds,
                         f"{device} table, extrapolated: {env} PPO x {bonus}/PPO speed ratio {ratio:.2f} "
-                        f"(median over {len(ratios)} other env(s)){other_options}")
+                        f"(median over {len(ratios)} other env(s)){other_options}", "extrapolated")
     if _cross:
         for other_device in sorted({r["device"] for r in rows} - {device}):
             there = table_rate(rows, other_device, env, bonus, seeds, _cross=False)
@@ -241,7 +239,8 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
                 ratio = statistics.median(ratios)
                 return Rate(there.steps_per_second * ratio, there.compile_s, seeds,
                             f"{device} table, extrapolated from {other_device}: {env} {bonus} there x "
-                            f"{device}/{other_device} speed ratio {ratio:.1f} (median over {len(ratios)} env(s))")
+                            f"{device}/{other_device} speed ratio {ratio:.1f} (median over {len(ratios)} env(s))",
+                            "extrapolated from another device")
     family = [r for r in (_closest_seeds([r for r in mine if r["env"] == e and r["bonus"] == bonus], seeds)
                           for e in sorted({r["env"] for r in mine if suite(r["env"]) == suite(env)})) if r is not None]
     if not family:
@@ -249,7 +248,7 @@ def table_rate(rows: list[dict], device: str, env: str, bonus: str, seeds: int, 
     return Rate(statistics.median(_per_seed(r) for r in family) * seeds,
                 statistics.median(r["compile_s"] for r in family), seeds,
                 f"{device} table, guessed: {env} never measured; {bonus}'s median speed over {len(family)} "
-                f"measured {suite(env)} env(s)")
+                f"measured {suite(env)} env(s)", "guessed")
 
 
 def measured_rate(processes: list[Process], host: str, env: str, bonus: str, seeds: int) -> Rate | None:
@@ -258,7 +257,8 @@ def measured_rate(processes: list[Process], host: str, env: str, bonus: str, see
     if not group:
         return None
     return Rate(statistics.median(p.steps_per_second for p in group), statistics.median(p.compile_s for p in group),
-                seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}")
+                seeds, f"measured here: {len(group)} process(es) of {', '.join(sorted({p.experiment for p in group}))}",
+                "measured here")
 
 
 def record_rows(results: Path, experiments: list[str], device: str, source: str,

@@ -2,62 +2,25 @@
 
 This module decides what the job does and who does it; :mod:`rfig_exp.run_loop` trains.
 
-Each seed's run directory is decided before anything is compiled (:func:`plan_seeds`):
-complete with the same config -> skipped; partial with the same config -> resumed from its
-last checkpoint; saved with another config -> refused (``overwrite=true`` replaces it).
+Each seed's run directory is decided before anything is compiled
+(:func:`rfig_exp.seed_plan.plan_seeds`): complete with the same config -> skipped; partial with
+the same config -> resumed from its last checkpoint; saved with another config -> refused
+(``overwrite=true`` replaces it).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Sequence
-
-from omegaconf import OmegaConf
+from typing import Callable, Sequence
 
 from rfig_exp import ownership, results, variants
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
-from rfig_exp.errors import ConfigError
-from rfig_exp.run_loop import JobRun, SeedPlan
+from rfig_exp.run_loop import JobRun
+from rfig_exp.seed_plan import SeedPlan, plan_seeds
 from rfig_exp.tracking import log
-
-
-def seed_config_yaml(spec: RunSpec, seed: int) -> str:
-    """The resolved config as this seed's run saw it (its own ``seed``, ``num_seeds: 1``)."""
-    return OmegaConf.to_yaml(OmegaConf.create({**spec.resolved_config, "seed": seed, "num_seeds": 1}))
-
-
-def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
-    """Decide, from the results tree alone, what each seed of the job does.
-
-    Raises ConfigError when a seed's directory holds a run with another config (the
-    variant cannot express the difference, e.g. a changed default), unless ``overwrite``.
-    """
-    plans, conflicts = [], []
-    for s in spec.seeds:
-        path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
-        text = seed_config_yaml(spec, s)
-        saved = path / results.CONFIG
-        damaged = None if spec.overwrite else results.damaged_config(path)
-        if damaged:
-            # nothing to compare against: the run is redone (a partial one resumed), and the file rewritten
-            log.warning("%s is damaged (%s): the run there is not taken as complete, and the file is rewritten "
-                        "from this job's config", saved, damaged)
-        elif saved.exists() and not spec.overwrite:
-            diffs = results.config_differences(saved.read_text(), text)
-            if diffs:
-                conflicts.append(f"{path}: {'; '.join(diffs)}")
-        complete = not spec.overwrite and not damaged and results.is_complete(path)
-        if not complete and not spec.overwrite and (path / results.SUMMARY).exists():
-            log.warning("%s: its summary.json, metrics.csv or config.yaml is damaged or says it did not complete; "
-                        "running it again", path)
-        plans.append(SeedPlan(s, path, text, "skip" if complete else "run", bool(damaged)))
-    if conflicts:
-        raise ConfigError("results with a different config already exist (" + " | ".join(conflicts)
-                          + "); choose another experiment=, or overwrite=true to replace them")
-    return plans
 
 
 def use_compile_cache(directory: str | None) -> None:
@@ -72,17 +35,20 @@ def use_compile_cache(directory: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
+def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
+                   after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
     ``command_line`` (the overrides as typed) goes into each summary; ``sweep_varies`` (the keys
-    this job's sweep varies) come first in its console prefix. Returns the summaries written
-    (empty when everything was complete already). Nothing reads ``cfg`` once its spec is built.
+    this job's sweep varies) come first in its console prefix; ``after_stall`` ends the process
+    when the watchdog finds it wedged (None: exit 75). Returns the summaries written (empty when
+    everything was complete already). Nothing reads ``cfg`` once its spec is built.
     """
-    return run_spec(build_run_spec(cfg), command_line, sweep_varies)
+    return run_spec(build_run_spec(cfg), command_line, sweep_varies, after_stall)
 
 
-def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[dict]:
+def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
+             after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
     env = make_env(spec.env)
@@ -115,7 +81,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
         return JobRun(spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
                       command_line, heartbeat=lambda: [lock.beat() for lock in locks.values()],
                       release=lambda: [lock.release() for lock in locks.values()],
-                      matmul_precision=getattr(spec.bonus, "matmul_precision", "n/a")).train()
+                      after_stall=after_stall).train()
     finally:
         for lock in locks.values():
             lock.release()

@@ -53,6 +53,7 @@ class CurrentJob:
     overrides: list[str]          # the job's overrides as typed
     index: int                    # its index in the sweep (0 outside one)
     jobs_in_parallel: int | None  # jobs that run at once (None: all, or not a sweep)
+    sweep_dir: str | None = None  # the sweep's folder (its multirun.yaml), None outside a sweep
 
 
 def current_job() -> CurrentJob:
@@ -60,7 +61,8 @@ def current_job() -> CurrentJob:
     from hydra.types import RunMode
 
     hc = HydraConfig.get()
-    return CurrentJob(hc.mode == RunMode.MULTIRUN, list(hc.overrides.task), *job_slot(hc))
+    multirun = hc.mode == RunMode.MULTIRUN
+    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), sweep_dir=hc.sweep.dir if multirun else None)
 
 
 def job_slot(hydra_cfg) -> tuple[int, int | None]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from rfig_exp import checkpoint, faults, results
 from rfig_exp.config import CheckpointSettings
-from rfig_exp.tracking import WandbRuns, inverse_note, progress_line
+from rfig_exp.tracking import WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")
 
@@ -188,15 +188,18 @@ def device_copy(states):
 
 
 class ProgressLine:
-    """One console line per window: steps, speed, returns, intrinsic reward, ETA, RFIG's upkeep."""
+    """One console line per window: steps, speed, returns, intrinsic reward, ETA, and the bonus's
+    own note (``note``: its ``progress_note``, e.g. RFIG's inverse upkeep), whose warning is said
+    once."""
 
     def __init__(self, tag: str, num_windows: int, eval_frequency: int, total_env_steps: int,
-                 updates_per_window: int, done_windows: int, intrinsic: bool, matmul_precision: str = "n/a"):
+                 updates_per_window: int, done_windows: int, intrinsic: bool,
+                 note: Callable[[Mapping[str, Any], int], tuple[str, str | None]] | None = None):
         self.tag, self.num_windows, self.total_env_steps = tag, num_windows, total_env_steps
         self.eval_frequency = eval_frequency
         self.updates_per_window, self.done_windows, self.intrinsic = updates_per_window, done_windows, intrinsic
-        self.matmul_precision = matmul_precision
-        self._warned_recoveries = False
+        self.note = note
+        self._warned = False
 
     def on_window(self, window: Window) -> None:
         seeds = list(window.rows)
@@ -208,28 +211,24 @@ class ProgressLine:
             steps_done * len(seeds) / train_time, [window.rows[s]["episode_return"] for s in seeds],
             [window.rows[s]["intrinsic_reward"] for s in seeds] if self.intrinsic else None,
             (self.num_windows - window.index) * window.train_time_s / max(trained, 1),
-            self.inverse_upkeep(window.metrics, len(seeds))))
+            self.bonus_note(window.metrics, len(seeds))))
 
-    def inverse_upkeep(self, metrics: Mapping[str, Any], num_seeds: int) -> str:
-        """The note on a bonus's exact-inverse upkeep (RFIG), with a warning the first time every
-        update of a window needed a recovery (its inverse was wrong each time)."""
-        if "bonus/refresh_count" not in metrics:
+    def bonus_note(self, metrics: Mapping[str, Any], num_seeds: int) -> str:
+        """The bonus's note on this window ("" without one), its warning logged the first time."""
+        if self.note is None:
             return ""
-        seed_updates = self.updates_per_window * num_seeds
-        refreshes = float(sum(metrics["bonus/refresh_count"]))
-        recoveries = float(sum(metrics.get("bonus/divergence_count", [0.0])))
-        if recoveries >= seed_updates and not self._warned_recoveries:
-            self._warned_recoveries = True
-            log.warning("[%s] every update of this window replaced a diverged inverse by an exact one: the "
-                        "Woodbury update is losing precision (bonus.matmul_precision=%s; on a GPU, TF32 "
-                        "matmuls do this)", self.tag, self.matmul_precision)
-        return inverse_note(refreshes, recoveries, seed_updates)
+        text, warning = self.note(metrics, self.updates_per_window * num_seeds)
+        if warning and not self._warned:
+            self._warned = True
+            log.warning("[%s] %s", self.tag, warning)
+        return text
 
 
 class StopSignals:
-    """SIGTERM (a scheduler's stop, ``kill``) ends training after the current window, with a
-    checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 (time limit,
-    preemption) likewise, after which submitit's own handler requeues the job.
+    """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) end training after the current
+    window, with a checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 (time
+    limit, preemption) likewise, after which submitit's own handler requeues the job. A Ctrl-C
+    while a stop is already pending quits at once (``KeyboardInterrupt``: no checkpoint waited for).
 
     ``received`` is the signal number once one came. Outside the main thread (where Python
     cannot install handlers) it does nothing."""
@@ -240,7 +239,7 @@ class StopSignals:
 
     def __enter__(self) -> "StopSignals":
         if threading.current_thread() is threading.main_thread():
-            wanted = [signal.SIGTERM] + ([signal.SIGUSR2] if os.environ.get("SUBMITIT_EXECUTOR") else [])
+            wanted = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if os.environ.get("SUBMITIT_EXECUTOR") else [])
             for signum in wanted:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -252,6 +251,11 @@ class StopSignals:
         self._previous = {}
 
     def _handle(self, signum, frame) -> None:
+        if signum == signal.SIGINT:
+            if self.received is not None:
+                raise KeyboardInterrupt
+            # os.write: a handler can run inside a print or a log call, which must not be re-entered
+            os.write(2, b"Ctrl-C: stopping after this window with a checkpoint (Ctrl-C again quits at once)\n")
         self.received = signum
 
     def hand_over(self, tag: str, window: int, stopping: int | None) -> None:

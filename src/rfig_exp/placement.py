@@ -13,18 +13,24 @@ them. :func:`place_job` is called by the job itself, first thing, before JAX is 
 - no GPU: the job's slot picks a block of ``cores // jobs_in_parallel`` cores out of the
   process's affinity mask (``os.sched_setaffinity``); XLA's CPU thread pools size
   themselves from that mask.
+- several jobs on each GPU (``jobs_per_gpu``): slot ``k`` gets GPU ``k mod n_gpus``, each job
+  a share of that GPU's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``: :data:`GPU_MEMORY_FOR_JOBS`
+  divided among the jobs on it; JAX alone would preallocate 75% and may grow to all of it) and
+  its own block of the machine's cores, since the jobs compile on the CPU side by side.
 - under SLURM (``SLURM_JOB_ID`` set) nothing is changed: SLURM already placed the job.
 - a single run, or a sweep with Hydra's basic launcher (one process, jobs in turn): nothing
   is changed either (``mode="auto"``); ``mode="off"`` disables placement everywhere.
 
 The slot of a job is its index within its batch: the basic sweeper cuts a sweep into batches
-of ``hydra.sweeper.max_batch_size`` jobs (all jobs when unset) and submitit_local runs each
+of ``hydra.sweeper.max_batch_size`` jobs (all jobs when unset; with ``jobs_per_gpu`` and no
+``max_batch_size``, ``jobs_per_gpu`` per GPU: :func:`jobs_at_once`) and submitit_local runs each
 batch at once, so job ``num`` runs beside jobs ``num - num % B ... + B - 1``. Nothing here
 imports JAX.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -36,6 +42,12 @@ from rfig_exp.errors import ConfigError
 
 MODES = ("auto", "off")
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
+# The part of a GPU's memory that the jobs sharing it divide among themselves; the rest is left to
+# each process's CUDA context (outside JAX's pool) and the driver.
+GPU_MEMORY_FOR_JOBS = 0.9
+# JAX's memory-fraction variable under its long-standing name and the newer one that its latest docs
+# prefer; a value the user set under either is left alone, and only one name is ever set here.
+MEM_FRACTION_VARS = ("XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION")
 
 
 def count_gpus(nvidia_smi: str | None = "nvidia-smi", proc_dir: Path = NVIDIA_PROC) -> int:
@@ -57,6 +69,35 @@ def count_gpus(nvidia_smi: str | None = "nvidia-smi", proc_dir: Path = NVIDIA_PR
         return sum(1 for _ in proc_dir.iterdir())
     except OSError:
         return 0
+
+
+def gpu_pool(gpus: Sequence[str] | None = None, num_gpus: int | None = None) -> list[str]:
+    """The GPU ids jobs are placed on: ``gpus`` as given, else ``0..n-1`` for the machine's
+    ``num_gpus`` (counted when None)."""
+    if gpus is not None:
+        return [str(g) for g in gpus]
+    return [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
+
+
+def jobs_at_once(max_batch_size: int | None, jobs_per_gpu: int | None, num_gpus: int) -> int | None:
+    """How many jobs of a local sweep run at once: ``max_batch_size`` when set; else ``jobs_per_gpu``
+    per GPU (on a machine without GPUs, ``jobs_per_gpu`` on its cores); None (every job of the
+    sweep at once) when neither is set."""
+    if max_batch_size:
+        return max_batch_size
+    if jobs_per_gpu is None:
+        return None
+    return jobs_per_gpu * max(num_gpus, 1)
+
+
+def jobs_on_gpu(gpu_index: int, jobs_in_parallel: int, num_gpus: int) -> int:
+    """Jobs of a batch of ``jobs_in_parallel`` that land on GPU ``gpu_index`` (slots go round-robin)."""
+    return len(range(gpu_index, jobs_in_parallel, num_gpus))
+
+
+def memory_share(jobs: int) -> float:
+    """Each job's fraction of its GPU's memory when ``jobs`` share it (two decimals, rounded down)."""
+    return math.floor(GPU_MEMORY_FOR_JOBS * 100 / jobs) / 100
 
 
 def slot_of(job_index: int, jobs_in_parallel: int | None) -> int:
@@ -101,7 +142,7 @@ def format_cores(cores: Sequence[int]) -> str:
 
 
 def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_job: int | None = None,
-             gpus: Sequence[str] | None = None) -> None:
+             gpus: Sequence[str] | None = None, jobs_per_gpu: int | None = None) -> None:
     """Check placement settings before any job starts; :class:`ConfigError` names the key."""
     if mode not in MODES:
         raise ConfigError(f"placement.mode={mode!r} is not one of: {', '.join(MODES)}")
@@ -109,6 +150,13 @@ def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_
         raise ConfigError(f"hydra.sweeper.max_batch_size={jobs_in_parallel} must be >= 1")
     if cores_per_job is not None and (isinstance(cores_per_job, bool) or cores_per_job < 1):
         raise ConfigError(f"placement.cores_per_job={cores_per_job} must be >= 1")
+    if jobs_per_gpu is not None:
+        if isinstance(jobs_per_gpu, bool) or not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
+            raise ConfigError(f"placement.jobs_per_gpu={jobs_per_gpu!r} must be null or an integer >= 1")
+        if memory_share(jobs_per_gpu) <= 0:
+            most = int(GPU_MEMORY_FOR_JOBS * 100)
+            raise ConfigError(f"placement.jobs_per_gpu={jobs_per_gpu} leaves each job under 1% of a GPU's memory: "
+                              f"at most {most}")
     if gpus is not None and (isinstance(gpus, str) or not len(gpus) or not all(str(g).strip() for g in gpus)):
         raise ConfigError(f"placement.gpus={gpus!r} must be null or a non-empty list of GPU ids (e.g. [0, 1])")
 
@@ -125,22 +173,23 @@ def slurm_grant(env: Mapping[str, str], usable_cores: int) -> str:
 
 
 def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto",
-              gpus: Sequence[str] | None = None, cores_per_job: int | None = None,
+              gpus: Sequence[str] | None = None, cores_per_job: int | None = None, jobs_per_gpu: int | None = None,
               environ: MutableMapping[str, str] | None = None, num_gpus: int | None = None,
               set_affinity=os.sched_setaffinity, get_affinity=os.sched_getaffinity) -> str:
     """Place the calling process (a job of a local sweep) on its own GPU or CPU cores.
 
     Call it before JAX is imported. ``job_index``: the job's index in the sweep (Hydra's
     ``job.num``); ``jobs_in_parallel``: how many jobs run at once (``max_batch_size``; None
-    when unknown, then one device per job is assumed). ``gpus``: the GPU ids to use
-    (default: all GPUs of the machine). ``mode``: ``auto`` places only submitit_local jobs;
-    ``off`` never. ``environ``, ``num_gpus`` and the affinity functions are for tests.
+    when unknown, then one device per job is assumed, unless ``jobs_per_gpu`` says how many
+    jobs share each GPU: :func:`jobs_at_once`). ``gpus``: the GPU ids to use (default: all GPUs
+    of the machine). ``mode``: ``auto`` places only submitit_local jobs; ``off`` never.
+    ``environ``, ``num_gpus`` and the affinity functions are for tests.
 
     Returns one line describing what was done (for the job's log). Bad arguments raise
     :class:`ConfigError` naming the config key.
     """
     env = os.environ if environ is None else environ
-    validate(mode, jobs_in_parallel, cores_per_job, gpus)
+    validate(mode, jobs_in_parallel, cores_per_job, gpus, jobs_per_gpu)
     if mode == "off":
         return "placement: off (placement.mode=off)"
     if env.get("SLURM_JOB_ID"):
@@ -151,12 +200,14 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
     warn = ""
     if "jax" in sys.modules:
         warn = " (jax was already imported: threads it started keep their old placement)"
+    pool = gpu_pool(gpus, num_gpus)
+    jobs_in_parallel = jobs_at_once(jobs_in_parallel, jobs_per_gpu, len(pool))
     slot = slot_of(job_index, jobs_in_parallel)
     parallel = f"{jobs_in_parallel} in parallel" if jobs_in_parallel else "all jobs at once"
-    if gpus is not None:
-        pool = [str(g) for g in gpus]
-    else:
-        pool = [str(i) for i in range(count_gpus() if num_gpus is None else num_gpus)]
+    head = f"placement: local job {job_index} (slot {slot}, {parallel}) ->"
+    if pool and jobs_per_gpu is not None:
+        assert jobs_in_parallel is not None  # jobs_at_once with jobs_per_gpu set
+        return head + _share_gpu(env, pool, slot, jobs_in_parallel, cores_per_job, set_affinity, get_affinity) + warn
     if pool:
         gpu = pool[slot % len(pool)]
         env["CUDA_VISIBLE_DEVICES"] = gpu
@@ -166,10 +217,31 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
             env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
             note = (f"; jobs may share GPUs (set hydra.sweeper.max_batch_size), "
                     f"XLA_PYTHON_CLIENT_PREALLOCATE={env['XLA_PYTHON_CLIENT_PREALLOCATE']}")
-        return f"placement: local job {job_index} (slot {slot}, {parallel}) -> GPU {gpu} of {len(pool)}{note}{warn}"
+        return f"{head} GPU {gpu} of {len(pool)}{note}{warn}"
+    return f"{head} {_pin_cores(slot, jobs_in_parallel, cores_per_job, set_affinity, get_affinity)}{warn}"
+
+
+def _pin_cores(slot: int, jobs_in_parallel: int | None, cores_per_job: int | None, set_affinity,
+               get_affinity) -> str:
+    """Pin the process to its block of cores; says which."""
     cores = sorted(get_affinity(0))
     chosen = cpu_block(cores, slot, jobs_in_parallel, cores_per_job)
     set_affinity(0, chosen)
-    return (f"placement: local job {job_index} (slot {slot}, {parallel}) -> CPU cores {format_cores(chosen)} "
-            f"({len(chosen)} of {len(cores)}){warn}")
+    return f"CPU cores {format_cores(chosen)} ({len(chosen)} of {len(cores)})"
 
+
+def _share_gpu(env: MutableMapping[str, str], pool: list[str], slot: int, jobs_in_parallel: int,
+               cores_per_job: int | None, set_affinity, get_affinity) -> str:
+    """``jobs_per_gpu``: the slot's GPU, its share of that GPU's memory (when others share it) and
+    its block of cores; says which."""
+    index = slot % len(pool)
+    sharing = jobs_on_gpu(index, jobs_in_parallel, len(pool))
+    env["CUDA_VISIBLE_DEVICES"] = pool[index]
+    memory = ""
+    if sharing > 1:
+        if not any(var in env for var in MEM_FRACTION_VARS):
+            env[MEM_FRACTION_VARS[0]] = f"{memory_share(sharing):.2f}"
+        var = next(v for v in MEM_FRACTION_VARS if v in env)
+        memory = f", {var}={env[var]}"
+    cores = _pin_cores(slot, jobs_in_parallel, cores_per_job, set_affinity, get_affinity)
+    return f" GPU {pool[index]} of {len(pool)} ({sharing} job(s) on it{memory}), {cores}"

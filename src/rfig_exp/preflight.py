@@ -14,8 +14,8 @@ Errors are :class:`PreflightError` (exit code 2, one line each); the caller prin
 from __future__ import annotations
 
 
+import copy
 import datetime as _dt
-import json
 import re
 import sys
 import textwrap
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rfig_exp import variants
 from rfig_exp.errors import ConfigError, PreflightError, exit_codes_help
@@ -116,19 +116,31 @@ def _check_choice(group: str, value: str, errors: list[str]) -> None:
         errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
 
 
-def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True) -> list[list[str]]:
-    """The override list of every job the command line asks for (one without ``-m``).
+def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
+                gpu: bool | None = None) -> list[list[str]]:
+    """The override list of every job the command line asks for (one without ``-m``), as the
+    sweeper will run them (:func:`rfig_exp.sweep_plan.plan_sweep`; ``gpu`` None: as on this machine).
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
     :func:`validate_jobs` to report with every other bad job of the sweep."""
-    from rfig_exp.hydra_adapter import HydraException, expand_sweep, parse_overrides
+    jobs, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu)
+    if primary_error:
+        raise PreflightError([primary_error])
+    return jobs
+
+
+def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
+                  gpu: bool | None) -> tuple[list[list[str]], DictConfig | None, str | None]:
+    """:func:`expand_jobs`, the sweep's primary config (None without ``-m``), and why Hydra's
+    compose of that config would fail (None: it composes); a job that fails alike is reported
+    with the other bad jobs, so the caller says it only when every job passes."""
+    from rfig_exp.hydra_adapter import HydraException, parse_overrides
 
     try:
         parsed = parse_overrides(overrides)
     except HydraException as err:
         raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
     errors: list[str] = []
-    preset = None
     for o in parsed:
         group = o.key_or_group
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
@@ -136,7 +148,6 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
             for v in values:
                 _check_choice(group, v, errors)
         if group == "sweep":
-            preset = values[0] if len(values) == 1 else None
             if not multirun:
                 errors.append(f"sweep={','.join(values)} is a sweep preset: add -m "
                               f"(python launch.py -m sweep={values[0]} ...)")
@@ -145,76 +156,57 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
     if errors:
         raise PreflightError(errors)
     if not multirun:
-        return [list(overrides)]
-    params: list[str] = []
-    if preset is not None:
-        sweep_cfg = OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml")
-        for key, value in (OmegaConf.select(sweep_cfg, "hydra.sweeper.params") or {}).items():
-            params.append(f"{key}={value}")
+        return [list(overrides)], None, None
+    from rfig_exp import env_options, sweep_plan
+
+    handed = env_options.for_primary_compose(overrides)  # the command line as launch.py hands it to Hydra
+    primary, primary_error = _primary(handed)
     try:
-        expanded = expand_sweep(params + list(overrides))
+        plan = sweep_plan.plan_sweep(primary, handed, gpu)
     except HydraException as err:
         raise PreflightError([str(err).splitlines()[0]]) from None
-    from rfig_exp import env_options
-
-    jobs, notes = env_options.apply_to_envs_that_have_them(expanded)
-    for line in notes:
-        print(line, flush=True)
-    return group_jobs(jobs, preset, overrides)
-
-
-def group_jobs(jobs: list[list[str]], preset: str | None, overrides: Sequence[str]) -> list[list[str]]:
-    """The sweeper's seed grouping (rfig_exp.grouping), with the settings it will see: the
-    command line's, else the preset's, else conf/config.yaml's."""
-    from rfig_exp import grouping
-
-    root = OmegaConf.load(CONF_DIR / "config.yaml")
-    sweep_cfg = OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml") if preset else OmegaConf.create()
-
-    given = command_line_values(overrides)
-
-    def setting(key: str, default):
-        if key in given:
-            return given[key]
-        found = OmegaConf.select(sweep_cfg, key, default=None)
-        return found if found is not None else OmegaConf.select(root, key, default=default)
-
-    num_seeds, seed = setting("num_seeds", 1), setting("seed", 0)
-    from rfig_exp.env_options import default_env
-
-    env = default_env()  # of the jobs without env=
-    try:
-        grouped, lines = grouping.plan(
-            jobs, setting("seeds_per_job", grouping.AUTO),
-            bool(setting("hydra.launcher.gpus_per_node", None)) or grouping.gpu_visible(), str(env),
-            num_seeds if isinstance(num_seeds, int) else 1, seed if isinstance(seed, int) else 0,
-            setting("env.backend", None))
-    except ValueError as err:
+    except ValueError as err:  # seeds_per_job
         raise PreflightError([str(err)]) from None
-    for line in lines:
+    for line in plan.lines:
         print(line, flush=True)
-    return grouped
+    return plan.jobs, primary, primary_error
 
 
-def command_line_values(overrides: Sequence[str]) -> dict:
-    """``key -> value`` of a command line's plain ``key=value`` overrides (``+``/``++`` too; the
-    last one wins), each value as Hydra reads it. Sweeps (``a,b``) stay strings."""
-    values = {}
-    for o in overrides:
-        key, sep, value = o.partition("=")
-        if sep and not key.startswith("~"):
-            values[key.lstrip("+")] = yaml_value(value)
-    return values
-
-
-def yaml_value(text: str):
-    """A command-line value as Hydra reads it (``8`` an int, ``auto`` a string)."""
-    import yaml
+def _primary(handed: Sequence[str]):
+    """The sweep's primary config as Hydra composes it, and why that fails (None: it does not). On
+    a failure the plan's settings come from the defaults, the preset and Hydra's own overrides."""
+    from rfig_exp import sweep_plan
+    from rfig_exp.hydra_adapter import HydraException, parse_overrides
 
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+        return sweep_plan.compose_primary(handed), None
+    except HydraException as err:
+        error = _primary_error(err, handed)
+    kept = [o.input_line for o in parse_overrides(handed) if o.is_hydra_override() or o.key_or_group == "sweep"]
+    try:
+        return sweep_plan.compose_primary(kept), error
+    except HydraException:
+        raise PreflightError([error]) from None
+
+
+def _primary_error(err: Exception, handed: Sequence[str]) -> str:
+    """Hydra's primary compose of a sweep applies the command line's single values to the default
+    choices: a key that only some swept choice has (``-m bonus=rnd,vime bonus.lr=1e-3``) fails there."""
+    from rfig_exp.sweep_plan import primary_overrides
+
+    first = str(err).splitlines()[0]
+    if not first.startswith("Could not override '"):
+        return first
+    key = first.split("'")[1]
+    if key.startswith("hydra."):
+        return f"{key} is not a key of this sweep's Hydra config (its launcher's keys: conf/hydra/launcher/)"
+    typed = next((o for o in handed if o.lstrip("+").partition("=")[0] == key), key)
+    chosen = _job_choices(primary_overrides(handed))
+    group = key.split(".")[0]
+    where = f"{group}={chosen[group]}" if group in chosen else "the defaults"
+    base = variants.flatten(variants.defaults(chosen))
+    return (f"{variants.with_suggestion(key, base)} is not a key of {where}, the config Hydra composes a -m sweep "
+            f"with before its jobs: write ++{typed.lstrip('+')} to set it in the jobs")
 
 
 def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
@@ -260,20 +252,21 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
     """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
 
     The checks that need no environment run first for every job; only the jobs that pass them
-    make their env and bonus, whose imports take seconds (brax: 10-20 s)."""
-    from hydra import compose, initialize_config_dir
+    make their env, once per distinct env setting, which imports its suite (brax: 10-20 s).
+    No bonus is made and nothing is trained: every bonus setting is checked with the config."""
+    from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
-    from rfig_exp.bonuses import make_bonus
     from rfig_exp.config import build_run_spec
     from rfig_exp.envs import make_env
-    from rfig_exp.experiment import plan_seeds
+    from rfig_exp.seed_plan import plan_seeds
 
     errors: list[str] = []
     invalid = 0
     varying = _varying(jobs)
     where = {id(job): f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else "" for job in jobs}
     checked = []
+    composed: dict[tuple, DictConfig] = {}
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
             bad = _bad_choices(job)
@@ -282,8 +275,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
                 invalid += 1
                 continue
             try:
-                cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
-                spec = build_run_spec(cfg)  # every setting, the bonus's included
+                spec = build_run_spec(_compose(job, composed))  # every setting, the bonus's included
                 plan_seeds(spec)
                 checked.append((job, spec))
             except ConfigError as err:
@@ -293,17 +285,12 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
                 errors.append(f"{where[id(job)]}{_composition_error(err, job)}")
                 invalid += 1
     envs: dict[str, object] = {}
-    bonuses: dict[tuple, object] = {}
     good = []
     for job, spec in checked:
         try:
             env_key = repr(spec.env)  # the checked settings: equal settings, one env
             if env_key not in envs:
                 envs[env_key] = make_env(spec.env)
-            env = envs[env_key]
-            bonus_key = (repr(spec.bonus), env_key, spec.train.num_steps, spec.train.num_envs)
-            if bonus_key not in bonuses:
-                bonuses[bonus_key] = make_bonus(spec.bonus, env.obs_shape, env.action_space)
             good.append((list(job), spec))
         except ConfigError as err:
             errors.append(f"{where[id(job)]}{err}")
@@ -315,35 +302,55 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
     return good
 
 
+_SEEDS = ("seed", "num_seeds")
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def _compose(job: Sequence[str], composed: dict[tuple, DictConfig]) -> DictConfig:
+    """A job's config as Hydra composes it (Hydra's own overrides aside). Jobs that differ only in
+    their plain integer ``seed=``/``num_seeds=`` values (a sweep's seeds, a Brax cell split into
+    one-seed jobs) are composed once and given their own values, as Hydra sets a top-level key:
+    the 800 jobs of sweep=paper on a CPU are 240 compositions."""
+    from hydra import compose
+
+    overrides = [o for o in job if not o.lstrip("+~").startswith("hydra")]
+    seeds = {k: v for k, _, v in (o.partition("=") for o in overrides) if k in _SEEDS}
+    rest = tuple(o for o in overrides if o.partition("=")[0] not in _SEEDS)
+    simple = len(seeds) == sum(o.partition("=")[0] in _SEEDS for o in overrides) and all(
+        _INTEGER.match(v) for v in seeds.values())
+    key = (rest, tuple(sorted(seeds)))
+    if not simple:
+        return compose("config", overrides=overrides)
+    if key not in composed:
+        composed[key] = compose("config", overrides=overrides)
+    cfg = copy.deepcopy(composed[key])
+    for k, v in seeds.items():
+        OmegaConf.update(cfg, k, int(v))
+    return cfg
+
+
 def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
     """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
     (``python -m rfig_exp.status`` counts what is missing against it)."""
     from rfig_exp import results
 
     stamp = _dt.datetime.now().isoformat(timespec="seconds")
-    lines: dict[Path, list[str]] = {}
+    entries: dict[Path, list] = {}
     for job, spec in validated:
-        path = Path(spec.results_dir) / spec.experiment / results.MANIFEST
-        lines.setdefault(path, []).append(json.dumps({
-            "env": spec.env_name, "bonus": spec.bonus_name, "variant": spec.variant, "seeds": list(spec.seeds),
-            "overrides": [o for o in job], "launched_at": stamp}))
-    for path, rows in lines.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
-            f.write("\n".join(rows) + "\n")
+        entries.setdefault(Path(spec.results_dir) / spec.experiment, []).append(results.ManifestEntry(
+            spec.env_name, spec.bonus_name, spec.variant, tuple(spec.seeds), tuple(job), stamp))
+    for experiment_dir, launched in entries.items():
+        results.append_manifest(experiment_dir, launched)
 
 
-def check_slurm_request(overrides: Sequence[str]) -> None:
-    """With ``hydra/launcher=slurm``: refuse a request no node of the partition can meet
-    (rfig_exp.slurm), before anything is submitted."""
-    if "hydra/launcher=slurm" not in overrides:
+def check_slurm_request(primary: DictConfig) -> None:
+    """Under the SLURM launcher: refuse a request no node of the partition can meet
+    (rfig_exp.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
+    if "Slurm" not in str(OmegaConf.select(primary, "hydra.launcher._target_", default="")):
         return
     from rfig_exp import slurm
 
-    launcher = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm.yaml"))
-    for key, value in command_line_values(overrides).items():
-        if key.startswith("hydra.launcher.") and key.count(".") == 2:
-            launcher[key.rsplit(".", 1)[1]] = value
+    launcher = OmegaConf.to_container(primary.hydra.launcher, resolve=False)
     errors = slurm.check_request(launcher, slurm.read_nodes())
     if errors:
         raise PreflightError(errors)
@@ -356,10 +363,12 @@ def preflight(argv: Sequence[str]) -> None:
         return
     multirun = bool(flags & {"-m", "--multirun"})
     t0 = time.perf_counter()
-    jobs = expand_jobs(overrides, multirun, check_choices=False)
-    if multirun:
-        check_slurm_request(overrides)
+    jobs, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
+    if primary is not None:
+        check_slurm_request(primary)
     validated = validate_jobs(jobs)
+    if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
+        raise PreflightError([primary_error])
     if multirun:
         write_manifest(validated)
         print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)

@@ -1,5 +1,6 @@
-"""Where a run came from: the host, the machine, the package versions and the git commit, for its
-summary.json (a published cell names the commit, machine and jax version that made it)."""
+"""Where a run came from: the host, the machine, the share of it the run had, the package versions
+and the git commit, for its summary.json (a published cell names the commit, machine and jax
+version that made it; a speed is read knowing how many jobs shared the device)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "hydra-core", "numpy", "wandb")
+# A copy of the tree without its .git (what a GPU box gets) names its commit here
+# (scripts/paper32_gpu.sh sets it from its COMMIT).
+COMMIT_ENV = "RFIG_GIT_COMMIT"
+PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "mujoco-core", "mujoco-mjx",
+            "hydra-core", "numpy", "wandb")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -29,7 +34,7 @@ def package_versions() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    versions["git_commit"] = _git("rev-parse", "HEAD")
+    versions["git_commit"] = _git("rev-parse", "HEAD") or os.environ.get(COMMIT_ENV) or None
     return versions
 
 
@@ -67,7 +72,32 @@ def machine(devices: list | None = None) -> dict:
     return out
 
 
+# What decides a process's share of a GPU (rfig_exp.placement sets them for a local sweep's jobs).
+GPU_SHARE_VARS = ("CUDA_VISIBLE_DEVICES", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
+                  "XLA_PYTHON_CLIENT_PREALLOCATE")
+
+
+def placement(devices: list | None = None) -> dict:
+    """The share of the machine this process had: the cores it could run on (taskset's notation),
+    the GPU variables it ran with, and on an accelerator its memory pool's limit and peak use in
+    bytes (``devices``: ``jax.devices()``; a CPU reports no pool)."""
+    from rfig_exp.placement import format_cores
+
+    out: dict = {"cores": format_cores(sorted(os.sched_getaffinity(0)))}
+    out.update({var: os.environ[var] for var in GPU_SHARE_VARS if var in os.environ})
+    try:
+        stats = devices[0].memory_stats() if devices else None
+    except Exception:  # a backend without memory statistics
+        stats = None
+    if stats:
+        out["device_memory_limit_bytes"] = stats.get("bytes_limit")
+        out["device_memory_peak_bytes"] = stats.get("peak_bytes_in_use")
+    return out
+
+
 def describe(devices: list | None = None) -> dict:
-    """``host``, ``machine``, ``git_dirty`` and ``versions``, in the order summary.json lists them."""
+    """``host``, ``machine``, ``placement``, ``git_dirty`` and ``versions``, in the order summary.json
+    lists them."""
     versions, dirty = package_versions(), git_dirty()
-    return {"host": socket.gethostname(), "machine": machine(devices), "git_dirty": dirty, "versions": versions}
+    return {"host": socket.gethostname(), "machine": machine(devices), "placement": placement(devices),
+            "git_dirty": dirty, "versions": versions}

@@ -7,11 +7,13 @@ Each run (env, bonus, variant, seed) owns
 - ``config.yaml``: the resolved config of the run (with its own ``seed``);
 - ``metrics.csv``: one row per evaluation window, appended and flushed as training goes;
 - ``visits.npy``: the final visit counts of the env's coverage grid (envs with a grid);
-- ``summary.json``: written last and atomically; see :func:`incomplete_reason` for when a run
-  is complete (the one rule that the trainer, ``status``, ``estimate`` and ``analysis`` share).
+- ``summary.json``: written last and atomically, its fields those of :class:`RunSummary` (the run
+  loop writes one, ``status``, ``estimate`` and ``analysis`` read them); see
+  :func:`incomplete_reason` for when a run is complete (the one rule they all share).
 
 An experiment folder also holds ``manifest.jsonl`` (:data:`MANIFEST`): one line per job of every
-``-m`` launch, with its seeds (written by ``preflight``, read by ``status``). Readers find runs
+``-m`` launch, a :class:`ManifestEntry` with its seeds (written by ``preflight``, read by
+``status``). Readers find runs
 with :func:`iter_runs` only; folders whose names start with ``.`` or ``_`` are not part of the
 tree (a ``.trash`` or ``_old`` folder beside the runs is skipped).
 
@@ -30,9 +32,9 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
@@ -109,7 +111,117 @@ def has_runs(results_dir: str | os.PathLike, experiment: str) -> bool:
     return next(iter_runs(results_dir, experiment), None) is not None
 
 
-def read_summary(path: Path) -> tuple[dict | None, str | None]:
+def _int(value: Any) -> int | None:
+    """An integer as JSON holds one (an integral float too); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, float) and value.is_integer() else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dict(value: Any) -> dict | None:
+    return dict(value) if isinstance(value, dict) else None
+
+
+BONUS_PREFIX = "bonus_"  # summary.json's fields of what the bonus chose or counted (bonus_lengthscale, ...)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """``summary.json`` of one run: what the run loop writes, field by field, under these names.
+
+    Read back (:meth:`from_json`) from any summary, also one written before a field existed
+    (``machine``, ``num_envs``, ``max_episode_steps``, ``finished_at`` are recent) or by hand: a
+    field that is absent, or not of its type, reads as None (empty for the lists). ``status`` is
+    ``complete`` or ``failed`` (then ``failure`` says why); ``final_return`` is None when no
+    episode ever ended; ``bonus_values`` are the ``bonus_<name>`` fields (the bonus's ``describe``
+    at the end); ``coverage_grid`` and ``final_coverage`` exist where the env has a grid."""
+
+    status: str | None
+    experiment: str | None = None
+    env: str | None = None
+    bonus: str | None = None
+    variant: str | None = None
+    variant_overrides: dict | None = None
+    seed: int | None = None
+    num_seeds_in_process: int | None = None   # the seeds vmapped in the run's process
+    env_steps: int | None = None              # per seed, the whole run
+    num_windows: int | None = None
+    requested_timesteps: int | None = None    # agent.total_timesteps before rounding up to windows
+    final_return: float | None = None         # the last window's return that was finite
+    wall_time_s: float | None = None          # the job's whole time, compile included
+    compile_time_s: float | None = None
+    train_time_s: float | None = None         # training, earlier attempts of a resumed run included
+    checkpoints_written: int | None = None
+    checkpoint_wait_s: float | None = None    # training time lost to checkpoints
+    env_steps_per_second: float | None = None  # all the process's seeds, this attempt's training time
+    warmup_env_steps: int | None = None       # the random-policy warm-up of the observation statistics
+    num_envs: int | None = None               # parallel envs per seed
+    max_episode_steps: int | None = None      # the env's time limit (survivor bias of the first windows)
+    finished_at: str | None = None            # UTC, ISO 8601
+    resumed_from_windows: tuple[int, ...] = ()
+    overrides: tuple[str, ...] = ()           # the job's command line
+    host: str | None = None
+    machine: dict | None = None               # CPU, cores, memory, accelerator (rfig_exp.provenance)
+    placement: dict | None = None             # the process's share of the machine (rfig_exp.placement)
+    git_dirty: bool | None = None
+    versions: dict | None = None              # python, packages, git_commit
+    failure: str | None = None                # why a failed run failed
+    coverage_grid: dict | None = None
+    final_coverage: float | None = None
+    bonus_values: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def device(self) -> str | None:
+        """The accelerator (or CPU) JAX trained on, as ``machine`` records it."""
+        return _str((self.machine or {}).get("device_kind"))
+
+    def to_json(self) -> dict:
+        """The JSON object ``summary.json`` holds (``failure``, ``coverage_grid`` and
+        ``final_coverage`` only where they apply)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "bonus_values":
+                out.update({f"{BONUS_PREFIX}{k}": v for k, v in value.items()})
+            elif f.name in ("failure", "coverage_grid", "final_coverage") and value is None:
+                continue
+            else:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> RunSummary:
+        ints = ("seed", "num_seeds_in_process", "env_steps", "num_windows", "requested_timesteps",
+                "checkpoints_written", "warmup_env_steps", "num_envs", "max_episode_steps")
+        floats = ("final_return", "wall_time_s", "compile_time_s", "train_time_s", "checkpoint_wait_s",
+                  "env_steps_per_second", "final_coverage")
+        texts = ("status", "experiment", "env", "bonus", "variant", "finished_at", "host", "failure")
+        dicts = ("variant_overrides", "machine", "placement", "versions", "coverage_grid")
+        values: dict[str, Any] = {k: _int(raw.get(k)) for k in ints}
+        values.update({k: _float(raw.get(k)) for k in floats})
+        values.update({k: _str(raw.get(k)) for k in texts})
+        values.update({k: _dict(raw.get(k)) for k in dicts})
+        resumed, overrides = raw.get("resumed_from_windows"), raw.get("overrides")
+        values["resumed_from_windows"] = tuple(w for w in map(_int, resumed) if w is not None) \
+            if isinstance(resumed, list) else ()
+        values["overrides"] = tuple(str(o) for o in overrides) if isinstance(overrides, list) else ()
+        values["git_dirty"] = raw.get("git_dirty") if isinstance(raw.get("git_dirty"), bool) else None
+        values["bonus_values"] = {k[len(BONUS_PREFIX):]: float(v) for k, v in raw.items()
+                                  if k.startswith(BONUS_PREFIX) and _float(v) is not None}
+        return cls(**values)
+
+
+def read_summary(path: Path) -> tuple[RunSummary | None, str | None]:
     """``(summary, problem)`` of a run folder: ``(None, "no summary.json")`` without one,
     ``(None, why)`` when it cannot be read as a JSON object."""
     try:
@@ -124,7 +236,7 @@ def read_summary(path: Path) -> tuple[dict | None, str | None]:
         return None, f"{SUMMARY} unreadable ({exc})"
     if not isinstance(summary, dict):
         return None, f"{SUMMARY} unreadable (not a JSON object)"
-    return summary, None
+    return RunSummary.from_json(summary), None
 
 
 def read_config(path: Path) -> dict | None:
@@ -136,7 +248,7 @@ def read_config(path: Path) -> dict | None:
     return config if isinstance(config, dict) else None
 
 
-def incomplete_reason(path: Path, summary: Mapping | None = None) -> str | None:
+def incomplete_reason(path: Path, summary: RunSummary | None = None) -> str | None:
     """Why the run in ``path`` is not complete; None when it is. THE rule of completeness:
 
     a readable ``summary.json`` whose ``status`` is ``complete`` (the trainer writes ``status``
@@ -149,10 +261,9 @@ def incomplete_reason(path: Path, summary: Mapping | None = None) -> str | None:
         summary, problem = read_summary(path)
         if summary is None:
             return problem or f"{SUMMARY} unreadable"
-    status = summary.get("status")
-    if status != "complete":
-        return f"{SUMMARY} status is {status!r}"
-    windows = summary.get("num_windows")
+    if summary.status != "complete":
+        return f"{SUMMARY} status is {summary.status!r}"
+    windows = summary.num_windows
     if windows is not None:
         rows = whole_rows(path)
         if rows != windows:
@@ -261,9 +372,9 @@ def write_visits(path: Path, visits) -> None:
         raise
 
 
-def write_summary(path: Path, summary: Mapping) -> None:
-    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(dict(summary)), indent=2, sort_keys=True) + "\n",
-                      fault="summary")
+def write_summary(path: Path, summary: RunSummary) -> None:
+    atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(summary.to_json()), indent=2, sort_keys=True)
+                      + "\n", fault="summary")
 
 
 def _finite_or_none(value):
@@ -337,3 +448,49 @@ class MetricsWriter:
 
     def close(self) -> None:
         self._file.close()
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One line of ``manifest.jsonl``: a job of a ``-m`` launch, the runs it is to make."""
+
+    env: str
+    bonus: str
+    variant: str
+    seeds: tuple[int, ...]
+    overrides: tuple[str, ...] = ()  # the job's own
+    launched_at: str = ""            # local time, ISO 8601 to the second
+
+    def to_json(self) -> dict:
+        return {"env": self.env, "bonus": self.bonus, "variant": self.variant, "seeds": list(self.seeds),
+                "overrides": list(self.overrides), "launched_at": self.launched_at}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> ManifestEntry:
+        """Raises KeyError, TypeError or ValueError for a line that is not an entry."""
+        return cls(str(raw["env"]), str(raw["bonus"]), str(raw["variant"]), tuple(int(s) for s in raw["seeds"]),
+                   tuple(str(o) for o in raw.get("overrides") or ()), str(raw.get("launched_at") or ""))
+
+
+def append_manifest(experiment_dir: Path, entries: Sequence[ManifestEntry]) -> None:
+    """Append a launch's jobs to the experiment's ``manifest.jsonl``."""
+    experiment_dir.mkdir(parents=True, exist_ok=True)
+    with open(experiment_dir / MANIFEST, "a") as f:
+        f.write("\n".join(json.dumps(e.to_json()) for e in entries) + "\n")
+
+
+def read_manifest(experiment_dir: Path) -> tuple[list[ManifestEntry], int]:
+    """The manifest's entries, and how many of its lines could not be read."""
+    entries, bad = [], 0
+    try:
+        text = (experiment_dir / MANIFEST).read_text()
+    except OSError:
+        return [], 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            entries.append(ManifestEntry.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+    return entries, bad

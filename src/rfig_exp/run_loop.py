@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime
 import errno
 import logging
+import signal
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jax
@@ -28,19 +28,11 @@ from rfig_exp.config import RunSpec
 from rfig_exp.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
-from rfig_exp.tracking import WandbRuns
-from rfig_exp.watchdog import Watchdog
+from rfig_exp.seed_plan import SeedPlan
+from rfig_exp.tracking import WandbRuns, run_labels
+from rfig_exp.watchdog import Watchdog, end_process
 
 log = logging.getLogger("rfig_exp")
-
-
-@dataclass
-class SeedPlan:
-    seed: int
-    path: Path
-    config_yaml: str
-    action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
-    config_damaged: bool = False  # its saved config.yaml is rewritten when the run resumes
 
 
 @dataclass
@@ -57,14 +49,16 @@ class JobRun:
     """One job's seeds trained together; resumable from per-seed checkpoints.
 
     ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
-    watchdog ends the process."""
+    watchdog ends the process; ``after_stall`` ends it then (None: exit 75; a sweep's retry in a
+    sweep job, rfig_exp.retry)."""
 
     def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
                  command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
-                 release: Callable[[], Any] = lambda: None, matmul_precision: str = "n/a"):
+                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None):
         self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, list(command_line)
-        self.heartbeat, self.release, self.matmul_precision = heartbeat, release, matmul_precision
+        self.heartbeat, self.release = heartbeat, release
+        self.after_stall = after_stall or end_process
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
 
@@ -116,7 +110,7 @@ class JobRun:
         return window, found
 
     # -- the loop -------------------------------------------------------------------------
-    def train(self) -> list[dict]:
+    def train(self) -> list[results.RunSummary]:
         spec = self.spec
         start = time.perf_counter()
         trainer = make_trainer(spec.train, self.env, self.bonus)
@@ -134,13 +128,14 @@ class JobRun:
             guard = DivergenceGuard(self.tag)
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
-                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.matmul_precision)
+                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note)
             try:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
                 compile_time = time.perf_counter() - start
                 self._describe(restored.states)
                 # the watchdog starts after compiling: a long compile is not a stall
-                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release))
+                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release,
+                                                        end=self.after_stall))
                 stack.callback(saver.close, self.tag)  # closed first, still watched: a write can hang too
                 observers = [Heartbeat(watchdog, self.heartbeat), files, guard, WandbMirror(wandb_runs), FaultPoint(),
                              saver, progress]
@@ -188,15 +183,19 @@ class JobRun:
                 observer.on_window(window)
             if stopping is not None:
                 signals.hand_over(self.tag, w, stopping)
+                if stopping == signal.SIGINT:
+                    raise Interrupted(f"interrupted (Ctrl-C) after window {w} of {spec.num_windows}; its checkpoint "
+                                      f"is saved: relaunch the same command to resume from window {w}",
+                                      ExitCode.INTERRUPTED)
                 raise Interrupted(f"terminated (signal {stopping}) after window {w} of {spec.num_windows}; its "
                                   "checkpoint is saved: relaunch the same command to resume", 128 + stopping)
         return states, train_time
 
     def _wandb(self, run_ids: dict) -> WandbRuns:
         spec, settings = self.spec, self.spec.wandb
-        group = settings.group or f"{spec.experiment}/{spec.env_name}/{spec.bonus_name}/{spec.variant}"
-        return WandbRuns(settings.mode, settings.project, settings.entity, group=group, tags=list(settings.tags),
-                         init_timeout=settings.init_timeout,
+        labels = run_labels(spec.experiment, spec.env_name, spec.bonus_name, spec.variant, settings.group,
+                            settings.tags)
+        return WandbRuns(settings.mode, settings.project, settings.entity, labels, init_timeout=settings.init_timeout,
                          runs={s: (str(self.dirs[s]), {**spec.resolved_config, "seed": s}, run_ids.get(s))
                                for s in self.seeds})
 
@@ -209,12 +208,12 @@ class JobRun:
 
     # -- the end --------------------------------------------------------------------------
     def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
-                wandb_runs) -> list[dict]:
+                wandb_runs) -> list[results.RunSummary]:
         spec, seeds = self.spec, self.seeds
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
         visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
-        origin = provenance.describe(jax.devices())  # host, machine, git_dirty, versions
+        origin = provenance.describe(jax.devices())  # host, machine, placement, git_dirty, versions
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
         for s in seeds:  # a summary is only ever written over the whole metrics of its run
@@ -228,32 +227,29 @@ class JobRun:
             if grid is not None:
                 assert visits is not None
                 results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
-            summary = {
-                "status": "failed" if s in failures else "complete",
-                **({"failure": failures[s]} if s in failures else {}),
-                "experiment": spec.experiment, "env": spec.env_name, "bonus": spec.bonus_name,
-                "variant": spec.variant, "variant_overrides": spec.variant_overrides,
-                "seed": s, "num_seeds_in_process": len(seeds),
-                "env_steps": spec.total_env_steps, "num_windows": spec.num_windows,
-                "requested_timesteps": spec.requested_timesteps, "final_return": final_returns[s],
-                "wall_time_s": wall, "compile_time_s": compile_time, "train_time_s": train_time,
-                "checkpoints_written": saver.written, "checkpoint_wait_s": saver.wait_s,
-                "env_steps_per_second": steps_trained * len(seeds) / max(train_time, 1e-9),
-                "warmup_env_steps": spec.train.obs_norm_init_steps * spec.train.num_envs,
+            summary = results.RunSummary(
+                status="failed" if s in failures else "complete", failure=failures.get(s),
+                experiment=spec.experiment, env=spec.env_name, bonus=spec.bonus_name,
+                variant=spec.variant, variant_overrides=spec.variant_overrides,
+                seed=s, num_seeds_in_process=len(seeds),
+                env_steps=spec.total_env_steps, num_windows=spec.num_windows,
+                requested_timesteps=spec.requested_timesteps, final_return=final_returns[s],
+                wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
+                checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
+                env_steps_per_second=steps_trained * len(seeds) / max(train_time, 1e-9),
+                warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
                 # a window's return averages the episodes that ended in it; until each env has run
                 # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
-                "num_envs": spec.train.num_envs, "max_episode_steps": int(self.env.max_episode_steps),
-                "finished_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "resumed_from_windows": resumed_from, "overrides": self.command_line, **origin,
-                **{f"bonus_{k}": float(np.ravel(v)[i]) for k, v in described.items()},
-            }
-            if grid is not None:
-                assert visits is not None
-                summary["coverage_grid"] = grid.describe()
-                summary["final_coverage"] = float((visits[i] > 0).mean())
+                num_envs=spec.train.num_envs, max_episode_steps=int(self.env.max_episode_steps),
+                finished_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                resumed_from_windows=tuple(resumed_from), overrides=tuple(self.command_line), **origin,
+                bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
+                coverage_grid=grid.describe() if grid is not None else None,
+                final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
+            )
             results.write_summary(self.dirs[s], summary)
             checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
-            wandb_runs.finish(s, summary, failed=s in failures)
+            wandb_runs.finish(s, summary.to_json(), failed=s in failures)
             if s not in failures:
                 summaries.append(summary)
         log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",

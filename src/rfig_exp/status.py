@@ -81,7 +81,7 @@ def read_seed(path: Path, seed: int) -> SeedState:
         why = problem or results.incomplete_reason(path, summary)
         if why is None:
             return SeedState(seed, "complete")
-        status = summary.get("status") if summary is not None else None
+        status = summary.status if summary is not None else None
         return SeedState(seed, "failed", detail=str(status) if status not in (None, "complete") else why)
     rows = results.whole_rows(path)
     if rows > 0:
@@ -89,40 +89,20 @@ def read_seed(path: Path, seed: int) -> SeedState:
     return SeedState(seed, "missing", detail="started, no window yet")
 
 
-def read_manifest(path: Path) -> tuple[list[dict], int]:
-    """Manifest lines of an experiment, and how many lines could not be read."""
-    entries, bad = [], 0
-    try:
-        text = path.read_text()
-    except OSError:
-        return [], 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-            entry["env"], entry["bonus"], entry["variant"]  # noqa: B018  (required keys)
-            entry["seeds"] = [int(s) for s in entry["seeds"]]
-            entries.append(entry)
-        except (ValueError, KeyError, TypeError):
-            bad += 1
-    return entries, bad
-
-
 def collect(experiment_dir: Path) -> tuple[list[GroupStatus], dict]:
     """Status of every (env, bonus, variant) of one experiment, sorted; and notes about the tree."""
     groups: dict[tuple[str, str, str], GroupStatus] = {}
-    entries, bad_lines = read_manifest(experiment_dir / results.MANIFEST)
+    entries, bad_lines = results.read_manifest(experiment_dir)
     for entry in entries:
-        key = (entry["env"], entry["bonus"], entry["variant"])
+        key = (entry.env, entry.bonus, entry.variant)
         group = groups.setdefault(key, GroupStatus(*key))
-        for seed in entry["seeds"]:
+        for seed in entry.seeds:
             group.seeds.setdefault(seed, SeedState(seed, "missing"))
     for run in results.iter_runs(experiment_dir.parent, experiment_dir.name):
         group = groups.setdefault((run.env, run.bonus, run.variant), GroupStatus(run.env, run.bonus, run.variant))
         group.seeds[run.seed] = read_seed(run.path, run.seed)
     notes = {"manifest_lines": len(entries), "manifest_unreadable_lines": bad_lines,
-             "last_launch": max((e.get("launched_at", "") for e in entries), default=None)}
+             "last_launch": max((e.launched_at for e in entries), default=None)}
     return [groups[k] for k in sorted(groups)], notes
 
 

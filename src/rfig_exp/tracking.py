@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import shutil
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from rfig_exp.errors import ConfigError
 
 log = logging.getLogger("rfig_exp")
 
@@ -29,10 +33,46 @@ def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total
             + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
 
 
-def inverse_note(refreshes: float, recoveries: float, seed_updates: int) -> str:
-    """RFIG's precision-matrix upkeep in one window: exact refreshes (recoveries included) and
-    recoveries (an inverse so wrong it was replaced) over ``seed_updates`` = updates x seeds."""
-    return f"inverse: {int(round(refreshes))} refreshes, {int(round(recoveries))} recoveries in {seed_updates} updates"
+MAX_TAG = 64  # wandb.init refuses an empty tag or a longer one
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """How a job's runs show in the wandb UI, so a sweep is browsed by clicks, not typed strings.
+
+    ``group``: one per cell, its seeds side by side (``<experiment>/<env>/<bonus>/<variant>`` unless
+    ``wandb.group``); ``job_type``: the experiment, so one click groups or filters a whole sweep in a
+    project that holds several; ``tags``: ``env:<env>``, ``bonus:<bonus>``, ``variant:<variant>``, then
+    ``wandb.tags``; ``folder``: the cell's folder under the experiment, which names each run
+    ``<env>/<bonus>/<variant>/seed_<k>`` as in the results tree.
+    """
+
+    group: str
+    job_type: str
+    tags: tuple[str, ...]
+    folder: str
+
+    def name(self, seed: int) -> str:
+        return f"{self.folder}/seed_{seed}"
+
+
+def _fit_tag(tag: str) -> str:
+    """``tag`` cut to wandb's limit, a digest of the whole keeping two long variants apart."""
+    if len(tag) <= MAX_TAG:
+        return tag
+    return tag[: MAX_TAG - 9] + "~" + hashlib.sha1(tag.encode()).hexdigest()[:8]
+
+
+def run_labels(experiment: str, env: str, bonus: str, variant: str, group: str | None = None,
+               tags: Sequence[str] = ()) -> RunLabels:
+    """The labels of one cell's runs; ``group`` and ``tags`` are ``wandb.group`` and ``wandb.tags``."""
+    bad = [t for t in tags if not 1 <= len(t) <= MAX_TAG]
+    if bad:
+        raise ConfigError(f"wandb.tags: {bad[0]!r} is {len(bad[0])} characters; wandb takes tags of 1 to "
+                          f"{MAX_TAG} characters")
+    own = (f"env:{env}", f"bonus:{bonus}", _fit_tag(f"variant:{variant}"))
+    return RunLabels(group=group or f"{experiment}/{env}/{bonus}/{variant}", job_type=experiment,
+                     tags=tuple(dict.fromkeys((*own, *tags))), folder=f"{env}/{bonus}/{variant}")
 
 
 class WandbRuns:
@@ -40,21 +80,21 @@ class WandbRuns:
 
     Online without a key or network falls back to offline after ``init_timeout`` seconds
     with one warning line, so a sweep never blocks on it; offline runs land in
-    ``<run_dir>/wandb/`` and upload later with ``wandb sync``. A seed given a run id (a
+    ``<run_dir>/wandb/`` and upload later with ``make wandb-sync`` (``rfig_exp.wandb_sync``). A seed given a run id (a
     resumed run) continues that wandb run instead of starting a second one.
     """
 
-    def __init__(self, mode: str, project: str, entity: str | None, group: str,
-                 runs: Mapping[int, tuple[str, dict, str | None]], tags: Sequence[str] = (),
-                 init_timeout: float = 10.0):
+    def __init__(self, mode: str, project: str, entity: str | None, labels: RunLabels,
+                 runs: Mapping[int, tuple[str, dict, str | None]], init_timeout: float = 10.0):
         self._runs = {}
         if mode == "disabled":
             return
         import wandb
 
         for seed, (directory, config, run_id) in runs.items():
-            kwargs = dict(project=project, entity=entity, group=group, name=f"{group}/seed_{seed}",
-                          dir=directory, config=config, tags=list(tags), reinit="create_new",
+            kwargs = dict(project=project, entity=entity, group=labels.group, job_type=labels.job_type,
+                          name=labels.name(seed), dir=directory, config=config, tags=list(labels.tags),
+                          reinit="create_new",
                           **({"id": run_id, "resume": "allow"} if run_id else {}))
             try:
                 # silent: wandb's own history/summary blocks were most of a sweep's console
@@ -64,7 +104,7 @@ class WandbRuns:
                 if mode != "online":
                     raise
                 log.warning("wandb: online init failed (%s); logging offline instead (upload later with "
-                            "`wandb sync`)", str(err).splitlines()[0] if str(err) else type(err).__name__)
+                            "`make wandb-sync`)", str(err).splitlines()[0] if str(err) else type(err).__name__)
                 mode = "offline"  # the other seeds of this job go straight to offline
                 for leftover in Path(directory, "wandb").glob("run-*"):  # the failed online attempt
                     shutil.rmtree(leftover, ignore_errors=True)
@@ -73,7 +113,7 @@ class WandbRuns:
         if self._runs:
             first = next(iter(runs.values()))[0]
             log.info("wandb (%s): one run per seed under %s/wandb/%s", mode, Path(first).parent.name + "/seed_*",
-                     "; upload with `wandb sync`" if mode == "offline" else "")
+                     f"; upload with `make wandb-sync EXPERIMENT={labels.job_type}`" if mode == "offline" else "")
     def ids(self) -> dict[int, str]:
         return {seed: run.id for seed, run in self._runs.items()}
 

@@ -151,11 +151,8 @@ def variant_name(overrides: Mapping[str, Any]) -> str:
     return name
 
 
-# A sweep's jobs learn from this environment variable which keys their sweep varies
-# (hydra_plugins.rfig_exp_sweeper sets it, launch.py reads it), so that their console prefix
-# shows those first: a job's own overrides cannot tell which of them the other jobs share.
-SWEEP_VARIES_ENV = "RFIG_SWEEP_VARIES"
-# The prefix names a job's seeds, env and bonus anyway.
+# A job's console prefix shows first the keys its sweep varies (rfig_exp.sweep_plan.varying_keys);
+# it names the job's seeds, env and bonus anyway.
 _NOT_SHOWN = ("seed", "num_seeds", "seeds_per_job")
 MAX_TAG = 48
 

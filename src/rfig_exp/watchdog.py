@@ -8,8 +8,9 @@ factor * slowest window so far)`` seconds (``first_s`` before the first window),
 happened and ends the process with :attr:`ExitCode.STALLED`. Checkpoints already on disk are kept and
 no summary is written, so the run never looks complete and relaunching the same command resumes it.
 
-A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.retry): it replaces
-:data:`stall_action`, which runs once the run's owner locks are released and the log is flushed.
+A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.retry): its job passes the
+watchdog an ``end`` (re-execute the sweep, requeue the task), which runs once the run's owner
+locks are released and the log is flushed, in place of :func:`end_process`.
 """
 
 from __future__ import annotations
@@ -26,26 +27,25 @@ log = logging.getLogger("rfig_exp")
 
 
 def end_process(message: str) -> None:
+    """What ends a stalled process by default. An ``end`` is called from the watchdog thread while
+    the main thread is stuck in XLA, so it must end (or replace) the process itself: nothing can
+    unwind the main thread."""
     os._exit(ExitCode.STALLED)
 
 
-# What ends a stalled process; called from the watchdog thread while the main thread is stuck in
-# XLA, so it must end (or replace) the process itself: nothing can unwind the main thread.
-stall_action: Callable[[str], None] = end_process
-
-
 class Watchdog:
-    """Calls ``on_stall(message)`` (default: log it and ``os._exit(ExitCode.STALLED)``) once no
-    :meth:`beat` has come for too long. ``min_s <= 0`` disables it."""
+    """Calls ``on_stall(message)`` once no :meth:`beat` has come for too long (default: log it,
+    ``release()``, then ``end(message)``, and ``os._exit(ExitCode.STALLED)`` if that returned).
+    ``min_s <= 0`` disables it."""
 
     def __init__(self, tag: str, min_s: float, factor: float = 20.0, first_s: float | None = None,
                  on_stall: Callable[[str], None] | None = None, poll_s: float = 1.0,
-                 release: Callable[[], None] = lambda: None):
+                 release: Callable[[], None] = lambda: None, end: Callable[[str], None] = end_process):
         self.tag, self.min_s, self.factor = tag, float(min_s), float(factor)
         self.first_s = float(first_s) if first_s is not None else 3.0 * self.min_s
         # release: the run's owner locks, freed before the process ends, so the retry (a requeued
         # task on another node, or this process re-executed) need not wait for them to go stale
-        self.on_stall = on_stall or (lambda message: _exit(message, release))
+        self.on_stall = on_stall or (lambda message: _exit(message, release, end))
         self.poll_s = poll_s
         self.windows = 0
         self.slowest = 0.0
@@ -95,7 +95,7 @@ class Watchdog:
                 return
 
 
-def _exit(message: str, release: Callable[[], None]) -> None:
+def _exit(message: str, release: Callable[[], None], end: Callable[[str], None]) -> None:
     log.error(message)
     try:
         release()
@@ -103,5 +103,5 @@ def _exit(message: str, release: Callable[[], None]) -> None:
         log.error("could not release the run's owner locks: %s", err)
     for handler in logging.getLogger().handlers + log.handlers:
         handler.flush()
-    stall_action(message)
-    os._exit(ExitCode.STALLED)  # a stall_action that returned
+    end(message)
+    os._exit(ExitCode.STALLED)  # an end that returned

@@ -9,16 +9,14 @@ the stall retries. The sweep exits 1 when a job failed, 0 otherwise. With the in
 launcher the jobs go one at a time, so a failure is reported when it happens.
 
 A job the watchdog ends as stalled (exit 75) is retried from its checkpoint up to
-``stall_retries`` times (rfig_exp.retry): an in-process job by re-executing the sweep, which
-picks up here at that job with the counts so far; a submitit task requeues itself and reports
-its retries in its result.
+``stall_retries`` times (rfig_exp.retry): an in-process job re-executes the sweep, which picks up
+here with the counts so far (saved in the sweep folder before each job) and decides whether that
+job gets another try; a submitit task requeues itself and reports its retries in its result.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from rfig_exp import hydra_adapter, retry, variants, watchdog
+from rfig_exp import hydra_adapter, retry, sweep_plan
 from rfig_exp.hydra_adapter import JobOutcome
 from rfig_exp.errors import ExitCode
 
@@ -38,43 +36,29 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: list[str]) -> Any:
-        params = self._parse_config()
-        params.extend(arguments)
         in_process = hydra_adapter.runs_in_process(self.launcher)
         # in-process jobs: report each one as soon as it ends (and a batch is a job, which is
         # where a sweep re-executed after a stall goes on)
-        batch_size = 1 if in_process else self.max_batch_size
-        self.overrides = self._grouped(hydra_adapter.expand_sweep(params, self.hydra_context.config_loader),
-                                       batch_size)
-        # Inherited by in-process, local and SLURM jobs alike (sbatch exports the environment).
-        os.environ[variants.SWEEP_VARIES_ENV] = " ".join(
-            variants.varying_keys([job for batch in self.overrides for job in batch]))
+        batch_size = 1 if in_process else self._jobs_at_once()
+        self.overrides = self._batches(arguments, batch_size)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # also where each job reads its sweep
 
         watcher = self._slurm_watcher()
-        counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
-        failures: list[str] = []
-        returns, index, t0 = [], 0, time.perf_counter()
-        progress = retry.resumed_progress() if in_process else None
-        if progress:  # this process re-executed the sweep after a stalled job: go on from there
-            counts, failures, index = progress["counts"], progress["failures"], progress["next"]
-            t0 -= progress["elapsed_s"]
-            self.batch_index = index  # one job per batch in-process
-            log.info("[sweep] going on at job #%d after a stalled job", index)
-        retries = {int(k): v for k, v in (progress or {}).get("retries", {}).items()}
+        state = retry.SweepProgress.start()
+        handed = retry.resumed_progress() if in_process else None
+        if handed is not None:  # this process re-executed the sweep after a stalled job: go on from there
+            state = self._after_stall(handed)
+        counts, failures, retries, index = state.counts, state.failures, state.retries, state.next
+        returns, t0 = [], state.start_time()
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
-            if in_process:
-                watchdog.stall_action = functools.partial(
-                    self._retry_in_process, index, batch[0], counts, failures, retries, t0)
-            try:
-                with watcher:
-                    results = self.launcher.launch(batch, initial_job_idx=index)
-            finally:
-                watchdog.stall_action = watchdog.end_process
+            if in_process:  # what a stalled job hands the sweep it re-executes (rfig_exp.retry)
+                retry.SweepProgress(counts, failures, retries, index, state.started_at).save(sweep_dir)
+            with watcher:
+                results = self.launcher.launch(batch, initial_job_idx=index)
             for job in results:
                 completed, value = hydra_adapter.job_result(job)
                 if completed:
@@ -110,42 +94,48 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         failures.append(line)
         log.error("[sweep] job failed: %s", line)
 
-    def _retry_in_process(self, index: int, overrides: list[str], counts: dict, failures: list[str],
-                          retries: dict[int, int], t0: float, message: str) -> None:
-        """The watchdog's stall action while job ``index`` runs in this process: re-execute the
-        sweep to resume that job from its checkpoint, or, out of retries, to go on without it."""
-        budget, used = int(self.config.get("stall_retries", 0)), retries.get(index, 0)
+    def _after_stall(self, handed: dict) -> retry.SweepProgress:
+        """Where a sweep re-executed by a stalled in-process job goes on: that job again, resumed
+        from its checkpoint, while it has ``stall_retries`` left; else the next one, this one failed."""
+        state = retry.SweepProgress.load(handed)
+        index = int(handed["stalled"])
+        budget, used = int(self.config.get("stall_retries", 0)), state.retries.get(index, 0)
         if used < budget:
-            retries[index] = used + 1
-            counts["stall_retries"] += 1
-            log.warning("[sweep] job #%d stalled: retry %d of %d (stall_retries), re-executing the sweep to "
-                        "resume it from its checkpoint", index, used + 1, budget)
-            following = index
+            state.retries[index] = used + 1
+            state.counts["stall_retries"] += 1
+            log.warning("[sweep] job #%d stalled: retry %d of %d (stall_retries), resuming it from its checkpoint",
+                        index, used + 1, budget)
+            state.next = index
         else:
-            self._failed(counts, failures, f"{' '.join(overrides)}: stalled (exit 75) {used + 1} time(s), "
-                                           f"stall_retries={budget} used up; relaunch the sweep to resume it")
-            following = index + 1
-        retry.re_execute({"next": following, "counts": counts, "failures": failures, "retries": retries,
-                          "elapsed_s": time.perf_counter() - t0})
+            overrides = " ".join(self.overrides[index][0])  # one job per batch in-process
+            self._failed(state.counts, state.failures, f"{overrides}: stalled (exit 75) {used + 1} time(s), "
+                         f"stall_retries={budget} used up; relaunch the sweep to resume it")
+            state.next = index + 1
+        self.batch_index = state.next
+        log.info("[sweep] going on at job #%d after a stalled job", state.next)
+        return state
 
-    def _grouped(self, jobs: list[list[str]], batch_size: Optional[int]) -> list:
-        """Per-env options applied to the envs that have them (rfig_exp.env_options), jobs that
-        differ only in their seed merged into vmapped jobs (rfig_exp.grouping), as
-        preflight validated them, then cut into batches of ``batch_size``."""
-        from rfig_exp import env_options, grouping
-
-        # launch.py handed Hydra env options as ++env.K=V; each job gets them back as typed,
-        # or not at all where its env lacks the key (preflight said which).
-        jobs, _ = env_options.apply_to_envs_that_have_them(jobs)
-        gpus = OmegaConf.select(self.config, "hydra.launcher.gpus_per_node")
-        grouped, lines = grouping.plan(jobs, self.config.get("seeds_per_job", grouping.AUTO),
-                                       bool(gpus) or grouping.gpu_visible(), str(self.config.env.name),
-                                       int(self.config.get("num_seeds", 1)), int(self.config.get("seed", 0)),
-                                       OmegaConf.select(self.config, "env.backend", default=None))
-        for line in lines:
+    def _batches(self, arguments: list[str], batch_size: Optional[int]) -> list:
+        """The sweep's jobs as preflight validated them (rfig_exp.sweep_plan: the preset's params and
+        the command line expanded, per-env options applied, seeds grouped), cut into batches of
+        ``batch_size``."""
+        plan = sweep_plan.plan_sweep(self.config, arguments, config_loader=self.hydra_context.config_loader)
+        for line in plan.lines:
             log.debug(line)  # launch.py's preflight already said it
-        step = batch_size or len(grouped) or 1
-        return [grouped[i:i + step] for i in range(0, len(grouped), step)]
+        step = batch_size or len(plan.jobs) or 1
+        return [plan.jobs[i:i + step] for i in range(0, len(plan.jobs), step)]
+
+    def _jobs_at_once(self) -> Optional[int]:
+        """Jobs per batch: ``max_batch_size``, or for submitit_local jobs (placed on this machine)
+        ``placement.jobs_per_gpu`` per GPU of it, as each job's placement derives it."""
+        from rfig_exp import placement
+
+        target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
+        per_gpu = OmegaConf.select(self.config, "placement.jobs_per_gpu", default=None)
+        if per_gpu is None or "LocalLauncher" not in target:
+            return self.max_batch_size
+        pool = placement.gpu_pool(OmegaConf.select(self.config, "placement.gpus", default=None))
+        return placement.jobs_at_once(self.max_batch_size, int(per_gpu), len(pool))
 
     def _slurm_watcher(self):
         """A watcher of the sweep's pending jobs (rfig_exp.slurm), enabled under the SLURM launcher."""

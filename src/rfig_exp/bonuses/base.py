@@ -13,7 +13,7 @@ settings in its own module: ``rfig_exp.bonuses``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +50,11 @@ class Bonus:
     them outside the per-seed vmap, so the costly branch runs only when some seed asks
     for it instead of being turned into an always-executed ``select`` by vmap.
 
+    Optional ``progress_note(metrics, seed_updates) -> (note, warning)`` is the bonus's part of
+    the console's progress line: from a window's host metrics (``bonus/<name>``, ``[S]`` each) and
+    its updates times seeds, a short note and a warning or None (said once per run). Host side,
+    no JAX.
+
     ``intrinsic=False`` declares the reward identically zero (the ``none`` bonus). The
     agent then leaves the intrinsic stream out of the advantage and the value loss, so
     the run is plain PPO: an all-zero stream would still add ``beta * A_int`` noise from
@@ -65,6 +70,7 @@ class Bonus:
     describe: Optional[Callable[[BonusState], Metrics]] = None  # scalars for summary.json
     intrinsic: bool = True
     counted_metrics: tuple[str, ...] = ()  # metrics that count events: summed over a window, not averaged
+    progress_note: Optional[Callable[[Mapping[str, Any], int], tuple[str, Optional[str]]]] = None
 
 
 def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:

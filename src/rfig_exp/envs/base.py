@@ -50,6 +50,14 @@ class BoxSpace:
     high: float = 1.0
 
 
+def random_actions(key: jax.Array, action_space: DiscreteSpace | BoxSpace, n: int) -> jax.Array:
+    """``n`` uniform random actions of ``action_space``: ``[n]`` integers, or ``[n, dim]`` in the box
+    (the random policy of the observation warm-up)."""
+    if isinstance(action_space, DiscreteSpace):
+        return jax.random.randint(key, (n,), 0, action_space.num_actions)
+    return jax.random.uniform(key, (n, action_space.dim), minval=action_space.low, maxval=action_space.high)
+
+
 @dataclass(frozen=True)
 class CoverageGrid:
     """A fixed 2-D grid over two coordinates of the state, for the coverage metric.

@@ -31,7 +31,7 @@ from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMet
 from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
-from rfig_exp.envs.base import BoxSpace, DiscreteSpace, Env
+from rfig_exp.envs.base import BoxSpace, Env, random_actions
 from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.shuffle import permutations
 
@@ -73,12 +73,6 @@ class Trainer(NamedTuple):
     run_window: Any
 
 
-def _random_actions(key, action_space, n):
-    if isinstance(action_space, DiscreteSpace):
-        return jax.random.randint(key, (n,), 0, action_space.num_actions)
-    return jax.random.uniform(key, (n, action_space.dim), minval=action_space.low, maxval=action_space.high)
-
-
 def _env_action(action, action_space):
     """The action sent to the env: a Gaussian sample clipped to the box. The policy's
     log-probability keeps the unclipped sample (PPO's reference implementations)."""
@@ -112,7 +106,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         def warm_step(carry, k):
             env_state, obs = carry
             k_act, k_env = jax.random.split(k)
-            actions = _random_actions(k_act, env.action_space, num_envs)
+            actions = random_actions(k_act, env.action_space, num_envs)
             out = v_step(jax.random.split(k_env, num_envs), env_state, actions)
             return (out.state, out.obs), out.final_obs
 

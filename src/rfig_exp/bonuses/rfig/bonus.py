@@ -35,8 +35,9 @@ The length-scale is ``bonus.lengthscale`` or, with ``auto``, ``sqrt(d_eff)`` est
 from the random-policy warm-up states (``bonus.lengthscale_method``; see lengthscale.py).
 
 The package: this module is the bonus; ``features`` the random Fourier features,
-``precision`` the inverse upkeep, ``lengthscale`` the length-scale heuristics; the
-settings are declared in the package's ``__init__`` (``RFIGSettings``).
+``precision`` the inverse upkeep, ``lengthscale`` the length-scale heuristics, ``progress`` its
+note on the console's progress line; the settings are declared in the package's ``__init__``
+(``RFIGSettings``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from rfig_exp.bonuses.rfig.precision import (exact_inverse, inverse_residual, ne
                                               newton_schulz_warm_start, quadratic_form, woodbury_update)
 from rfig_exp.bonuses.rfig.features import rff_features, rff_params
 from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
+from rfig_exp.bonuses.rfig.progress import progress_note
 from rfig_exp.linalg import sequential_vmap
 from rfig_exp.shuffle import subsample
 
@@ -196,7 +198,8 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
     # networks keep theirs): the context is read when the agent's jit traces these functions.
     at = functools.partial(at_matmul_precision, precision=settings.matmul_precision)
     return Bonus(settings.name, at(init), at(reward), at(update), needs_refresh, at(refresh), describe,
-                 counted_metrics=("divergence_count", "refresh_count"))
+                 counted_metrics=("divergence_count", "refresh_count"),
+                 progress_note=progress_note(settings.matmul_precision))
 
 
 def at_matmul_precision(fn, precision: str):
