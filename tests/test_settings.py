@@ -118,6 +118,7 @@ def test_rfig_checks_the_float32_values_it_computes_with():
     ("agent.anneal_lr=1", "agent.anneal_lr=1 must be true or false"),
     ("~bonus.reg", "bonus.reg is missing from the config"),
     ("bonus.refresh_tol=0.5", "bonus.refresh_tol=0.5 must be > 0 and <= bonus.divergence_tol=0.009999999776482582"),
+    ("placement.gpus=1", "placement.gpus=1 must be null or a non-empty list of GPU ids (e.g. [0, 1])"),
 ])
 def test_each_setting_refuses_a_bad_value_by_its_own_rule(override, message):
     with pytest.raises(ConfigError) as err:

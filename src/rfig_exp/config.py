@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from rfig_exp import variants
 from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
@@ -57,8 +57,8 @@ def _tags(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _gpus(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
-    """placement.gpus as a tuple (checked with the group, by its last key)."""
-    return tuple(value) if value is not None and not isinstance(value, str) else value
+    """placement.gpus, a list as a tuple (checked with the group, by its last key)."""
+    return tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
 
 
 def _jobs_per_gpu(value: Any, key: str, earlier: Mapping[str, Any]) -> int | None:
