@@ -83,10 +83,11 @@ def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
 
 def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
     """A sweep of gymnax envs makes its envs (gymnax, hence JAX) and nothing of the training: no
-    run loop, no agent, no bonus module, no other suite."""
+    run loop, no agent, no bonus code (a bonus module's declared settings are read: they import
+    no JAX), no other suite."""
     code = ("from rfig_exp.preflight import preflight\n"
             f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
             "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run_loop',\n"
-            "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig',\n"
-            "      'rfig_exp.bonuses.rnd') if m in sys.modules))")
+            "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"
+            "      'rfig_exp.bonuses.nets') if m in sys.modules))")
     assert _python(code)[-1] == "['gymnax']"
