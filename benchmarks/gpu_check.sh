@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU numbers of issue 15 in one go, about 7 minutes on one H100 (each part has its own
+# The GPU numbers in one go, about 7 minutes on one H100 (each part has its own
 # time limit, so a slow part cannot eat the next one's):
 #   1. RFIG's precision: MountainCar, 32 seeds, 1M steps, bonus.matmul_precision=default (the
 #      GPU's TF32) against highest (the default): recoveries, refreshes, largest residual, steps/s;

@@ -90,7 +90,7 @@ def test_launch_then_analysis_report(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_hyperparameter_sweep_keeps_both_runs_and_the_analysis_shows_both(tmp_path):
-    """Issue 7's defect: ``agent.lr=1e-4,1e-3`` once ran the first value only."""
+    """``agent.lr=1e-4,1e-3`` runs both values (a sweep once ran the first value only)."""
     _launch(["env=cartpole", "bonus=none", "agent.lr=1e-4,1e-3", "seed=0", "num_seeds=2", *TINY_ARGS], tmp_path,
             "lr")
     from analysis import collect

@@ -59,8 +59,8 @@ def test_build_methods_keys_labels_common_and_colours():
     # Stable: the same methods get the same colours whatever order they are found in.
     again, _ = build_methods(dict(reversed(list(groups.items()))))
     assert [m.colour for m in again] == [m.colour for m in methods]
-    # A sweep's variants are told apart: colours far apart (issue 18: two near-identical blues
-    # overlapped), and a line style of their own within their bonus.
+    # A sweep's variants are told apart: colours far apart (two near-identical blues
+    # cannot be told apart), and a line style of their own within their bonus.
     sweep = {("none", "base"): {}, ("rnd", "base"): {}, ("rfig", "base"): {},
              **{("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": v} for v in (0.5, 1, 2)}}
     ms, _ = build_methods(sweep)

@@ -1,6 +1,6 @@
 """Every bonus meets every observation kind: one real PPO update per (bonus, env) cell.
 
-Issue 14: ``env=deepsea bonus=rfig`` failed at its first update (``TypeError: dot_general
+Why: ``env=deepsea bonus=rfig`` once failed at its first update (``TypeError: dot_general
 requires contracting dimensions to have the same shape``) because RFIG's update flattened
 its already-flat states a second time, which only a 2-D observation exposes, and no test
 ran a bonus on one; the ``rfig``/``obs2d`` cell fails that way on the pre-fix RFIG.

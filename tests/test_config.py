@@ -48,7 +48,7 @@ def test_impossible_values_name_their_key(override, fragment):
 
 
 def test_plain_ppo_without_extrinsic_reward_is_the_entropy_only_baseline():
-    # Reward-free exploration compares bonuses against the entropy-only policy (issue 10's
+    # Reward-free exploration compares bonuses against the entropy-only policy (the
     # coverage evidence), so bonus=none with agent.ext_coef=0 is allowed.
     spec = build_run_spec(compose_config("bonus=none", "agent.ext_coef=0"))
     assert spec.variant == "agent.ext_coef=0"

@@ -1,4 +1,4 @@
-"""Faults injected into real tiny runs (issue 16 item 4): nothing is lost, nothing false is complete.
+"""Faults injected into real tiny runs : nothing is lost, nothing false is complete.
 
 Each test runs ``launch.py`` in a subprocess, injects one fault (a SIGKILL, a full disk, a damaged
 file, a read-only or vanishing results_dir, a dead wandb, a stall), then checks the run is not
@@ -301,7 +301,7 @@ def test_wandb_dying_mid_run_leaves_training_and_the_csv_whole(tmp_path, cache, 
     assert complete(run) and rows(run) == reference, "the CSV is the truth whatever wandb did"
 
 
-# -- a stalled job (issue 16 item 2) -----------------------------------------------------------
+# -- a stalled job -----------------------------------------------------------------------------
 # window@3:stall blocks the main thread after window 3 as an XLA wedge does; stall_timeout_s=2 lets
 # the real watchdog end it within seconds. RFIG_FAULT_ONCE: the retry runs clean.
 STALL = ["stall_timeout_s=2"]

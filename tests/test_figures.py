@@ -1,4 +1,4 @@
-"""What a reader sees in the report's figures (issue 18 item 5): variants told apart, legends
+"""What a reader sees in the report's figures: variants told apart, legends
 inside the figure, measured points marked, tick labels that never run together."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def _umask() -> int:
 
 
 def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
-    """The defect of issue 7: a sweep over agent.lr used to run one job and skip the other."""
+    """A sweep over agent.lr runs both jobs (it once ran one and skipped the other)."""
     out = launch("-m", "env=cartpole", "bonus=none", "agent.lr=1e-4,1e-3", *TINY, f"results_dir={tmp_path}",
                  "experiment=lr")
     assert out.returncode == 0, out.stderr[-3000:]

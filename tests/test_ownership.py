@@ -77,7 +77,7 @@ def _check_trained_once(tmp_path, windows):
 
 
 def test_the_same_command_twice_trains_each_seed_once(tmp_path):
-    """The defect of issue 16: two launches of one command both trained seed 0 to the end.
+    """Two launches of one command must not both train seed 0 to the end (they once did):
     The second waits owner_grace_s for the first to let go, then leaves the seed to it."""
     windows = 400
     args, env = _command(tmp_path, windows)

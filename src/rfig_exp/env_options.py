@@ -48,6 +48,11 @@ def for_primary_compose(overrides: Sequence[str]) -> list[str]:
     return [f"++{o}" if o.startswith("env.") and _OPTION.match(o) else o for o in overrides]
 
 
+def as_typed(override: str) -> str:
+    """``override`` with the ``++`` of :func:`for_primary_compose` taken off an env option."""
+    return override.removeprefix("++") if _OPTION.match(override) else override
+
+
 def _env_of(job: Sequence[str]) -> str:
     chosen = [o.split("=", 1)[1] for o in job if o.split("=", 1)[0] == "env"]
     return chosen[-1] if chosen else default_env()

@@ -3,7 +3,7 @@
     python -m rfig_exp.estimate --results results                    # every experiment
     python -m rfig_exp.estimate --results results --experiment bench --seeds 32 --steps 1000000
 
-The grid (the paper's figure, issue 9): 12 envs x 5 bonuses x 32 seeds at 1M env steps each,
+The grid (the paper's figure): 12 envs x 5 bonuses x 32 seeds at 1M env steps each,
 rounded up to whole evaluation windows as training does (41 windows of 24,576 = 1,007,616
 steps). For each env x bonus it reads the complete ``summary.json`` files of measured runs
 and, per *training process* (the seeds of one job share one summary's timings), takes
