@@ -60,7 +60,7 @@ PENDULUM = ["env=pendulum", "bonus=none", "num_seeds=2", "agent.num_envs=16", "a
 
 def test_ppo_learns_pendulum(tiny_config, tmp_path):
     summaries = run_experiment(tiny_config(*PENDULUM, f"results_dir={tmp_path}"))
-    assert [s["seed"] for s in summaries] == [0, 1]
+    assert [s.seed for s in summaries] == [0, 1]
     for s in summaries:
         # A random policy scores about -1200 per 200-step episode; a swing-up policy beats -400.
-        assert s["final_return"] > -400, (s["seed"], s["final_return"])
+        assert s.final_return is not None and s.final_return > -400, (s.seed, s.final_return)

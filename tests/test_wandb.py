@@ -29,7 +29,7 @@ def offline_sweep(tmp_path_factory):
         summaries = run_experiment(compose_config(*TINY, "env=cartpole", "bonus=none", "num_seeds=2",
                                                   "wandb.mode=offline", "wandb.tags=[mine]",
                                                   f"experiment={EXPERIMENT}", f"results_dir={root}"))
-    assert [s["status"] for s in summaries] == ["complete", "complete"]
+    assert [s.status for s in summaries] == ["complete", "complete"]
     (cell,) = (root / EXPERIMENT / "cartpole" / "none").iterdir()
     return root, cell
 
