@@ -56,16 +56,26 @@ run: $(STAMP)
 	$(PY) launch.py
 
 # The default test suite (CPU): the linter and the type checker, then pytest; `make test-all` adds the
-# slow end-to-end checks.
+# slow end-to-end checks. pytest runs in two passes. First every test not marked kept_apart, on one
+# worker per core (pytest-xdist; TEST_WORKERS=N for N workers, 0 for one process): these write only
+# under their own tmp_path and bind no fixed port, so any two may run side by side. Then the
+# kept_apart ones (pyproject.toml's markers: the SLURM tests, and those that judge the timing or
+# overlap of real processes) in one process, one after another, with nothing beside them (xdist's
+# own grouping, --dist loadgroup, would still run them beside other tests, and under pytest 9.2 it
+# does not group at all). The second pass runs even when the first fails; the target fails if
+# either did.
+TEST_WORKERS ?= $(shell nproc)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not kept_apart"; first=$$?; \
+	$(PY) -m pytest -q -m "not slow and kept_apart" && exit $$first
 
 test-all: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not kept_apart"; first=$$?; \
+	$(PY) -m pytest -q -m kept_apart && exit $$first
 
 # Throughput, bonus-cost and linear-algebra numbers quoted in the README.
 bench: $(STAMP)

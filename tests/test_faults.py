@@ -125,6 +125,7 @@ def test_sigkill_anywhere_never_looks_complete_and_the_relaunch_is_identical(tmp
 
 
 @pytest.mark.slow  # three kills from outside at random times, each with its relaunch
+@pytest.mark.kept_apart  # killed at a time, not at a named point
 def test_sigkill_from_outside_at_random_times(tmp_path, cache, reference):
     import random
 
@@ -250,6 +251,7 @@ def _paused_at_window_3(results: Path, cache: Path, *extra: str, env_mode: str =
     pytest.fail("the run wrote no 3 windows within 180 s")
 
 
+@pytest.mark.kept_apart  # the folder must go within the run's pause of PAUSE_S seconds
 def test_a_results_dir_that_vanishes_mid_run_is_an_error_not_a_complete_run(tmp_path, cache, reference):
     results = tmp_path / "vanishing"
     proc = _paused_at_window_3(results, cache)
@@ -280,6 +282,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.kept_apart  # wandb must be killed within the run's pause of PAUSE_S seconds
 def test_wandb_dying_mid_run_leaves_training_and_the_csv_whole(tmp_path, cache, reference):
     pytest.importorskip("wandb")
     proc = _paused_at_window_3(tmp_path, cache, "wandb.mode=offline", env_mode="offline")
@@ -305,8 +308,10 @@ def test_wandb_dying_mid_run_leaves_training_and_the_csv_whole(tmp_path, cache, 
 # window@3:stall blocks the main thread after window 3 as an XLA wedge does; stall_timeout_s=2 lets
 # the real watchdog end it within seconds. RFIG_FAULT_ONCE: the retry runs clean.
 STALL = ["stall_timeout_s=2"]
+# kept_apart: a window slowed down by a test beside it would be a second stall.
 
 
+@pytest.mark.kept_apart
 def test_a_stalled_sweep_job_is_retried_from_its_checkpoint_and_completes(tmp_path, cache, reference):
     out = launch(tmp_path, cache, "-m", *STALL, fault="window@3:stall", once=tmp_path / "stalled-once")
     log = out.stdout + out.stderr
@@ -318,6 +323,7 @@ def test_a_stalled_sweep_job_is_retried_from_its_checkpoint_and_completes(tmp_pa
 
 
 @pytest.mark.slow  # the retry itself is in the default suite
+@pytest.mark.kept_apart
 def test_a_job_out_of_stall_retries_is_failed_and_the_sweep_goes_on(tmp_path, cache, reference):
     # two jobs; the first stalls and has no retry: it fails, the second still runs
     out = launch(tmp_path, cache, "-m", "agent.lr=3e-4,1e-3", *STALL, "stall_retries=0", fault="window@3:stall",
@@ -335,6 +341,7 @@ def test_a_job_out_of_stall_retries_is_failed_and_the_sweep_goes_on(tmp_path, ca
 
 
 @pytest.mark.slow  # the in-process retry is in the default suite; tests/test_slurm.py requeues under SLURM
+@pytest.mark.kept_apart
 def test_a_stalled_submitit_task_requeues_itself_and_completes(tmp_path, cache, reference):
     out = launch(tmp_path, cache, "-m", "hydra/launcher=local", *STALL, fault="window@3:stall",
                  once=tmp_path / "stalled-once")

@@ -39,12 +39,14 @@ def run_until(tmp_path: Path, tree: str, *flags: str, timeout: float = 60) -> tu
     return out, time.monotonic() - t0
 
 
+@pytest.mark.kept_apart  # process trees timed to the second
 def test_a_command_that_ends_by_itself_keeps_its_exit_status(tmp_path):
     out, took = run_until(tmp_path, "sleep 0.5; exit 3\n", "--deadline", "30")
     assert out.returncode == 3 and took < 10, out.stdout
     assert "SIGTERM" not in out.stdout and "ended (its exit status 3)" in out.stdout
 
 
+@pytest.mark.kept_apart
 def test_after_the_last_start_running_jobs_finish_and_are_waited_for(tmp_path):
     # the leader (a sweep) starts a job and would start another after 3 s: the last start stops
     # the leader; the job it had started goes on, and the command ends only once it has ended
@@ -56,6 +58,7 @@ def test_after_the_last_start_running_jobs_finish_and_are_waited_for(tmp_path):
     assert 1.8 < took < 10
 
 
+@pytest.mark.kept_apart
 def test_at_the_deadline_jobs_get_sigterm_until_they_stop_then_sigkill(tmp_path):
     tree = ("(trap 'echo 143 > polite.txt; exit 143' TERM; while true; do sleep 0.1; done) &\n"
             "(trap 'echo ignored >> stubborn.txt' TERM; while true; do sleep 0.1; done) &\n"
@@ -159,6 +162,7 @@ def _runs(data: Path) -> list[dict]:
 
 @pytest.mark.slow  # two compilations and a deadline that must outlast one: minutes on this loaded 2-core CPU
 @pytest.mark.timeout(1500)
+@pytest.mark.kept_apart  # two jobs at once on their own cores, and a deadline that cuts one
 def test_a_dry_run_exports_only_whole_cells_and_the_next_run_skips_them(tmp_path):
     """The script end to end on the CPU: two cells at once (jobs_per_gpu=2), one of 256 steps that
     completes and one of 10M that the deadline cuts; only the complete cell is exported. Merged

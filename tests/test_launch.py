@@ -259,6 +259,7 @@ def test_ctrl_c_checkpoints_like_sigterm_exits_130_and_the_relaunch_resumes(tmp_
     (1, "relaunch the same command to resume from window "),  # a checkpoint exists whenever Ctrl-C lands
     (1000, "relaunch the same command to start it again"),    # none yet: no promise of a resume
 ])
+@pytest.mark.kept_apart  # two SIGINTs 0.2 s apart: a starved process could take them as one
 def test_a_second_ctrl_c_quits_at_once_with_one_line(tmp_path, every, says):
     # windows of 2,048 updates (seconds each): both Ctrl-Cs land in the same window
     proc = _start([*LONG, "eval_frequency=131072", "agent.total_timesteps=50000000",

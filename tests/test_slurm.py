@@ -28,6 +28,7 @@ pytestmark = [
     pytest.mark.skipif(os.environ.get("RFIG_SLURM_TESTS") != "1",
                        reason="needs a SLURM cluster: RFIG_SLURM_TESTS=1 after scripts/slurm-local.sh up"),
     pytest.mark.timeout(900),
+    pytest.mark.kept_apart,  # one cluster of 2 CPUs, and a requeue timed from outside
 ]
 
 

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT, find_run
 from rfig_exp.tracking import progress_line
 
@@ -36,6 +38,7 @@ def test_rfig_notes_its_inverse_upkeep_and_warns_once_when_every_update_recovers
     assert plain.bonus_note({"episode_return": np.zeros(2)}, 2) == ""
 
 
+@pytest.mark.kept_apart  # its wall time is judged
 def test_online_wandb_without_a_server_falls_back_to_offline_with_one_warning(tmp_path):
     # An unreachable host (a closed port on this machine) and a syntactically valid key.
     env = {"WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_API_KEY": "0" * 40, "PATH": "/usr/bin:/bin"}

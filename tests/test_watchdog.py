@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rfig_exp.errors import ExitCode
 from rfig_exp.watchdog import Watchdog
+
+pytestmark = pytest.mark.kept_apart  # its thread's deadlines are tenths of a second
 
 
 def _watch(**kwargs):
