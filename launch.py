@@ -21,7 +21,7 @@ import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is import
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from rfig_exp.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
+from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
 
@@ -56,7 +56,7 @@ def main(cfg: DictConfig):
     job = hydra_adapter.current_job()
     spec = None
     try:
-        from rfig_exp.config import build_run_spec
+        from rfig_exp.config.run_spec import build_run_spec
 
         spec = build_run_spec(cfg)
         if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads

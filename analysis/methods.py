@@ -36,7 +36,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from rfig_exp.variants import BASE, format_value
+from rfig_exp.config.variants import BASE, format_value
 
 from .names import PALETTE, method_colour, method_label, method_sort_key
 

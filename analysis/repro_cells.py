@@ -11,7 +11,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rfig_exp.variants import CONF_DIR
+from rfig_exp.config.variants import CONF_DIR
 
 from .names import env_label, method_label, sort_envs, sort_methods
 from .runs import ENV_OPTION_PREFIX, task_name

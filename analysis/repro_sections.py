@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rfig_exp.variants import format_value  # noqa: E402
+from rfig_exp.config.variants import format_value  # noqa: E402
 
 from .aggregate import bootstrap, fast_iqm  # noqa: E402
 from .claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402

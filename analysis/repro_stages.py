@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
-from rfig_exp.variants import CONF_DIR
+from rfig_exp.config.variants import CONF_DIR
 
 MAIN, SENS = "repro", "sensitivity"
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea

@@ -16,7 +16,7 @@ import pandas as pd
 
 from rfig_exp import results
 from rfig_exp.results import RunSummary
-from rfig_exp.variants import BASE, format_value
+from rfig_exp.config.variants import BASE, format_value
 
 from .issues import Issue
 from .methods import format_overrides

@@ -70,7 +70,7 @@ from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.bonuses.base import Bonus, BonusBatch, flat_states  # noqa: E402
 from rfig_exp.bonuses.rfig import precision  # noqa: E402
 from rfig_exp.bonuses.rfig.features import rff_features  # noqa: E402
-from rfig_exp.config import build_run_spec  # noqa: E402
+from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.linalg import sequential_vmap  # noqa: E402
 from rfig_exp.shuffle import subsample  # noqa: E402

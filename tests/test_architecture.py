@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # Modules that validate a config or read a results tree: none may import JAX, directly or not.
 # Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
 # imports what the bonus computes with only when the bonus is made.
-JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
-            "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
+JAX_FREE = ["rfig_exp.config.run_spec", "rfig_exp.config.settings", "rfig_exp.config.validation",
+            "rfig_exp.config.errors", "rfig_exp.results",
+            "rfig_exp.config.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
             "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
             "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
             "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.seed_plan"]
@@ -36,8 +37,8 @@ def _build_specs(jobs: list[list[str]]) -> str:
     """Code that builds the run spec of each job (a list of overrides), printing each ConfigError,
     then whether JAX got imported."""
     return ("from hydra import compose, initialize_config_dir\n"
-            "from rfig_exp.config import build_run_spec\n"
-            "from rfig_exp.errors import ConfigError\n"
+            "from rfig_exp.config.run_spec import build_run_spec\n"
+            "from rfig_exp.config.errors import ConfigError\n"
             f"with initialize_config_dir(config_dir={str(ROOT / 'conf')!r}, version_base='1.3'):\n"
             f"    for job in {jobs!r}:\n"
             "        try:\n"

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import find_run
 from rfig_exp.envs import CoverageGrid, make_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 
 def plain_cell(coords, bounds, shape):

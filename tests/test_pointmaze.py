@@ -14,7 +14,7 @@ from rfig_exp.envs import make_env
 from rfig_exp.envs.mazes import MAZES, cell_centres, parse_layout
 from rfig_exp.envs.pointmaze import PointMazeState
 from rfig_exp.envs.settings import parse_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 MAZE_NAMES = tuple(MAZES)
 BOTH = ("pointax", "mujoco")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.errors import ExitCode, exit_codes_help, exit_codes_markdown
+from rfig_exp.config.errors import ExitCode, exit_codes_help, exit_codes_markdown
 from rfig_exp.preflight import PreflightError, help_text, preflight, preset_summary
-from rfig_exp.variants import group_options
+from rfig_exp.config.variants import group_options
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.envs import DiscreteSpace
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.shuffle import subsample as draw_indices
 
 from conftest import FLOAT32_ROUNDING

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, compose_config, TINY
 from rfig_exp import wandb_sync
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.experiment import run_experiment
 from rfig_exp.tracking import MAX_TAG, run_labels
 

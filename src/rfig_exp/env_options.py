@@ -22,7 +22,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from rfig_exp.variants import CONF_DIR
+from rfig_exp.config.variants import CONF_DIR
 
 _OPTION = re.compile(r"^(?:\+\+)?env\.([A-Za-z_][\w]*)((?:\.[\w]+)*)=(.*)$")
 

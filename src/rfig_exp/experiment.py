@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rfig_exp import ownership, results, variants
+from rfig_exp import ownership, results
+
+from rfig_exp.config import variants
 from rfig_exp.bonuses import make_bonus
-from rfig_exp.config import RunSpec, build_run_spec
+from rfig_exp.config.run_spec import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.run_loop import JobRun
 from rfig_exp.seed_plan import SeedPlan, plan_seeds

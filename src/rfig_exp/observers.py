@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rfig_exp import checkpoint, faults, results
-from rfig_exp.config import CheckpointSettings
+from rfig_exp.config.run_spec import CheckpointSettings
 from rfig_exp.tracking import WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")

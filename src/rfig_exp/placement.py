@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, MutableMapping, Sequence
 
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 MODES = ("auto", "off")
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")

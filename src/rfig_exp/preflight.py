@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp import variants
-from rfig_exp.errors import ConfigError, PreflightError, exit_codes_help
+from rfig_exp.config import variants
+from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
 
 if TYPE_CHECKING:
-    from rfig_exp.config import RunSpec
+    from rfig_exp.config.run_spec import RunSpec
 
 CONF_DIR = variants.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
@@ -257,7 +257,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
-    from rfig_exp.config import build_run_spec
+    from rfig_exp.config.run_spec import build_run_spec
     from rfig_exp.envs import make_env
     from rfig_exp.seed_plan import plan_seeds
 

@@ -2,7 +2,7 @@
 
 Each run (env, bonus, variant, seed) owns
 ``<results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/`` (``variant``: see
-:mod:`rfig_exp.variants`; its full list of overrides is ``<variant>/variant.yaml``):
+:mod:`rfig_exp.config.variants`; its full list of overrides is ``<variant>/variant.yaml``):
 
 - ``config.yaml``: the resolved config of the run (with its own ``seed``);
 - ``metrics.csv``: one row per evaluation window, appended and flushed as training goes;
@@ -38,7 +38,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from rfig_exp import faults, variants
+from rfig_exp import faults
+
+from rfig_exp.config import variants
 
 SUMMARY = "summary.json"
 METRICS = "metrics.csv"

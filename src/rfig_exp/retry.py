@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rfig_exp.errors import Stalled
+from rfig_exp.config.errors import Stalled
 
 log = logging.getLogger("rfig_exp")
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from rfig_exp import checkpoint, provenance, results
 from rfig_exp.agents.ppo.train import make_trainer
-from rfig_exp.config import RunSpec
-from rfig_exp.errors import ExitCode, Interrupted, RunFailed
+from rfig_exp.config.run_spec import RunSpec
+from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
 from rfig_exp.seed_plan import SeedPlan

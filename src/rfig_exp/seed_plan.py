@@ -15,8 +15,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from rfig_exp import results
-from rfig_exp.config import RunSpec
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.run_spec import RunSpec
+from rfig_exp.config.errors import ConfigError
 
 log = logging.getLogger("rfig_exp")
 

@@ -25,9 +25,11 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp import env_options, grouping, variants
+from rfig_exp import env_options, grouping
+
+from rfig_exp.config import variants
 from rfig_exp.hydra_adapter import expand_sweep, parse_overrides
-from rfig_exp.variants import CONF_DIR
+from rfig_exp.config.variants import CONF_DIR
 
 
 @dataclass(frozen=True)

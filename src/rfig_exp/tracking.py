@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 log = logging.getLogger("rfig_exp")
 

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable
 
-from rfig_exp.errors import ExitCode
+from rfig_exp.config.errors import ExitCode
 
 log = logging.getLogger("rfig_exp")
 

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 from rfig_exp import hydra_adapter, retry, sweep_plan
 from rfig_exp.hydra_adapter import JobOutcome
-from rfig_exp.errors import ExitCode
+from rfig_exp.config.errors import ExitCode
 
 log = logging.getLogger("rfig_exp")
 

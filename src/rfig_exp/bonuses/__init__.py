@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import importlib
 
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.bonuses.settings import ROLES, BonusSettings
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 
 def bonus_names() -> list[str]:

@@ -1,10 +1,10 @@
 """The one family of config checks: each reads a value, checks it, and names the key when it fails.
 
 The functions check one value. The rules (``Number``, ``Interval``, ``Count``, ``Integer``,
-``Choice``, ``Widths``, ``Boolean``) are the checks as declared settings (``rfig_exp.settings``)
+``Choice``, ``Widths``, ``Boolean``) are the checks as declared settings (``rfig_exp.config.settings``)
 use them: ``rule(value, key, earlier)``, with ``earlier`` the settings of the same group read
 before it (a bound, or an error text, may name one of them). Used by the run config
-(``rfig_exp.config``), the agent's, each bonus's and each env suite's settings. Nothing here
+(``rfig_exp.config.run_spec``), the agent's, each bonus's and each env suite's settings. Nothing here
 imports JAX, so a whole config is validated before any compiler or accelerator is touched.
 """
 
@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 _MISSING = object()
 

@@ -4,8 +4,8 @@ The Hydra config is never mutated, and once the spec is built nothing reads it a
 save it (``RunSpec.resolved_config``): every setting the run needs is a typed field here
 (:class:`RunSettings`, the top level of ``conf/config.yaml``), in the agent's settings
 (``agents/ppo/config.py``), the bonus's (its module, ``rfig_exp.bonuses``) or the env's
-(``envs/settings.py``). Each is declared once (``rfig_exp.settings``); every check comes from
-:mod:`rfig_exp.validation` and names its config key. Nothing here imports JAX. Each key's
+(``envs/settings.py``). Each is declared once (``rfig_exp.config.settings``); every check comes from
+:mod:`rfig_exp.config.validation` and names its config key. Nothing here imports JAX. Each key's
 meaning is documented next to its default in ``conf/``.
 """
 
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.envs.settings import EnvSettings, parse_env
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import Rule, Settings, declared, group, setting
-from rfig_exp.validation import Boolean, Choice, Integer, Number, select
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import Rule, Settings, declared, group, setting
+from rfig_exp.config.validation import Boolean, Choice, Integer, Number, select
 
 WANDB_MODES = ("online", "offline", "disabled")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -149,7 +149,7 @@ class WatchSettings(Settings):
 class RunSettings(WatchSettings):
     """Every top-level key of ``conf/config.yaml`` (each documented there), the groups included;
     all but ``eval_frequency`` say where, how or how often a run is stored, mirrored or watched,
-    not what it computes, so they are no part of a variant's name (``rfig_exp.variants``)."""
+    not what it computes, so they are no part of a variant's name (``rfig_exp.config.variants``)."""
 
     seed: int = setting(0, Integer(0), hyperparameter=False)
     num_seeds: int = setting(1, Integer(1), hyperparameter=False)

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 GROUPS = ("env", "bonus", "agent")
 BASE = "base"
 MAX_NAME = 96
@@ -74,9 +74,9 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 @cache
 def not_hyperparameters() -> frozenset[str]:
     """The top-level keys that say where or how a run is stored, mirrored or watched, not what it
-    computes: those declared so (``hyperparameter=False``) in ``rfig_exp.config.RunSettings``."""
-    from rfig_exp.config import RunSettings  # rfig_exp.config builds on this module
-    from rfig_exp.settings import declared
+    computes: those declared so (``hyperparameter=False``) in ``rfig_exp.config.run_spec.RunSettings``."""
+    from rfig_exp.config.run_spec import RunSettings  # rfig_exp.config.run_spec builds on this module
+    from rfig_exp.config.settings import declared
 
     return frozenset(name for name, d in declared(RunSettings) if not d.hyperparameter)
 

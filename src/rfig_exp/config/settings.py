@@ -9,7 +9,7 @@
 - :func:`static`: a shape or a structural choice, fixed when the compiled function is made;
 - :func:`traced`: a numeric hyperparameter, an argument of the compiled function (``Hparams``);
 - :func:`setting`: read by the run but not by the compiled core (the budget, where results go);
-  ``hyperparameter=False`` keeps it out of a run's variant name (``rfig_exp.variants``);
+  ``hyperparameter=False`` keeps it out of a run's variant name (``rfig_exp.config.variants``);
 - :func:`group`: a nested group of settings (``checkpoint.*``).
 
 ``Settings.parse(node, prefix)`` reads every declared field of a config node in declaration order
@@ -28,7 +28,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
-from rfig_exp.validation import select
+from rfig_exp.config.validation import select
 
 STATIC, TRACED, RUN = "static", "traced", "run"
 
