@@ -132,7 +132,7 @@ repro-publish: $(STAMP)
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
-	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
+	$(PY) -m rfig_exp.results.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
 
 # Upload the offline wandb runs of EXPERIMENT (default: every experiment) with `wandb sync`, skipping
 # those wandb marked uploaded and seeds still training; DRY_RUN=1 lists them and the command.
@@ -140,7 +140,7 @@ status: $(STAMP)
 WANDB_SYNC ?=
 DRY_RUN ?=
 wandb-sync: $(STAMP)
-	$(PY) -m rfig_exp.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m rfig_exp.results.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
 
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep

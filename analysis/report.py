@@ -9,7 +9,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rfig_exp import results
+from rfig_exp.results import contract as results
 
 from .aggregate import describe_normalisation
 from .collect import Collection

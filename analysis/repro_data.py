@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rfig_exp import results as contract
+from rfig_exp.results import contract
 
 from .runs import find_experiments
 

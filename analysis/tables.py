@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rfig_exp.results import RunSummary
+from rfig_exp.results.contract import RunSummary
 
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table

@@ -97,7 +97,7 @@ say "sweep ended (exit $?; 124: stopped by the deadline)"
 # 5. what ran, what is left, and the finished cells' data
 "$PY" scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --since "$STARTED" \
     --csv "$OUT_DIR/jobs.csv"
-"$PY" -m rfig_exp.status --results "$RESULTS" --experiment "$EXPERIMENT"
+"$PY" -m rfig_exp.results.status --results "$RESULTS" --experiment "$EXPERIMENT"
 "$PY" -m analysis.reproduction export --results "$RESULTS" --data "$OUT_DIR/data" --experiment "$EXPERIMENT" \
     --complete-cells || { say "export failed"; exit 1; }
 say "done: merge it here with  python -m analysis.reproduction merge --from <this folder>/data --data $DATA"

@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from analysis.repro_stages import stages  # noqa: E402
 from rfig_exp import estimate, provenance  # noqa: E402
-from rfig_exp import results as contract  # noqa: E402
+from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.config import variants  # noqa: E402
 
 STAGE_LINE = re.compile(r"^(?:\[lane (\w)\] )?\[repro\] (\S+Z) stage (\S+) (started|complete|NOT complete)")

@@ -459,7 +459,7 @@ def test_cli_bad_input(tmp_path, capsys):
 
 
 def test_analysis_never_imports_jax_or_the_trainer():
-    """analysis reads results through the results contract (rfig_exp.results, with
+    """analysis reads results through the results contract (rfig_exp.results.contract, with
     rfig_exp.config.variants for variant names and values) and each bonus's label, colour and role from
     its declaration (rfig_exp.bonuses), and nothing else of rfig_exp: importing all of it, makers
     included, loads no JAX and no training code."""
@@ -471,7 +471,7 @@ def test_analysis_never_imports_jax_or_the_trainer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert set(out.stdout.split()) <= analysis_reads(), out.stdout
-    assert "rfig_exp.results" in out.stdout.split()
+    assert "rfig_exp.results.contract" in out.stdout.split()
 
 
 def test_tick_labels_are_the_ticks_exact_values():

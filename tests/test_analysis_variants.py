@@ -175,7 +175,7 @@ def test_variant_and_method_selection(lr_tree, sens_tree):
 
 
 def test_folders_outside_the_layout_are_not_runs(tmp_path):
-    """Only <env>/<bonus>/<variant>/seed_<k> is a run (rfig_exp.results.iter_runs): the old layout
+    """Only <env>/<bonus>/<variant>/seed_<k> is a run (rfig_exp.results.contract.iter_runs): the old layout
     without a variant folder, and hidden folders, are not read."""
     r = truth_returns("acrobot", "rfig", 2)
     for s in range(2):

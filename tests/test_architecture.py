@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
 # imports what the bonus computes with only when the bonus is made.
 JAX_FREE = ["rfig_exp.config.run_spec", "rfig_exp.config.settings", "rfig_exp.config.validation",
-            "rfig_exp.config.errors", "rfig_exp.results",
-            "rfig_exp.config.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
+            "rfig_exp.config.errors", "rfig_exp.results.contract",
+            "rfig_exp.config.variants", "rfig_exp.results.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
             "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
             "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
-            "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.seed_plan"]
+            "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.results.seed_plan"]
 
 
 def _python(code: str) -> list[str]:

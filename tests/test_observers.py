@@ -9,7 +9,7 @@ import signal
 
 import numpy as np
 
-from rfig_exp import results
+from rfig_exp.results import contract as results
 from rfig_exp.observers import DivergenceGuard, MetricsFiles, StopSignals, Window
 
 

@@ -165,7 +165,7 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
 
 def test_data_accumulates_runs_from_several_exports_and_refuses_a_different_copy(tmp_path):
     from analysis.repro_data import DataConflict, merge_data, read_data, restore_tree
-    from rfig_exp import results as contract
+    from rfig_exp.results import contract
 
     a, b, data, other = tmp_path / "a", tmp_path / "b", tmp_path / "data", tmp_path / "other"
     _grid(a, {"none": -200.0})                                   # machine A: PPO

@@ -121,7 +121,7 @@ def test_from_csv_redraws_without_jax(quick):
     code = (
         "import sys; sys.path.insert(0, 'scripts'); import theory_figure as tf; "
         f"rc = tf.main(['--from-csv', {str(quick['csv'])!r}, '--out-fig', {str(fig)!r}]); "
-        # analysis reads results through the JAX-free results contract (rfig_exp.results), and each
+        # analysis reads results through the JAX-free results contract (rfig_exp.results.contract), and each
         # bonus's label and colour from its JAX-free declaration (rfig_exp.bonuses), only
         f"ok = {sorted(analysis_reads())!r}; "
         "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib', 'rfig_exp')) "

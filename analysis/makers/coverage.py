@@ -29,8 +29,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap, LogNorm
 
-from rfig_exp import results
-from rfig_exp.results import RunSummary
+from rfig_exp.results import contract as results
+from rfig_exp.results.contract import RunSummary
 
 from ..aggregate import Interval, _per_env_func, bootstrap
 from ..collect import Collection

@@ -96,9 +96,9 @@ class Checkpoint(NamedTuple):
 
 def _atomic_write(path: Path, write, fault: str) -> str:
     """Write through ``write(file)`` to a temp file, fsync, rename; return the sha256.
-    ``fault``: this write's name for tests/test_faults.py (rfig_exp.faults)."""
-    from rfig_exp import faults
-    from rfig_exp.results import FILE_MODE
+    ``fault``: this write's name for tests/test_faults.py (rfig_exp.results.faults)."""
+    from rfig_exp.results import faults
+    from rfig_exp.results.contract import FILE_MODE
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import yaml
 
-from rfig_exp import results as results_contract
+from rfig_exp.results import contract as results_contract
 
 SPEED_NEUTRAL = ("agent.total_timesteps", "eval_frequency")
 # Env options that change the cost of a step: a Brax physics backend (spring is 1.6-2.6x faster

@@ -3,7 +3,7 @@
 This module decides what the job does and who does it; :mod:`rfig_exp.run_loop` trains.
 
 Each seed's run directory is decided before anything is compiled
-(:func:`rfig_exp.seed_plan.plan_seeds`): complete with the same config -> skipped; partial with
+(:func:`rfig_exp.results.seed_plan.plan_seeds`): complete with the same config -> skipped; partial with
 the same config -> resumed from its last checkpoint; saved with another config -> refused
 (``overwrite=true`` replaces it).
 """
@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rfig_exp import ownership, results
+from rfig_exp.results import ownership, contract as results
 
 from rfig_exp.config import variants
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config.run_spec import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.run_loop import JobRun
-from rfig_exp.seed_plan import SeedPlan, plan_seeds
+from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
 from rfig_exp.tracking import log
 
 
@@ -106,7 +106,7 @@ def _lookup(tree: dict, dotted: str):
 
 
 def _claim(spec: RunSpec, todo: list[SeedPlan], name: str) -> dict:
-    """One owner per run folder (rfig_exp.ownership): the locks of the seeds this job trains,
+    """One owner per run folder (rfig_exp.results.ownership): the locks of the seeds this job trains,
     leaving out seeds another live process trains and seeds it completed meanwhile."""
     stall = spec.watch.stall_timeout_s
     stale_after = 3 * stall if stall > 0 else 3600.0

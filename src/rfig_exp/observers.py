@@ -26,7 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp import checkpoint, faults, results
+from rfig_exp import checkpoint
+
+from rfig_exp.results import faults, contract as results
 from rfig_exp.config.run_spec import CheckpointSettings
 from rfig_exp.tracking import WandbRuns, progress_line
 
@@ -105,7 +107,7 @@ class WandbMirror:
 
 
 class FaultPoint:
-    """Where the fault-injection tests (rfig_exp.faults) stop a run: after the rows, before the
+    """Where the fault-injection tests (rfig_exp.results.faults) stop a run: after the rows, before the
     checkpoint."""
 
     def on_window(self, window: Window) -> None:

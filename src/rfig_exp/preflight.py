@@ -259,7 +259,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
 
     from rfig_exp.config.run_spec import build_run_spec
     from rfig_exp.envs import make_env
-    from rfig_exp.seed_plan import plan_seeds
+    from rfig_exp.results.seed_plan import plan_seeds
 
     errors: list[str] = []
     invalid = 0
@@ -331,8 +331,8 @@ def _compose(job: Sequence[str], composed: dict[tuple, DictConfig]) -> DictConfi
 
 def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
     """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
-    (``python -m rfig_exp.status`` counts what is missing against it)."""
-    from rfig_exp import results
+    (``python -m rfig_exp.results.status`` counts what is missing against it)."""
+    from rfig_exp.results import contract as results
 
     stamp = _dt.datetime.now().isoformat(timespec="seconds")
     entries: dict[Path, list] = {}

@@ -22,13 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp import checkpoint, provenance, results
+from rfig_exp import checkpoint, provenance
+
+from rfig_exp.results import contract as results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
-from rfig_exp.seed_plan import SeedPlan
+from rfig_exp.results.seed_plan import SeedPlan
 from rfig_exp.tracking import WandbRuns, run_labels
 from rfig_exp.watchdog import Watchdog, end_process
 

@@ -80,8 +80,8 @@ class WandbRuns:
 
     Online without a key or network falls back to offline after ``init_timeout`` seconds
     with one warning line, so a sweep never blocks on it; offline runs land in
-    ``<run_dir>/wandb/`` and upload later with ``make wandb-sync`` (``rfig_exp.wandb_sync``). A seed given a run id (a
-    resumed run) continues that wandb run instead of starting a second one.
+    ``<run_dir>/wandb/`` and upload later with ``make wandb-sync`` (``rfig_exp.results.wandb_sync``).
+    A seed given a run id (a resumed run) continues that wandb run instead of starting a second one.
     """
 
     def __init__(self, mode: str, project: str, entity: str | None, labels: RunLabels,

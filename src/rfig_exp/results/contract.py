@@ -38,7 +38,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from rfig_exp import faults
+from rfig_exp.results import faults
 
 from rfig_exp.config import variants
 
@@ -329,7 +329,7 @@ def damaged_config(path: Path) -> str | None:
 
 def atomic_write_text(path: Path, text: str, fault: str = "") -> None:
     """Write via a temporary file in the same folder and rename, so readers never see half a file.
-    ``fault``: this write's name for tests/test_faults.py (rfig_exp.faults)."""
+    ``fault``: this write's name for tests/test_faults.py (rfig_exp.results.faults)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -7,7 +7,7 @@ what "uploaded" means here too, so there is no second record to keep in step wit
 whose job still holds it (its ``owner.json``) is left for later: its run is still being written,
 and uploading it now would mark it synced without its last windows.
 
-    python -m rfig_exp.wandb_sync --results results --experiment smoke [--dry-run]
+    python -m rfig_exp.results.wandb_sync --results results --experiment smoke [--dry-run]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from rfig_exp import results
-from rfig_exp.ownership import LOCK
+from rfig_exp.results import contract as results
+from rfig_exp.results.ownership import LOCK
 
 SYNCED = ".synced"  # wandb's marker: <run>.wandb + this suffix, written once that file is uploaded
 
@@ -86,7 +86,7 @@ def sync(sync_plan: SyncPlan, command: Sequence[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rfig_exp.wandb_sync", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rfig_exp.results.wandb_sync", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None, help="experiment name; default: every experiment")
     parser.add_argument("--command", default=None,

@@ -1,11 +1,11 @@
-"""Where a sweep stands, from the results tree alone: ``python -m rfig_exp.status``.
+"""Where a sweep stands, from the results tree alone: ``python -m rfig_exp.results.status``.
 
-    python -m rfig_exp.status --results results --experiment paper
-    python -m rfig_exp.status --experiment paper --json        # the same, machine-readable
+    python -m rfig_exp.results.status --results results --experiment paper
+    python -m rfig_exp.results.status --experiment paper --json        # the same, machine-readable
 
 For every (env, bonus, variant) of an experiment it counts the seeds that are
 
-- *complete*: complete by the results contract (:func:`rfig_exp.results.incomplete_reason`:
+- *complete*: complete by the results contract (:func:`rfig_exp.results.contract.incomplete_reason`:
   ``summary.json`` with ``status: complete`` over a whole ``metrics.csv``);
 - *partial*: no complete summary, but ``metrics.csv`` has rows (its last window = the number
   of rows; a relaunch of the same sweep resumes it from its checkpoint);
@@ -34,7 +34,7 @@ from typing import Iterable
 
 import yaml
 
-from rfig_exp import results
+from rfig_exp.results import contract as results
 
 
 @dataclass
@@ -169,7 +169,7 @@ def format_table(name: str, groups: list[GroupStatus], notes: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rfig_exp.status", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rfig_exp.results.status", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None,
                         help="experiment name; default: every experiment in the results folder")
