@@ -60,7 +60,7 @@ def main(cfg: DictConfig):
 
         spec = build_run_spec(cfg)
         if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
-            from rfig_exp.placement import place_job
+            from rfig_exp.run.placement import place_job
 
             log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
                                cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
@@ -71,7 +71,7 @@ def main(cfg: DictConfig):
                 spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error))
         elif job.multirun:  # in the sweep's process: the sweep is re-executed
             after_stall = retry.in_process_stall_action(job.sweep_dir or ".", job.index)
-        from rfig_exp.experiment import run_spec
+        from rfig_exp.run.experiment import run_spec
         from rfig_exp.sweep_plan import varying_keys_of_sweep
 
         varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []

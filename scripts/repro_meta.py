@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from analysis.repro_stages import stages  # noqa: E402
-from rfig_exp import estimate, provenance  # noqa: E402
+from rfig_exp import estimate  # noqa: E402
+from rfig_exp.run import provenance  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.config import variants  # noqa: E402
 

@@ -88,7 +88,7 @@ def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
     no JAX), no other suite."""
     code = ("from rfig_exp.preflight import preflight\n"
             f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
-            "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run_loop',\n"
+            "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run.run_loop',\n"
             "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"
             "      'rfig_exp.bonuses.nets') if m in sys.modules))")
     assert _python(code)[-1] == "['gymnax']"

@@ -23,7 +23,7 @@ from rfig_exp.envs import REGISTRY, make_env
 from rfig_exp.envs.brax_suite import milestone_reward
 from rfig_exp.envs.settings import BACKENDS, BraxSettings, parse_env
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.experiment import run_experiment
+from rfig_exp.run.experiment import run_experiment
 
 from conftest import ROOT, compose_config
 

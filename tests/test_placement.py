@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.hydra_adapter import job_slot
-from rfig_exp.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
+from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
                                 place_job, slot_of, validate)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,7 +236,7 @@ def test_placement_off_and_bad_values():
 
 def _placed_job():
     """Runs inside a submitit_local job: place it, report what the OS now says."""
-    from rfig_exp.placement import place_job
+    from rfig_exp.run.placement import place_job
 
     line = place_job(int(os.environ["JOB"]), 2, num_gpus=0)
     return line, sorted(os.sched_getaffinity(0)), os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -266,7 +266,7 @@ def test_the_pinning_lasts_for_threads_started_later():
     """XLA starts its threads after placement: they must inherit the mask (a subprocess keeps the
     test process itself unpinned)."""
     code = ("import os, threading\n"
-            "from rfig_exp.placement import place_job\n"
+            "from rfig_exp.run.placement import place_job\n"
             "os.environ['SUBMITIT_EXECUTOR'] = 'local'\n"
             "place_job(1, 2, num_gpus=0)\n"
             "out = []\n"
@@ -282,7 +282,7 @@ def test_the_pinning_lasts_for_threads_started_later():
 
 
 def test_placement_does_not_import_jax():
-    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.placement; print('jax' in sys.modules)"],
+    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.run.placement; print('jax' in sys.modules)"],
                          capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert out.stdout.strip() == "False", out.stderr
 

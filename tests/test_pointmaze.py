@@ -512,7 +512,7 @@ def test_reset_and_goal_distributions_match_gymnasium_robotics():
 
 
 def test_tiny_training_run_writes_coverage(tiny_config, tmp_path):
-    from rfig_exp.experiment import run_experiment
+    from rfig_exp.run.experiment import run_experiment
 
     cfg = tiny_config("env=pointmaze_umaze", "bonus=none", f"results_dir={tmp_path}")
     (summary,) = run_experiment(cfg)

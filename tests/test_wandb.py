@@ -14,8 +14,8 @@ import pytest
 from conftest import ROOT, compose_config, TINY
 from rfig_exp.results import wandb_sync
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.experiment import run_experiment
-from rfig_exp.tracking import MAX_TAG, run_labels
+from rfig_exp.run.experiment import run_experiment
+from rfig_exp.run.tracking import MAX_TAG, run_labels
 
 EXPERIMENT = "browse"
 

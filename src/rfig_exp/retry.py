@@ -1,6 +1,6 @@
 """A stalled sweep job retried from its checkpoint without a person (``stall_retries``).
 
-The watchdog ends a wedged job with exit 75, its checkpoints kept (rfig_exp.watchdog). Nothing can
+The watchdog ends a wedged job with exit 75, its checkpoints kept (rfig_exp.run.watchdog). Nothing can
 unwind the wedged main thread, so a retry always needs a new process image; how a sweep gets one
 depends on where its jobs run:
 

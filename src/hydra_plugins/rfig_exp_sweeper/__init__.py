@@ -128,7 +128,7 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
     def _jobs_at_once(self) -> Optional[int]:
         """Jobs per batch: ``max_batch_size``, or for submitit_local jobs (placed on this machine)
         ``placement.jobs_per_gpu`` per GPU of it, as each job's placement derives it."""
-        from rfig_exp import placement
+        from rfig_exp.run import placement
 
         target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
         per_gpu = OmegaConf.select(self.config, "placement.jobs_per_gpu", default=None)

@@ -62,8 +62,8 @@ def _gpus(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
 
 
 def _jobs_per_gpu(value: Any, key: str, earlier: Mapping[str, Any]) -> int | None:
-    """placement.jobs_per_gpu, the group's last key: the group checked as a whole by ``rfig_exp.placement``."""
-    from rfig_exp import placement
+    """placement.jobs_per_gpu, the group's last key: the group checked as a whole by ``rfig_exp.run.placement``."""
+    from rfig_exp.run import placement
 
     gpus = earlier["gpus"]
     placement.validate(earlier["mode"], None, earlier["cores_per_job"], list(gpus) if isinstance(gpus, tuple) else gpus,

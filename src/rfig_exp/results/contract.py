@@ -173,8 +173,8 @@ class RunSummary:
     resumed_from_windows: tuple[int, ...] = ()
     overrides: tuple[str, ...] = ()           # the job's command line
     host: str | None = None
-    machine: dict | None = None               # CPU, cores, memory, accelerator (rfig_exp.provenance)
-    placement: dict | None = None             # the process's share of the machine (rfig_exp.placement)
+    machine: dict | None = None               # CPU, cores, memory, accelerator (rfig_exp.run.provenance)
+    placement: dict | None = None             # the process's share of the machine (rfig_exp.run.placement)
     git_dirty: bool | None = None
     versions: dict | None = None              # python, packages, git_commit
     failure: str | None = None                # why a failed run failed

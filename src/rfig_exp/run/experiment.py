@@ -1,6 +1,6 @@
 """Run one experiment (env, bonus, variant, a group of vmapped seeds) and write the results contract.
 
-This module decides what the job does and who does it; :mod:`rfig_exp.run_loop` trains.
+This module decides what the job does and who does it; :mod:`rfig_exp.run.run_loop` trains.
 
 Each seed's run directory is decided before anything is compiled
 (:func:`rfig_exp.results.seed_plan.plan_seeds`): complete with the same config -> skipped; partial with
@@ -20,9 +20,9 @@ from rfig_exp.config import variants
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config.run_spec import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
-from rfig_exp.run_loop import JobRun
+from rfig_exp.run.run_loop import JobRun
 from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
-from rfig_exp.tracking import log
+from rfig_exp.run.tracking import log
 
 
 def use_compile_cache(directory: str | None) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 COMMIT_ENV = "RFIG_GIT_COMMIT"
 PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "mujoco-core", "mujoco-mjx",
             "hydra-core", "numpy", "wandb")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _git(*args: str) -> str | None:
@@ -72,7 +72,7 @@ def machine(devices: list | None = None) -> dict:
     return out
 
 
-# What decides a process's share of a GPU (rfig_exp.placement sets them for a local sweep's jobs).
+# What decides a process's share of a GPU (rfig_exp.run.placement sets them for a local sweep's jobs).
 GPU_SHARE_VARS = ("CUDA_VISIBLE_DEVICES", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
                   "XLA_PYTHON_CLIENT_PREALLOCATE")
 
@@ -81,7 +81,7 @@ def placement(devices: list | None = None) -> dict:
     """The share of the machine this process had: the cores it could run on (taskset's notation),
     the GPU variables it ran with, and on an accelerator its memory pool's limit and peak use in
     bytes (``devices``: ``jax.devices()``; a CPU reports no pool)."""
-    from rfig_exp.placement import format_cores
+    from rfig_exp.run.placement import format_cores
 
     out: dict = {"cores": format_cores(sorted(os.sched_getaffinity(0)))}
     out.update({var: os.environ[var] for var in GPU_SHARE_VARS if var in os.environ})

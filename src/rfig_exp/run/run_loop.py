@@ -2,7 +2,7 @@
 
 A thin Python loop around one compiled window function. Windows are pipelined: window w+1 is
 dispatched before window w's metrics are read, so the host's work (rows, wandb, the progress
-line) overlaps the device's. After each window the observers (:mod:`rfig_exp.observers`) write
+line) overlaps the device's. After each window the observers (:mod:`rfig_exp.run.observers`) write
 the metrics, guard against divergence, mirror to wandb, checkpoint and print progress; nothing
 inside a window touches the host.
 """
@@ -22,17 +22,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp import checkpoint, provenance
+from rfig_exp.run import checkpoint, provenance
 
 from rfig_exp.results import contract as results
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
-from rfig_exp.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
+from rfig_exp.run.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
                                 StopSignals, WandbMirror, Window)
 from rfig_exp.results.seed_plan import SeedPlan
-from rfig_exp.tracking import WandbRuns, run_labels
-from rfig_exp.watchdog import Watchdog, end_process
+from rfig_exp.run.tracking import WandbRuns, run_labels
+from rfig_exp.run.watchdog import Watchdog, end_process
 
 log = logging.getLogger("rfig_exp")
 

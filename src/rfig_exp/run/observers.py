@@ -1,6 +1,6 @@
 """What happens after each training window: one small observer per concern.
 
-The run loop (:mod:`rfig_exp.run_loop`) trains a window, brings its ``[S]`` metrics to the host
+The run loop (:mod:`rfig_exp.run.run_loop`) trains a window, brings its ``[S]`` metrics to the host
 and hands the :class:`Window` to each observer in a fixed order: the heartbeat (the watchdog and
 the run folders' owner locks), the metrics files (they are the record), the divergence guard, the
 wandb mirror, the checkpointer (so a checkpoint never covers a row the metrics file lacks), then
@@ -26,11 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp import checkpoint
+from rfig_exp.run import checkpoint
 
 from rfig_exp.results import faults, contract as results
 from rfig_exp.config.run_spec import CheckpointSettings
-from rfig_exp.tracking import WandbRuns, progress_line
+from rfig_exp.run.tracking import WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")
 
