@@ -150,7 +150,7 @@ SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
-	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m rfig_exp.launch.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
 		$(if $(JOBS),--jobs)
 

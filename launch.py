@@ -4,7 +4,7 @@
     python launch.py env=minatar_breakout bonus=none num_seeds=4
     python launch.py -m env=minatar_breakout bonus=rfig,none 'seed=range(4)'
 
-Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command line
+Before Hydra starts, ``rfig_exp.launch.preflight`` validates every job of the command line
 (exit 2, one line per error, nothing created); then Hydra composes and runs each job.
 """
 
@@ -49,9 +49,9 @@ def _fail(message: str, code: int, multirun: bool):
 def main(cfg: DictConfig):
     """One Hydra job: its config becomes a run spec (validated, JAX-free), then it trains.
 
-    Returns a :class:`~rfig_exp.hydra_adapter.JobOutcome` for the sweeper to count."""
+    Returns a :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweeper to count."""
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from rfig_exp import hydra_adapter, retry
+    from rfig_exp.launch import hydra_adapter, retry
 
     job = hydra_adapter.current_job()
     spec = None
@@ -72,7 +72,7 @@ def main(cfg: DictConfig):
         elif job.multirun:  # in the sweep's process: the sweep is re-executed
             after_stall = retry.in_process_stall_action(job.sweep_dir or ".", job.index)
         from rfig_exp.run.experiment import run_spec
-        from rfig_exp.sweep_plan import varying_keys_of_sweep
+        from rfig_exp.launch.sweep_plan import varying_keys_of_sweep
 
         varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []
         summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies, after_stall=after_stall)
@@ -94,12 +94,12 @@ def main(cfg: DictConfig):
 
 def cli(argv: list[str]) -> None:
     if {"--help", "-h"} & set(argv):
-        from rfig_exp.preflight import help_text
+        from rfig_exp.launch.preflight import help_text
 
         print(help_text())
         return
-    from rfig_exp.preflight import preflight
-    from rfig_exp.retry import RESUME_ENV
+    from rfig_exp.launch.preflight import preflight
+    from rfig_exp.launch.retry import RESUME_ENV
 
     try:
         if RESUME_ENV not in os.environ:  # a sweep re-executed after a stall was checked already
@@ -113,7 +113,7 @@ def cli(argv: list[str]) -> None:
         sys.exit(ExitCode.INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
-        from rfig_exp.env_options import for_primary_compose
+        from rfig_exp.launch.env_options import for_primary_compose
 
         sys.argv = [sys.argv[0], *for_primary_compose(argv)]
     main()

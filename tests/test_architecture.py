@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
 # imports what the bonus computes with only when the bonus is made.
 JAX_FREE = ["rfig_exp.config.run_spec", "rfig_exp.config.settings", "rfig_exp.config.validation",
-            "rfig_exp.config.errors", "rfig_exp.results.contract",
-            "rfig_exp.config.variants", "rfig_exp.results.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
+            "rfig_exp.config.errors", "rfig_exp.results.contract", "rfig_exp.config.variants",
+            "rfig_exp.results.status", "rfig_exp.launch.estimate", "rfig_exp.agents.ppo.config",
             "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
             "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
-            "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.results.seed_plan"]
+            "rfig_exp.launch.preflight", "rfig_exp.launch.sweep_plan", "rfig_exp.results.seed_plan"]
 
 
 def _python(code: str) -> list[str]:
@@ -73,12 +73,12 @@ def test_only_the_adapter_reaches_into_hydra_and_submitit_internals():
     offenders = [f"{p.relative_to(ROOT)}:{i}" for p in [*ROOT.joinpath("src").rglob("*.py"), ROOT / "launch.py"]
                  if p.name != "hydra_adapter.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if private.search(line)]
-    assert not offenders, f"Hydra/submitit internals outside rfig_exp/hydra_adapter.py: {offenders}"
+    assert not offenders, f"Hydra/submitit internals outside rfig_exp/launch/hydra_adapter.py: {offenders}"
 
 
 def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
     out = _python("import hydra; hydra.__version__ = '1.4.0'\n"
-                  "try:\n    import rfig_exp.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
+                  "try:\n    import rfig_exp.launch.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
     assert len(out) == 1 and "needs hydra-core 1.3.x" in out[0] and "found 1.4.0" in out[0], out
 
 
@@ -86,7 +86,7 @@ def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
     """A sweep of gymnax envs makes its envs (gymnax, hence JAX) and nothing of the training: no
     run loop, no agent, no bonus code (a bonus module's declared settings are read: they import
     no JAX), no other suite."""
-    code = ("from rfig_exp.preflight import preflight\n"
+    code = ("from rfig_exp.launch.preflight import preflight\n"
             f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
             "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run.run_loop',\n"
             "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.hydra_adapter import job_slot
+from rfig_exp.launch.hydra_adapter import job_slot
 from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
                                 place_job, slot_of, validate)
 

@@ -195,7 +195,7 @@ def test_a_request_no_node_can_meet_is_refused_before_submitting(tmp_path):
 def test_the_watcher_cancels_a_job_that_can_never_start():
     """A job asking more CPUs than any node pends with PartitionConfig for ever; the sweeper's
     watcher sees the reason, cancels it and says why."""
-    from rfig_exp import slurm
+    from rfig_exp.launch import slurm
 
     name = "rfig-pending-forever"
     cancel(name)

@@ -72,8 +72,8 @@ def _jobs_per_gpu(value: Any, key: str, earlier: Mapping[str, Any]) -> int | Non
 
 
 def _seeds_per_job(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
-    """Read by the sweeper (``rfig_exp.grouping``), checked here with the rest of the run's settings."""
-    from rfig_exp import grouping
+    """Read by the sweeper (``rfig_exp.launch.grouping``), checked here with the rest of the run's settings."""
+    from rfig_exp.launch import grouping
 
     try:
         grouping.validate(value)

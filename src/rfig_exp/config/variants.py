@@ -151,7 +151,7 @@ def variant_name(overrides: Mapping[str, Any]) -> str:
     return name
 
 
-# A job's console prefix shows first the keys its sweep varies (rfig_exp.sweep_plan.varying_keys);
+# A job's console prefix shows first the keys its sweep varies (rfig_exp.launch.sweep_plan.varying_keys);
 # it names the job's seeds, env and bonus anyway.
 _NOT_SHOWN = ("seed", "num_seeds", "seeds_per_job")
 MAX_TAG = 48

@@ -52,7 +52,7 @@ class JobRun:
 
     ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
     watchdog ends the process; ``after_stall`` ends it then (None: exit 75; a sweep's retry in a
-    sweep job, rfig_exp.retry)."""
+    sweep job, rfig_exp.launch.retry)."""
 
     def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
                  command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,

@@ -8,7 +8,7 @@ factor * slowest window so far)`` seconds (``first_s`` before the first window),
 happened and ends the process with :attr:`ExitCode.STALLED`. Checkpoints already on disk are kept and
 no summary is written, so the run never looks complete and relaunching the same command resumes it.
 
-A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.retry): its job passes the
+A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.launch.retry): its job passes the
 watchdog an ``end`` (re-execute the sweep, requeue the task), which runs once the run's owner
 locks are released and the log is flushed, in place of :func:`end_process`.
 """

@@ -28,7 +28,7 @@ SUBMITIT_SERIES = "1.5."
 
 if not hydra.__version__.startswith(HYDRA_SERIES):
     raise ImportError(f"rfig-exp needs hydra-core {HYDRA_SERIES}x (pyproject.toml pins it), found {hydra.__version__}: "
-                      "rfig_exp/hydra_adapter.py uses its internals; check them before allowing another version")
+                      "rfig_exp/launch/hydra_adapter.py uses its internals; check them before allowing another version")
 
 from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
 from hydra.core.utils import JobReturn, JobStatus  # noqa: E402
@@ -125,7 +125,7 @@ def _submitit():
 
     if not submitit.__version__.startswith(SUBMITIT_SERIES):
         raise ImportError(f"rfig-exp needs submitit {SUBMITIT_SERIES}x (pyproject.toml pins it), found "
-                          f"{submitit.__version__}: rfig_exp/hydra_adapter.py uses its internals")
+                          f"{submitit.__version__}: rfig_exp/launch/hydra_adapter.py uses its internals")
     return submitit
 
 

@@ -4,14 +4,14 @@ Hydra runs a sweep in two steps. It composes the sweep's *primary config* (the d
 ``sweep=NAME`` and the command line's single values; a sweep ``a,b`` is left for later), then its
 sweeper expands the preset's ``hydra.sweeper.params`` followed by the command line into one
 override list per job. :func:`plan_sweep` is that second step with what this project adds to it:
-per-env options applied to the envs that have them (:mod:`rfig_exp.env_options`) and one-seed
-jobs grouped into vmapped ones (:mod:`rfig_exp.grouping`), whose settings it reads from the primary
+per-env options applied to the envs that have them (:mod:`rfig_exp.launch.env_options`) and one-seed
+jobs grouped into vmapped ones (:mod:`rfig_exp.launch.grouping`), whose settings it reads from the primary
 config (:class:`SweepSettings`), so Hydra's precedence decides them. The sweeper calls it with
 Hydra's primary config; preflight composes that same config first (:func:`compose_primary`) and
 gets the same jobs.
 
 Hydra is handed the command line with every per-env option as ``++env.K=V``
-(:func:`rfig_exp.env_options.for_primary_compose`): its primary compose uses the default env,
+(:func:`rfig_exp.launch.env_options.for_primary_compose`): its primary compose uses the default env,
 which may lack the key; the plan gives each job the option as typed, or leaves it out.
 
 Nothing here imports JAX.
@@ -25,10 +25,10 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp import env_options, grouping
+from rfig_exp.launch import env_options, grouping
 
 from rfig_exp.config import variants
-from rfig_exp.hydra_adapter import expand_sweep, parse_overrides
+from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
 from rfig_exp.config.variants import CONF_DIR
 
 

@@ -1,4 +1,4 @@
-"""A sweep preset for ``python -m rfig_exp.estimate``: its grid read from its YAML without Hydra
+"""A sweep preset for ``python -m rfig_exp.launch.estimate``: its grid read from its YAML without Hydra
 (:func:`sweep_grid`: the paper's grid is ``conf/sweep/paper.yaml``; the window is the config's
 ``eval_frequency``), and the cost of each of its jobs, composed as the launcher would
 (:func:`cost_jobs`), measuring first what the throughput table lacks (:func:`calibrate`).
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from rfig_exp.estimate_throughput import (THROUGHPUT_TABLE, Process, Rate, collect_processes, measured_rate,
+from rfig_exp.launch.estimate_throughput import (THROUGHPUT_TABLE, Process, Rate, collect_processes, measured_rate,
                                           read_throughput_table, record_rows, table_rate, task_key)
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
 
 
@@ -88,13 +88,13 @@ class JobCost:
 def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
     """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``),
     grouped as on a GPU machine when ``gpu`` whatever this one has; raises ``PreflightError``
-    (from rfig_exp.preflight) with the errors of a bad command line."""
+    (from rfig_exp.launch.preflight) with the errors of a bad command line."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from rfig_exp.preflight import CONF_DIR, expand_jobs
+    from rfig_exp.launch.preflight import CONF_DIR, expand_jobs
 
-    # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.grouping).
+    # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
     jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
     out = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -222,7 +222,7 @@ def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = T
     if not todo:
         print(f"calibrate: every env x bonus x seeds of the sweep has a {device} row already")
         return []
-    launch = Path(__file__).resolve().parents[2] / "launch.py"
+    launch = Path(__file__).resolve().parents[3] / "launch.py"
     source = f"calibrate {datetime.date.today().isoformat()} {windows} window(s), cold compile"
     with tempfile.TemporaryDirectory(prefix="rfig-calibrate-") as tmp:
         for i, (job, cfg) in enumerate(todo, 1):
@@ -248,7 +248,7 @@ def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = T
 def main_sweep(args, results: Path) -> int:
     import socket
 
-    from rfig_exp.preflight import PreflightError
+    from rfig_exp.launch.preflight import PreflightError
 
     if args.slots < 1:
         print(f"error: --slots={args.slots} must be >= 1", file=sys.stderr)

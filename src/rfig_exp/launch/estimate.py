@@ -1,7 +1,7 @@
-"""What the paper's grid costs, from runs measured here: ``python -m rfig_exp.estimate``.
+"""What the paper's grid costs, from runs measured here: ``python -m rfig_exp.launch.estimate``.
 
-    python -m rfig_exp.estimate --results results                    # every experiment
-    python -m rfig_exp.estimate --results results --experiment bench --seeds 32 --steps 1000000
+    python -m rfig_exp.launch.estimate --results results                    # every experiment
+    python -m rfig_exp.launch.estimate --results results --experiment bench --seeds 32 --steps 1000000
 
 The grid (the paper's figure): 12 envs x 5 bonuses x 32 seeds at 1M env steps each,
 rounded up to whole evaluation windows as training does (41 windows of 24,576 = 1,007,616
@@ -49,12 +49,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from rfig_exp.estimate_sweep import PAPER_SWEEP, main_sweep, rounded_steps, sweep_grid
-from rfig_exp.estimate_throughput import THROUGHPUT_TABLE, Process, collect_processes, record_rows
-# Re-exported: python -m rfig_exp.estimate's whole API, as before it was split in three modules.
-from rfig_exp.estimate_sweep import (CONF_DIR, Grid, JobCost, calibrate, cost_jobs, default_eval_frequency,  # noqa: F401
+from rfig_exp.launch.estimate_sweep import PAPER_SWEEP, main_sweep, rounded_steps, sweep_grid
+from rfig_exp.launch.estimate_throughput import THROUGHPUT_TABLE, Process, collect_processes, record_rows
+# Re-exported: python -m rfig_exp.launch.estimate's whole API, as before it was split in three modules.
+from rfig_exp.launch.estimate_sweep import (CONF_DIR, Grid, JobCost, calibrate, cost_jobs, default_eval_frequency,  # noqa: F401
                                      format_sweep_report, missing_pairs, sweep_jobs, wall_hours)
-from rfig_exp.estimate_throughput import (SPEED_NEUTRAL, Rate, measured_rate, read_throughput_table,  # noqa: F401
+from rfig_exp.launch.estimate_throughput import (SPEED_NEUTRAL, Rate, measured_rate, read_throughput_table,  # noqa: F401
                                           seed_scaling, suite, table_rate, task_key,
                                           variant_is_speed_neutral)
 
@@ -156,7 +156,7 @@ def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rfig_exp.estimate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rfig_exp.launch.estimate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None, help="comma-separated experiments to measure from; default: all")
     paper = sweep_grid()

@@ -134,7 +134,7 @@ def submitit_stall_action(budget: int, failed_result: Callable[[Exception], obje
     def act(message: str) -> None:
         import submitit
 
-        from rfig_exp import hydra_adapter
+        from rfig_exp.launch import hydra_adapter
 
         used = submitit_retries_used()
         if used < budget:

@@ -11,7 +11,7 @@ and would refuse ``env.backend`` there (mountaincar has none): launch.py hands H
 command line with ``++env.backend=spring`` (set or add; :func:`for_primary_compose`), and each
 job gets the option as typed, or not at all (:func:`apply_to_envs_that_have_them`, where
 either spelling is the same option), in the one plan of the sweep that preflight and the
-sweeper share (:func:`rfig_exp.sweep_plan.plan_sweep`).
+sweeper share (:func:`rfig_exp.launch.sweep_plan.plan_sweep`).
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _check_choice(group: str, value: str, errors: list[str]) -> None:
 def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
                 gpu: bool | None = None) -> list[list[str]]:
     """The override list of every job the command line asks for (one without ``-m``), as the
-    sweeper will run them (:func:`rfig_exp.sweep_plan.plan_sweep`; ``gpu`` None: as on this machine).
+    sweeper will run them (:func:`rfig_exp.launch.sweep_plan.plan_sweep`; ``gpu`` None: as on this machine).
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
     :func:`validate_jobs` to report with every other bad job of the sweep."""
@@ -134,7 +134,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
     """:func:`expand_jobs`, the sweep's primary config (None without ``-m``), and why Hydra's
     compose of that config would fail (None: it composes); a job that fails alike is reported
     with the other bad jobs, so the caller says it only when every job passes."""
-    from rfig_exp.hydra_adapter import HydraException, parse_overrides
+    from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
 
     try:
         parsed = parse_overrides(overrides)
@@ -157,7 +157,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
         raise PreflightError(errors)
     if not multirun:
         return [list(overrides)], None, None
-    from rfig_exp import env_options, sweep_plan
+    from rfig_exp.launch import env_options, sweep_plan
 
     handed = env_options.for_primary_compose(overrides)  # the command line as launch.py hands it to Hydra
     primary, primary_error = _primary(handed)
@@ -175,8 +175,8 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
 def _primary(handed: Sequence[str]):
     """The sweep's primary config as Hydra composes it, and why that fails (None: it does not). On
     a failure the plan's settings come from the defaults, the preset and Hydra's own overrides."""
-    from rfig_exp import sweep_plan
-    from rfig_exp.hydra_adapter import HydraException, parse_overrides
+    from rfig_exp.launch import sweep_plan
+    from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
 
     try:
         return sweep_plan.compose_primary(handed), None
@@ -192,7 +192,7 @@ def _primary(handed: Sequence[str]):
 def _primary_error(err: Exception, handed: Sequence[str]) -> str:
     """Hydra's primary compose of a sweep applies the command line's single values to the default
     choices: a key that only some swept choice has (``-m bonus=rnd,vime bonus.lr=1e-3``) fails there."""
-    from rfig_exp.sweep_plan import primary_overrides
+    from rfig_exp.launch.sweep_plan import primary_overrides
 
     first = str(err).splitlines()[0]
     if not first.startswith("Could not override '"):
@@ -345,10 +345,10 @@ def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
 
 def check_slurm_request(primary: DictConfig) -> None:
     """Under the SLURM launcher: refuse a request no node of the partition can meet
-    (rfig_exp.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
+    (rfig_exp.launch.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
     if "Slurm" not in str(OmegaConf.select(primary, "hydra.launcher._target_", default="")):
         return
-    from rfig_exp import slurm
+    from rfig_exp.launch import slurm
 
     launcher = OmegaConf.to_container(primary.hydra.launcher, resolve=False)
     errors = slurm.check_request(launcher, slurm.read_nodes())
@@ -373,7 +373,7 @@ def preflight(argv: Sequence[str]) -> None:
         write_manifest(validated)
         print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
     else:
-        from rfig_exp import grouping
+        from rfig_exp.launch import grouping
 
         spec = validated[0][1]
         warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
