@@ -100,7 +100,7 @@ def test_prop43_bound_inverts_corollary_44(quick):
     asks for D features: the script inverted the right formula."""
     import jax
 
-    from rfig_exp import theory as T
+    from rfig_exp.bonuses.rfig import theory as T
 
     with jax.enable_x64(True):
         for r in quick["rows"]:

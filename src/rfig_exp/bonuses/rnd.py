@@ -74,7 +74,7 @@ def make(settings: RNDSettings, obs_shape, action_space):
 
     from rfig_exp.bonuses import nets
     from rfig_exp.bonuses.base import Bonus, flat_states
-    from rfig_exp.shuffle import subsample
+    from rfig_exp.bonuses.shuffle import subsample
 
     del action_space
     obs_ndim = len(obs_shape)

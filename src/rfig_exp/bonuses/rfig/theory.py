@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_factor, cho_solve
 
 from rfig_exp.bonuses.rfig.features import rff_features, rff_params
-from rfig_exp.linalg import rbf_gram, rbf_kernel, symmetrize
+from rfig_exp.bonuses.rfig.linalg import rbf_gram, rbf_kernel, symmetrize
 
 __all__ = [
     "rff_params",
