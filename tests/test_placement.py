@@ -12,8 +12,9 @@ from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.launch.hydra_adapter import job_slot
-from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
-                                place_job, slot_of, validate)
+from rfig_exp.config.jobs import memory_share, validate_placement
+from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, place_job,
+                                    slot_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"SUBMITIT_EXECUTOR": "local"}
@@ -183,11 +184,11 @@ def test_jobs_per_gpu_without_a_gpu_divides_the_cores():
 def test_bad_jobs_per_gpu_names_the_key():
     for bad in (0, -1, True, 2.5, "4"):
         with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=.* must be null or an integer >= 1"):
-            validate(jobs_per_gpu=bad)
+            validate_placement(jobs_per_gpu=bad)
     with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=91 leaves each job under 1% .* at most 90"):
-        validate(jobs_per_gpu=91)
+        validate_placement(jobs_per_gpu=91)
     assert memory_share(90) == 0.01
-    validate(jobs_per_gpu=90)
+    validate_placement(jobs_per_gpu=90)
 
 
 def test_the_sweeper_batches_jobs_per_gpu_jobs_for_local_jobs_only():
@@ -230,8 +231,8 @@ def test_placement_off_and_bad_values():
     with pytest.raises(ConfigError, match=r"placement.gpus='0,1' must be null or a non-empty list"):
         place_job(0, 2, gpus="0,1", environ=dict(LOCAL))
     with pytest.raises(ConfigError, match=r"placement.gpus=\[\] must be null"):
-        validate(gpus=[])
-    validate("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
+        validate_placement(gpus=[])
+    validate_placement("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
 
 
 def _placed_job():

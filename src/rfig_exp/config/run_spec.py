@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rfig_exp.config import variants
+from rfig_exp.config import jobs, variants
 from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.envs.settings import EnvSettings, parse_env
@@ -62,21 +62,17 @@ def _gpus(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
 
 
 def _jobs_per_gpu(value: Any, key: str, earlier: Mapping[str, Any]) -> int | None:
-    """placement.jobs_per_gpu, the group's last key: the group checked as a whole by ``rfig_exp.run.placement``."""
-    from rfig_exp.run import placement
-
+    """placement.jobs_per_gpu, the group's last key: the group checked as a whole (``jobs.validate_placement``)."""
     gpus = earlier["gpus"]
-    placement.validate(earlier["mode"], None, earlier["cores_per_job"], list(gpus) if isinstance(gpus, tuple) else gpus,
-                       value)
+    jobs.validate_placement(earlier["mode"], None, earlier["cores_per_job"],
+                            list(gpus) if isinstance(gpus, tuple) else gpus, value)
     return value
 
 
 def _seeds_per_job(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
     """Read by the sweeper (``rfig_exp.launch.grouping``), checked here with the rest of the run's settings."""
-    from rfig_exp.launch import grouping
-
     try:
-        grouping.validate(value)
+        jobs.validate_seeds_per_job(value)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     return value

@@ -27,18 +27,11 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-AUTO = "auto"
+from rfig_exp.config.jobs import AUTO, validate_seeds_per_job
+
 # On this project's 2-core CPU, 8 vmapped seeds gave 1.06-1.14x the env steps/s of 1 seed
 # (README, Speed); larger groups gain little more on a CPU and lose more to a crash.
 CPU_SEEDS_PER_JOB = 8
-
-
-def validate(value: Any) -> None:
-    """Raise ValueError unless ``value`` is ``auto`` or an integer >= 1."""
-    if value == AUTO:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"seeds_per_job={value!r} must be auto or an integer >= 1")
 
 
 def gpu_visible() -> bool:
@@ -51,7 +44,7 @@ def gpu_visible() -> bool:
 
 def resolve(value: Any, gpu: bool) -> int | None:
     """Seeds per job for ``value`` (None: all seeds of a cell in one job)."""
-    validate(value)
+    validate_seeds_per_job(value)
     if value == AUTO:
         return None if gpu else CPU_SEEDS_PER_JOB
     return int(value)

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rfig_exp.launch import env_options, grouping
 
-from rfig_exp.config import variants
+from rfig_exp.config import jobs, variants
 from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
 from rfig_exp.config.variants import CONF_DIR
 
@@ -48,7 +48,7 @@ class SweepSettings:
         """From a primary config (its ``hydra`` node included); ``gpu`` None: asked of the config
         and this machine. A value that is not an integer (a sweep of it) counts as the default."""
         gpus = OmegaConf.select(primary, "hydra.launcher.gpus_per_node", default=None)
-        return cls(seeds_per_job=OmegaConf.select(primary, "seeds_per_job", default=grouping.AUTO),
+        return cls(seeds_per_job=OmegaConf.select(primary, "seeds_per_job", default=jobs.AUTO),
                    num_seeds=_int_or(OmegaConf.select(primary, "num_seeds", default=1), 1),
                    seed=_int_or(OmegaConf.select(primary, "seed", default=0), 0),
                    default_env=str(OmegaConf.select(primary, "env.name", default=env_options.default_env())),

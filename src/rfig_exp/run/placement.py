@@ -14,7 +14,7 @@ them. :func:`place_job` is called by the job itself, first thing, before JAX is 
   process's affinity mask (``os.sched_setaffinity``); XLA's CPU thread pools size
   themselves from that mask.
 - several jobs on each GPU (``jobs_per_gpu``): slot ``k`` gets GPU ``k mod n_gpus``, each job
-  a share of that GPU's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``: :data:`GPU_MEMORY_FOR_JOBS`
+  a share of that GPU's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``: ``config.jobs.GPU_MEMORY_FOR_JOBS``
   divided among the jobs on it; JAX alone would preallocate 75% and may grow to all of it) and
   its own block of the machine's cores, since the jobs compile on the CPU side by side.
 - under SLURM (``SLURM_JOB_ID`` set) nothing is changed: SLURM already placed the job.
@@ -30,7 +30,6 @@ imports JAX.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -38,13 +37,9 @@ import sys
 from pathlib import Path
 from typing import Mapping, MutableMapping, Sequence
 
-from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.jobs import memory_share, validate_placement
 
-MODES = ("auto", "off")
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
-# The part of a GPU's memory that the jobs sharing it divide among themselves; the rest is left to
-# each process's CUDA context (outside JAX's pool) and the driver.
-GPU_MEMORY_FOR_JOBS = 0.9
 # JAX's memory-fraction variable under its long-standing name and the newer one that its latest docs
 # prefer; a value the user set under either is left alone, and only one name is ever set here.
 MEM_FRACTION_VARS = ("XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION")
@@ -95,11 +90,6 @@ def jobs_on_gpu(gpu_index: int, jobs_in_parallel: int, num_gpus: int) -> int:
     return len(range(gpu_index, jobs_in_parallel, num_gpus))
 
 
-def memory_share(jobs: int) -> float:
-    """Each job's fraction of its GPU's memory when ``jobs`` share it (two decimals, rounded down)."""
-    return math.floor(GPU_MEMORY_FOR_JOBS * 100 / jobs) / 100
-
-
 def slot_of(job_index: int, jobs_in_parallel: int | None) -> int:
     """Index of a job among the jobs running beside it (its position in its batch)."""
     if job_index < 0:
@@ -141,27 +131,6 @@ def format_cores(cores: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_job: int | None = None,
-             gpus: Sequence[str] | None = None, jobs_per_gpu: int | None = None) -> None:
-    """Check placement settings before any job starts; :class:`ConfigError` names the key."""
-    if mode not in MODES:
-        raise ConfigError(f"placement.mode={mode!r} is not one of: {', '.join(MODES)}")
-    if jobs_in_parallel is not None and (isinstance(jobs_in_parallel, bool) or jobs_in_parallel < 1):
-        raise ConfigError(f"hydra.sweeper.max_batch_size={jobs_in_parallel} must be >= 1")
-    if cores_per_job is not None and (isinstance(cores_per_job, bool) or cores_per_job < 1):
-        raise ConfigError(f"placement.cores_per_job={cores_per_job} must be >= 1")
-    if jobs_per_gpu is not None:
-        if isinstance(jobs_per_gpu, bool) or not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
-            raise ConfigError(f"placement.jobs_per_gpu={jobs_per_gpu!r} must be null or an integer >= 1")
-        if memory_share(jobs_per_gpu) <= 0:
-            most = int(GPU_MEMORY_FOR_JOBS * 100)
-            raise ConfigError(f"placement.jobs_per_gpu={jobs_per_gpu} leaves each job under 1% of a GPU's memory: "
-                              f"at most {most}")
-    if gpus is not None and (isinstance(gpus, str) or not isinstance(gpus, Sequence) or not len(gpus)
-                             or not all(str(g).strip() for g in gpus)):
-        raise ConfigError(f"placement.gpus={gpus!r} must be null or a non-empty list of GPU ids (e.g. [0, 1])")
-
-
 def slurm_grant(env: Mapping[str, str], usable_cores: int) -> str:
     """What SLURM gave the job: the CPUs per task it granted (which a cluster without CPU
     binding does not enforce, hence the cores the process may use beside it) and its GPUs."""
@@ -190,7 +159,7 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
     :class:`ConfigError` naming the config key.
     """
     env = os.environ if environ is None else environ
-    validate(mode, jobs_in_parallel, cores_per_job, gpus, jobs_per_gpu)
+    validate_placement(mode, jobs_in_parallel, cores_per_job, gpus, jobs_per_gpu)
     if mode == "off":
         return "placement: off (placement.mode=off)"
     if env.get("SLURM_JOB_ID"):
