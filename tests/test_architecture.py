@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -13,15 +14,75 @@ from rfig_exp.bonuses import bonus_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Modules that validate a config or read a results tree: none may import JAX, directly or not.
-# Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
-# imports what the bonus computes with only when the bonus is made.
-JAX_FREE = ["rfig_exp.config.run_spec", "rfig_exp.config.settings", "rfig_exp.config.validation",
-            "rfig_exp.config.errors", "rfig_exp.results.contract", "rfig_exp.config.variants",
-            "rfig_exp.results.status", "rfig_exp.launch.estimate", "rfig_exp.agents.ppo.config",
-            "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
-            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
-            "rfig_exp.launch.preflight", "rfig_exp.launch.sweep_plan", "rfig_exp.results.seed_plan"]
+SRC = ROOT / "src"
+
+# The layers of rfig_exp, bottom first: a module imports only modules of its own layer and of the
+# layers before it. Each layer is one package; a new module is checked by being in its package, and
+# a module outside every package fails test_every_module_is_in_a_layer.
+LAYERS = ("config", "results", "envs", "bonuses", "agents", "run", "launch")
+# Every module of these packages imports no JAX, directly or not: a config is checked, a results tree
+# read and a sweep planned without a compiler or an accelerator.
+JAX_FREE_LAYERS = ("config", "results", "launch")
+# The core's declarations: where an env suite, a bonus or the agent declares its settings, beside its
+# code and without JAX (a bonus's module imports what it computes with only when the bonus is made).
+# The config layer reads them to build a RunSpec, so they are the one way it may import upwards.
+DECLARATIONS = ("rfig_exp.envs", "rfig_exp.envs.settings", "rfig_exp.envs.mazes", "rfig_exp.bonuses",
+                "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
+                "rfig_exp.agents", "rfig_exp.agents.ppo", "rfig_exp.agents.ppo.config")
+# analysis reads the results tree through the results layer; these modules of it load no JAX either.
+ANALYSIS_JAX_FREE = ("analysis.collect", "analysis.names")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted((SRC / "rfig_exp").rglob("*.py"))}
+
+
+def _layer(module: str) -> str | None:
+    """The layer of a module of rfig_exp: its top-level package under rfig_exp (None: rfig_exp itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each rfig_exp module that ``path`` imports, at its top or inside a function:
+    ``from rfig_exp.x import y`` counts as ``rfig_exp.x.y`` when that is a module, else ``rfig_exp.x``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "rfig_exp"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "rfig_exp":
+            base = node.module or ""
+            out += [(node.lineno, f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base) for a in node.names]
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    loose = [m for m in MODULES if m != "rfig_exp" and _layer(m) not in LAYERS]
+    assert not loose, f"modules outside the layers {LAYERS}: {loose}"
+
+
+def test_no_layer_imports_a_layer_above_it():
+    upward = []
+    for module, path in MODULES.items():
+        here = LAYERS.index(_layer(module)) if _layer(module) else -1
+        for line, target in _imported(path):
+            there = LAYERS.index(_layer(target)) if _layer(target) else -1
+            if there > here and not (_layer(module) == "config" and target in DECLARATIONS):
+                upward.append(f"{path.relative_to(ROOT)}:{line} ({_layer(module)}) imports {target} ({_layer(target)})")
+    assert not upward, "imports of a layer above: " + "; ".join(upward)
+
+
+def test_the_check_sees_an_upward_import():
+    """The layer check reads imports inside functions too, and resolves a ``from`` import to the module."""
+    found = _imported(MODULES["rfig_exp.config.variants"])
+    assert any(t == "rfig_exp.config.run_spec" for _, t in found), found  # imported inside not_hyperparameters
+
+
+JAX_FREE = [*(m for m in MODULES if _layer(m) in JAX_FREE_LAYERS), *DECLARATIONS, *ANALYSIS_JAX_FREE]
 
 
 def _python(code: str) -> list[str]:
