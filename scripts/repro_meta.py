@@ -9,7 +9,7 @@ the log, the lane that ran each stage and whether it completed, and per stage th
 jobs that completed, made from the throughput table *at the campaign's commit* (what `make
 estimate` printed before the runs) and from the table now (after `python -m rfig_exp.launch.estimate
 --record` added what the runs measured). The campaign replaces an earlier record of the same
-commit; the report (analysis.reproduction) reads every campaign, and the measured times come from
+commit; the report (analysis.repro) reads every campaign, and the measured times come from
 the runs' own summaries.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from analysis.repro_stages import stages  # noqa: E402
+from analysis.repro.stages import stages  # noqa: E402
 from rfig_exp.launch import estimate  # noqa: E402
 from rfig_exp.run import provenance  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402

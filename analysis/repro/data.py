@@ -38,7 +38,7 @@ import yaml
 
 from rfig_exp.results import contract
 
-from .runs import find_experiments
+from ..runs import find_experiments
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")

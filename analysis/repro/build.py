@@ -1,13 +1,13 @@
 """The reproduction report (``docs/results/repro/``): the paper's figure and table from our own
 runs, every claim with a verdict, DeepSea scaling, measured sensitivity and the theory figure.
 
-    python -m analysis.reproduction restore --results RESULTS --data docs/results/repro/data
-    python -m analysis.reproduction export --results RESULTS --data docs/results/repro/data
-    python -m analysis.reproduction merge --from OTHER_DATA --data docs/results/repro/data
-    python -m analysis.reproduction build --data docs/results/repro/data --out docs/results/repro
+    python -m analysis.repro restore --results RESULTS --data docs/results/repro/data
+    python -m analysis.repro export --results RESULTS --data docs/results/repro/data
+    python -m analysis.repro merge --from OTHER_DATA --data docs/results/repro/data
+    python -m analysis.repro build --data docs/results/repro/data --out docs/results/repro
 
 ``restore`` puts the committed complete runs into a results tree, so a sweep there runs only
-what the data lacks. ``export`` adds the compact per-run data (analysis.repro_data) of the
+what the data lacks. ``export`` adds the compact per-run data (analysis.repro.data) of the
 experiments ``repro`` (the main grid, sparse Brax on another backend and the DeepSea sizes, all in
 one experiment: an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and
 ``sensitivity`` to the data folder; ``merge`` adds the runs of another data folder (an export
@@ -29,24 +29,24 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from .aggregate import compute_aggregates
-from .claims import claims_table
-from .collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
-from .names import env_label, method_label, sort_methods, split_task
-from .repro_cells import compare_claims, missing_md, origins_md
-from .repro_data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
-from .repro_sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
+from ..aggregate import compute_aggregates
+from ..claims import claims_table
+from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
+from ..names import env_label, method_label, sort_methods, split_task
+from .cells import compare_claims, missing_md, origins_md
+from .data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
+from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
-from .report import build_report
-from .registry import ReportOptions
-from .tables import render_markdown
+from ..report import build_report
+from ..registry import ReportOptions
+from ..tables import render_markdown
 
 MAIN = "repro"
-# The sweep presets whose cells each grid's report expects (the rest: analysis.repro_cells).
+# The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
 EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
                     "paper32": ["paper32", "paper32_brax"]}
 # Another report whose verdicts a grid's claims table shows beside its own.
-COMPARE_WITH = {"paper32": (Path(__file__).resolve().parents[1] / "docs/results/repro/claims.json",
+COMPARE_WITH = {"paper32": (Path(__file__).resolve().parents[2] / "docs/results/repro/claims.json",
                             "8 seeds on the CPU (docs/results/repro)")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggregate_intervals", "aggregate_curve",
@@ -141,7 +141,7 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[st
 
 def coverage_of_the_paper(envs: list[str]) -> str:
     """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
-    from .repro_stages import preset_envs
+    from .stages import preset_envs
 
     paper = preset_envs("paper")
     have = {split_task(e)[0] for e in envs}
@@ -243,7 +243,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     lines = [
         "# Reproduction: the paper's figure and table from our own runs",
         "",
-        f"*Built by `python -m analysis.reproduction build` (`make figures`) from the per-run data in `data/` "
+        f"*Built by `python -m analysis.repro build` (`make figures`) from the per-run data in `data/` "
         f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in.*",
         "",
         parts["provenance"],
@@ -317,7 +317,7 @@ def _problems_md(problems) -> str:
     return "\n".join(lines)
 
 
-README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.reproduction build --readme README.md` -->"
+README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.repro build --readme README.md` -->"
 README_END = "<!-- end of reproduction summary -->"
 
 
@@ -325,7 +325,7 @@ def readme_markers(experiment: str = MAIN) -> tuple[str, str]:
     """The README markers between which a grid's summary goes (the reproduction's, or one per grid)."""
     if experiment == MAIN:
         return README_BEGIN, README_END
-    return (f"<!-- {experiment} summary: written by `python -m analysis.reproduction build --experiment {experiment} "
+    return (f"<!-- {experiment} summary: written by `python -m analysis.repro build --experiment {experiment} "
             "--readme README.md` -->", f"<!-- end of {experiment} summary -->")
 
 
@@ -342,7 +342,7 @@ def update_readme(readme: Path, summary: str, experiment: str = MAIN) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.reproduction", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m analysis.repro", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="add the runs of a results tree to the compact data (a run already there "
                                       "is kept once if identical; a different one is refused)")

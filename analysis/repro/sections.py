@@ -1,4 +1,4 @@
-"""The sections of the reproduction report (analysis.reproduction) that are more than a standard
+"""The sections of the reproduction report (analysis.repro) that are more than a standard
 report: throughput and wall time per stage, DeepSea scaling, measured sensitivity (with its
 claim) and the theory figure. Nothing here imports JAX."""
 
@@ -18,13 +18,13 @@ import numpy as np  # noqa: E402
 
 from rfig_exp.config.variants import format_value  # noqa: E402
 
-from .aggregate import bootstrap, fast_iqm  # noqa: E402
-from .claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
-from .collect import Collection, final_scores  # noqa: E402
-from .names import BASELINES, QUALITATIVE, env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
-from .plots import _save  # noqa: E402
-from .repro_stages import stage_of  # noqa: E402
-from .tables import render_markdown  # noqa: E402
+from ..aggregate import bootstrap, fast_iqm  # noqa: E402
+from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
+from ..collect import Collection, final_scores  # noqa: E402
+from ..names import BASELINES, QUALITATIVE, env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
+from ..plots import _save  # noqa: E402
+from .stages import stage_of  # noqa: E402
+from ..tables import render_markdown  # noqa: E402
 
 SENS = "sensitivity"
 
@@ -42,7 +42,7 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
     summed wall time of their processes (s; the seeds of a process share one), the machines,
-    and the latest finish. ``stored``: the data folder's runs (analysis.repro_data.read_data)."""
+    and the latest finish. ``stored``: the data folder's runs (analysis.repro.data.read_data)."""
     out: dict[tuple[str, str], dict] = {}
     processes: dict[tuple, float] = {}
     for key, run in stored.items():
@@ -340,7 +340,7 @@ def _sensitivity_md(summary: dict[str, dict], rows: list) -> str:
 
 
 def sensitivity_claim(summary: dict):
-    from .claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Claim
+    from ..claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Claim
 
     order = sorted(summary, key=lambda b: summary[b]["mean_range"])
     text = ", ".join(f"{method_label(b)} {summary[b]['mean_range']:.2f}" for b in order)
@@ -365,7 +365,7 @@ def theory_section(data_dir: Path, out: Path) -> str:
     csv = data_dir / "theory.csv"
     if not csv.is_file():
         return "No theory data (run `python scripts/theory_figure.py`)."
-    from .theory_plot import exponent_table, plot_theory, read_theory_csv
+    from ..theory_plot import exponent_table, plot_theory, read_theory_csv
 
     rows = read_theory_csv(csv)
     plot_theory(rows, out / "theory.png")

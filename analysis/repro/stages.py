@@ -6,8 +6,8 @@ bonus's sensitivity knobs. ``scripts/repro.sh`` runs them (two lanes each take t
 by asking this module for the stage list and each stage's ``launch.py -m`` commands, and the
 report attributes every run to its stage with :func:`stage_of` for the table of who made what.
 
-    python -m analysis.repro_stages list               # the names, in the order the lanes take them
-    python -m analysis.repro_stages commands brax-ant  # one line of launch.py -m arguments per sweep
+    python -m analysis.repro.stages list               # the names, in the order the lanes take them
+    python -m analysis.repro.stages commands brax-ant  # one line of launch.py -m arguments per sweep
 
 The env lists come from the sweep presets (``conf/sweep/repro*.yaml``), so a preset is the one
 place an env joins the reproduction. Nothing here imports JAX.
@@ -83,7 +83,7 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.repro_stages", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m analysis.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the stage names, in the order the lanes take them")
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
