@@ -51,7 +51,7 @@ def clean_agg(clean):
 
 @pytest.fixture(scope="module")
 def report(defects, tmp_path_factory):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, _ = defects
@@ -370,32 +370,34 @@ def test_report_says_when_its_results_last_changed_not_when_it_was_built(clean, 
     assert f"- Results as of: {stamp} (the newest run file)" in first
 
 
-def test_registry_plugin_and_failing_maker(defects, tmp_path):
-    from analysis.registry import Section, register_maker, unregister_maker
-    from analysis.report import build_report
+def test_an_added_maker_runs_in_its_place_and_a_failing_one_is_reported(defects, tmp_path):
+    from analysis.maker import Section
+    from analysis.report import MAKERS, build_report
 
     root, _ = defects
     coll = collect(root, "defects", envs="acrobot")
 
-    @register_maker("test_extra", order=55)
     def extra(ctx, out_dir):
         p = out_dir / "extra.txt"
         p.write_text(",".join(ctx.data.envs))
-        return Section("Extra figure", "made by a plug-in", [p])
+        return Section("Extra figure", "made by an added maker", [p])
 
-    @register_maker("test_broken", order=56)
     def broken(ctx, out_dir):
         raise RuntimeError("boom")
 
-    try:
-        res = build_report(coll, tmp_path, only=["test_extra", "test_broken", "data"])
-    finally:
-        unregister_maker("test_extra")
-        unregister_maker("test_broken")
+    makers = (*MAKERS, ("test_extra", extra), ("test_broken", broken))
+    res = build_report(coll, tmp_path, only=["test_extra", "test_broken", "data"], makers=makers)
     index = (tmp_path / "index.md").read_text()
     assert "## Extra figure" in index and (tmp_path / "extra.txt").read_text() == "acrobot"
     assert res.errors and "boom" in res.errors[0] and "test_broken (failed)" in index
     assert index.index("## Data") < index.index("## Extra figure")
+
+
+def test_the_report_order_is_the_list_of_makers():
+    from analysis.report import MAKERS
+
+    names = [n for n, _ in MAKERS]
+    assert len(set(names)) == len(names) and names[0] == "data" and names[-1] == "exports"
 
 
 def test_full_suite_figure_is_a_3x4_grid(tmp_path):

@@ -127,7 +127,7 @@ def test_lr_sweep_gives_two_methods_with_labels_and_header(lr_tree, tmp_path):
             seeds, v = coll.env_data[env].returns(m)
             np.testing.assert_allclose(v, truth[(env, lr)])
             assert all(r.config["agent"]["lr"] == lr for r in coll.runs_of(m))
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     res = build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True, only=["data", "final_scores", "exports"])
@@ -220,7 +220,7 @@ def test_variant_overrides_fallbacks_and_mismatch(tmp_path):
 
 def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
     from analysis.makers.sensitivity import find_sweeps, sensitivity_points, use_log_x
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, truth = sens_tree
@@ -250,7 +250,7 @@ def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
 
 def test_no_sensitivity_figure_for_a_single_value(sens_tree, tmp_path):
     from analysis.makers.sensitivity import find_sweeps
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, _ = sens_tree
@@ -316,7 +316,7 @@ def _write_scores(root, exp, env, finals: dict[str, list[float]]):
 
 
 def test_bold_only_when_cis_do_not_overlap(tmp_path):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     # acrobot: rfig far above everyone (bold); mountaincar: rfig and rnd overlap (no bold).
@@ -338,7 +338,7 @@ def test_bold_only_when_cis_do_not_overlap(tmp_path):
 
 
 def test_few_seeds_say_intervals_are_not_meaningful(tmp_path):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     _write_scores(tmp_path, "few", "acrobot", {"none": [1, 2], "rfig": [50, 52]})

@@ -38,7 +38,7 @@ from .data import DataConflict, export_tree, merge_data, read_data, rebuild_tree
 from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
 from ..report import build_report
-from ..registry import ReportOptions
+from ..maker import ReportOptions
 from ..tables import render_markdown
 
 MAIN = "repro"
