@@ -19,9 +19,9 @@ except ImportError:  # tests/ imported as a package
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
 from analysis.aggregate import Interval, compute_aggregates
-from analysis.methods import (VARIANT_MIN_DISTANCE, VARIANT_PALETTE, build_methods, colour_distance, format_value,
+from analysis.methods import (VARIANT_MIN_DISTANCE, build_methods, colour_distance, format_value,
                               swept_key)
-from analysis.names import PALETTE
+from analysis.names import OTHER_COLOURS, PALETTE
 
 REPS = 60
 LR_A = "agent.lr=0.0001,agent.total_timesteps=20480"
@@ -55,7 +55,7 @@ def test_build_methods_keys_labels_common_and_colours():
     # Base keeps its bonus colour; variants get distinct colours that are none of the bonus colours.
     assert methods[0].colour == PALETTE["none"] and methods[1].colour == PALETTE["rfig"]
     variant_colours = [m.colour for m in methods[2:]]
-    assert len(set(variant_colours)) == 2 and all(c in VARIANT_PALETTE for c in variant_colours)
+    assert len(set(variant_colours)) == 2 and all(c in OTHER_COLOURS for c in variant_colours)
     # Stable: the same methods get the same colours whatever order they are found in.
     again, _ = build_methods(dict(reversed(list(groups.items()))))
     assert [m.colour for m in again] == [m.colour for m in methods]
@@ -68,9 +68,9 @@ def test_build_methods_keys_labels_common_and_colours():
     assert len({str(m.linestyle) for m in ms if m.bonus == "rfig"}) == 4
     assert all(m.linestyle == "-" for m in ms if m.primary)
     # Distinct while the palette lasts, however the hashes fall.
-    many = {("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": float(v)} for v in range(len(VARIANT_PALETTE))}
+    many = {("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": float(v)} for v in range(len(OTHER_COLOURS))}
     ms, _ = build_methods(many)
-    assert len({m.colour for m in ms}) == len(VARIANT_PALETTE)
+    assert len({m.colour for m in ms}) == len(OTHER_COLOURS)
     assert [m.label for m in ms][:3] == ["RFIG (lengthscale=0)", "RFIG (lengthscale=1)", "RFIG (lengthscale=2)"]
 
     # Overrides shared by all are common (stated once), never in labels; a bonus's only variant is primary.
