@@ -21,7 +21,7 @@ import numpy as np
 
 from .aggregate import Interval, _poi_func, bootstrap
 from .collect import Collection, final_scores
-from .names import env_label
+from .names import BASELINES, env_label, method_label
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not supported", "inconclusive at this n"
 NOT_MEASURED = "not measured here"
@@ -118,7 +118,7 @@ def claims_table(coll: Collection, agg, reps: int = 2000, seed: int = 0,
     speed: env -> bonus -> median env steps/s (from the runs' summaries), for the cost claim."""
     scores = final_scores(coll)
     envs = [e for e in coll.envs if "rfig" in scores.get(e, {}) and "none" in scores.get(e, {})]
-    baselines = [m for m in ("rnd", "vime", "hashexplo") if m in coll.methods]
+    baselines = [m for m in BASELINES if m in coll.methods]
     claims: list[Claim] = []
     if envs:
         claims += _beats_ppo_claims(coll, scores, envs, reps, seed)
@@ -258,7 +258,7 @@ def _speed_claims(speed: dict[str, dict[str, float]]) -> list[Claim]:
     claims: list[Claim] = []
     ratios, rows = [], []
     for e, by_bonus in speed.items():
-        nn = [by_bonus[b] for b in ("rnd", "vime", "hashexplo") if b in by_bonus]
+        nn = [by_bonus[b] for b in BASELINES if b in by_bonus]
         if "rfig" in by_bonus and nn:
             r = by_bonus["rfig"] / float(np.median(nn))
             ratios.append(r)
@@ -267,8 +267,8 @@ def _speed_claims(speed: dict[str, dict[str, float]]) -> list[Claim]:
         lo, hi = min(ratios), max(ratios)
         verdict = SUPPORTED if lo >= 2 / 3 else NOT_SUPPORTED
         claims.append(Claim("RFIG's execution time is not significantly different from the NN bonuses'",
-                            "RFIG env steps/s / median of RND, VIME, #Explo (same runs, 8 vmapped seeds, "
-                            "one CPU core); supported when RFIG is nowhere more than 1.5x slower",
+                            f"RFIG env steps/s / median of {', '.join(map(method_label, BASELINES))} (same runs, "
+                            "8 vmapped seeds, one CPU core); supported when RFIG is nowhere more than 1.5x slower",
                             f"{float(np.median(ratios)):.2f}x (range {lo:.2f}-{hi:.2f}x)", verdict,
                             "; ".join(rows)))
     return claims

@@ -7,30 +7,28 @@ every report, whatever subset of methods a report happens to contain.
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 
+from rfig_exp.bonuses import ROLES, declared_bonuses
+
+# Each bonus's label, colour, role and row of the paper's Table 1 are declared with its settings
+# (rfig_exp.bonuses: its module; no JAX). Legend / table order: plain PPO first, then the baselines
+# in the paper's order, the proposed method last so it is drawn on top and reads as "the new row"
+# in tables (as in the paper).
+_DECLARED = declared_bonuses()
+METHOD_ORDER: tuple[str, ...] = tuple(sorted(
+    _DECLARED, key=lambda b: (ROLES.index(_DECLARED[b].role),
+                              getattr(_DECLARED[b].paper, "row", None) or math.inf, b)))
 # Label used in figures and tables for each bonus name.
-METHOD_LABELS: dict[str, str] = {
-    "none": "PPO",
-    "rfig": "RFIG",
-    "rnd": "RND",
-    "vime": "VIME",
-    "hashexplo": "#Explo",
-}
-
-# Legend / table order: the baseline first, the proposed method last so it is
-# drawn on top and reads as "the new row" in tables (as in the paper).
-METHOD_ORDER: tuple[str, ...] = ("none", "rnd", "vime", "hashexplo", "rfig")
-
+METHOD_LABELS: dict[str, str] = {b: _DECLARED[b].label for b in METHOD_ORDER}
 # Okabe-Ito colours (colour-blind safe), fixed per bonus name.
-PALETTE: dict[str, str] = {
-    "none": "#555555",
-    "rfig": "#D55E00",
-    "rnd": "#0072B2",
-    "vime": "#009E73",
-    "hashexplo": "#CC79A7",
-}
+PALETTE: dict[str, str] = {b: _DECLARED[b].colour for b in METHOD_ORDER}
+REFERENCES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "reference")  # plain PPO
+BASELINES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "baseline")
+# the bonuses of the paper's Table 1, in its order
+PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(_DECLARED[b].paper, "row", None))
 # Unknown bonuses get one of these, chosen by a stable hash of the name so the
 # choice does not depend on which other methods are in the report.
 _EXTRA_COLOURS: tuple[str, ...] = (
@@ -80,21 +78,13 @@ ENV_LABELS: dict[str, str] = {
     "minatar_seaquest": "Seaquest",
 }
 
-# The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus.
-# representation = does the method need to *learn* a representation.
+# The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus (plain PPO is not in
+# the paper's table: the reference row for measured columns). representation = does the method
+# need to *learn* a representation.
 QUALITATIVE: dict[str, dict[str, str | bool | None]] = {
-    "rnd": {"principle": "Prediction error", "representation": False,
-            "computation": "Distillation", "sensitivity": "Medium"},
-    "vime": {"principle": "Information gain", "representation": True,
-             "computation": "Bayesian NN", "sensitivity": "High"},
-    "hashexplo": {"principle": "Count-based", "representation": True,
-                  "computation": "Auto-encoder", "sensitivity": "High"},
-    "rfig": {"principle": "Information gain (kernel theory)", "representation": False,
-             "computation": "Closed-form", "sensitivity": "Low"},
-    # Not in the paper's table; shown as the reference row for measured columns.
-    "none": {"principle": "No bonus", "representation": None,
-             "computation": "—", "sensitivity": "—"},
-}
+    b: {"principle": p.principle, "representation": p.representation, "computation": p.computation,
+        "sensitivity": p.sensitivity}
+    for b in METHOD_ORDER if (p := _DECLARED[b].paper) is not None}
 
 
 def method_label(bonus: str) -> str:
@@ -110,8 +100,9 @@ def method_colour(bonus: str) -> str:
 def method_sort_key(bonus: str) -> tuple[float, str]:
     if bonus in METHOD_ORDER:
         return (float(METHOD_ORDER.index(bonus)), "")
-    # Unknown methods sit between the baselines and RFIG, alphabetically.
-    return (METHOD_ORDER.index("rfig") - 0.5, bonus)
+    # Unknown methods sit between the baselines and the proposed method, alphabetically.
+    methods = [i for i, b in enumerate(METHOD_ORDER) if _DECLARED[b].role == "method"]
+    return ((methods[0] if methods else len(METHOD_ORDER)) - 0.5, bonus)
 
 
 def sort_methods(bonuses) -> list[str]:

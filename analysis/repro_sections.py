@@ -21,7 +21,7 @@ from rfig_exp.variants import format_value  # noqa: E402
 from .aggregate import bootstrap, fast_iqm  # noqa: E402
 from .claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from .collect import Collection, final_scores  # noqa: E402
-from .names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
+from .names import BASELINES, QUALITATIVE, env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from .plots import _save  # noqa: E402
 from .repro_stages import stage_of  # noqa: E402
 from .tables import render_markdown  # noqa: E402
@@ -344,7 +344,7 @@ def sensitivity_claim(summary: dict):
 
     order = sorted(summary, key=lambda b: summary[b]["mean_range"])
     text = ", ".join(f"{method_label(b)} {summary[b]['mean_range']:.2f}" for b in order)
-    paper = {"rfig": "Low", "rnd": "Medium", "vime": "High", "hashexplo": "High"}
+    paper = {b: QUALITATIVE[b]["sensitivity"] for b in ("rfig", *BASELINES)}  # the paper's Table 1
     if "rfig" not in summary:
         verdict = INCONCLUSIVE
     elif order[0] == "rfig":

@@ -20,7 +20,7 @@ from rfig_exp.results import RunSummary
 
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table
-from .names import QUALITATIVE, env_label, env_sort_key, method_label, sort_methods
+from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key, method_label, sort_methods
 from .registry import ReportContext, Section, register_maker
 
 DASH = "—"
@@ -271,8 +271,8 @@ def _num(x: float, fmt: str) -> str:
 def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     coll, agg = ctx.data, ctx.aggregates
     speed = _speed_stats(coll)
-    bonuses = [b for b in ("none",) if b in {coll.bonus_of(m) for m in coll.methods}]
-    bonuses += ["rnd", "vime", "hashexplo", "rfig"]
+    bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
+    bonuses += PAPER_TABLE
     bonuses += [b for b in sort_methods({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
     # One row per paper bonus (measured columns from its primary method), then its other variants.
     rows_for = []

@@ -35,7 +35,7 @@ import jax.numpy as jnp  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from bench_throughput import build  # noqa: E402
-from rfig_exp.bonuses import REGISTRY, BonusBatch, make_bonus  # noqa: E402
+from rfig_exp.bonuses import BonusBatch, bonus_names, make_bonus, parse_bonus  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.envs.base import random_actions  # noqa: E402
 
@@ -99,7 +99,7 @@ def per_update_cost(env_name, bonus_name, seeds, reps, overrides):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"env={env_name}", f"bonus={bonus_name}", *overrides])
     env = make_env(cfg.env.name)
-    bonus, hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space, (NUM_STEPS, NUM_ENVS))
+    bonus, hp = make_bonus(parse_bonus(cfg.bonus, NUM_STEPS * NUM_ENVS), env.obs_shape, env.action_space)
     batch = random_policy_batch(env, jax.random.PRNGKey(0), seeds)
     keys = jax.random.split(jax.random.PRNGKey(1), seeds)
     warmup = batch.obs.reshape((seeds, -1) + env.obs_shape)
@@ -141,7 +141,7 @@ def per_update_cost(env_name, bonus_name, seeds, reps, overrides):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", default="mountaincar,minatar_breakout")
-    parser.add_argument("--bonuses", default=",".join(b for b in REGISTRY if b != "none"),
+    parser.add_argument("--bonuses", default=",".join(b for b in bonus_names() if b != "none"),
                         help="comma-separated; each is paired with `none` in the same run")
     parser.add_argument("--seeds", default="1,8", help="vmapped seeds per process, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="timed (none, bonus) window pairs after one warm-up each")
@@ -151,9 +151,9 @@ def main() -> None:
                         help="extra Hydra overrides for every case, e.g. bonus.update_proportion=0.25")
     args = parser.parse_args()
     bonuses = [b for b in args.bonuses.split(",") if b]
-    unknown = [b for b in bonuses if b not in REGISTRY]
+    unknown = [b for b in bonuses if b not in bonus_names()]
     if unknown:
-        parser.error(f"unknown bonus {unknown}; registered: {', '.join(REGISTRY)}")
+        parser.error(f"unknown bonus {unknown}; registered: {', '.join(bonus_names())}")
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; overrides: {args.overrides or 'none'}; "
           f"{args.rounds} rounds, {args.reps} reps")
     print(f"{'env':<17} {'bonus':<10} {'seeds':>5} {'compile s':>9} {'steps/s':>9} {'none steps/s':>12} "

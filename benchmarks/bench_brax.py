@@ -31,10 +31,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from rfig_exp.agents.ppo.train import _random_actions  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.config import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+from rfig_exp.envs.base import random_actions  # noqa: E402
 
 from bench_throughput import compile_window, time_windows  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
@@ -57,7 +57,7 @@ def measure_random(env_name: str, backend: str, num_seeds: int, steps: int) -> d
         def body(state, k):
             k_act, k_env = jax.random.split(k)
             out = jax.vmap(env.step)(jax.random.split(k_env, NUM_ENVS), state,
-                                     _random_actions(k_act, env.action_space, NUM_ENVS))
+                                     random_actions(k_act, env.action_space, NUM_ENVS))
             return out.state, out.reward.sum()
 
         state, rewards = jax.lax.scan(body, state, jax.random.split(k_run, steps))
@@ -83,8 +83,7 @@ def measure_ppo(env_name: str, backend: str, num_seeds: int, updates: int, windo
     spec = build_run_spec(cfg)
     t0 = time.perf_counter()
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(cfg.bonus, env.obs_shape, env.action_space,
-                                 (spec.train.num_steps, spec.train.num_envs))
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     run_window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     compile_s = time.perf_counter() - t0
     seconds = time_windows(run_window, states, hp, windows)

@@ -181,7 +181,7 @@ def bonus_case(env_name: str, num_seeds: int, inverse: str, args) -> dict:
     spec = build_run_spec(cfg)
     env = make_env(cfg.env)
     num_steps, num_envs = spec.train.num_steps, spec.train.num_envs
-    bonus, hp = make_bonus(spec.bonus, env.obs_shape, env.action_space, (num_steps, num_envs))
+    bonus, hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     obs_ndim = len(env.obs_shape)
     num_blocks, k = spec.bonus.quad_blocks, spec.bonus.subsample
 
@@ -396,8 +396,7 @@ def build_agent(env_name: str, case: str, num_seeds: int, overrides):
     if case == "zero":
         bonus, bonus_hp = zero_bonus(), ()
     else:
-        bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
-                                     (spec.train.num_steps, spec.train.num_envs))
+        bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     window, states, hp = compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds)
     return window, states, hp, spec.train.updates_per_window
 

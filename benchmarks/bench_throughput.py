@@ -37,8 +37,7 @@ def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):
         cfg = compose("config", overrides=[f"env={env_name}", f"bonus={bonus_name}", *overrides])
     spec = build_run_spec(cfg)
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
-                                 (spec.train.num_steps, spec.train.num_envs))
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     return (*compile_window(cfg, spec, env, bonus, bonus_hp, num_seeds), spec)
 
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import OmegaConf
 
-from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.experiment import run_experiment
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -26,8 +26,9 @@ def bonus_config(name: str, **overrides):
 
 def make_test_bonus(name: str, obs_shape: tuple, action_space, batch_shape: tuple, **overrides):
     """``(Bonus, hparams)`` of :func:`bonus_config`, for observations ``obs_shape`` and rollouts of
-    ``batch_shape = (T, B)``."""
-    return make_bonus(bonus_config(name, **overrides), obs_shape, action_space, batch_shape)
+    ``batch_shape = (T, B)`` (the bonus's settings read for a batch of ``T * B`` states)."""
+    return make_bonus(parse_bonus(bonus_config(name, **overrides), batch_shape[0] * batch_shape[1]), obs_shape,
+                      action_space)
 
 
 def batch_of(next_obs) -> BonusBatch:

@@ -16,6 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 
 
+def analysis_reads() -> set[str]:
+    """What of rfig_exp analysis may load: the results contract (with variant names and values)
+    and each bonus's JAX-free declaration (its label, colour and role)."""
+    from rfig_exp.bonuses import bonus_names
+
+    return {"rfig_exp", "rfig_exp.results", "rfig_exp.variants", "rfig_exp.faults", "rfig_exp.bonuses",
+            "rfig_exp.bonuses.settings", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors",
+            *(f"rfig_exp.bonuses.{b}" for b in bonus_names())}
+
+
 def pytest_configure(config):
     """One compilation cache for the whole session (conf/config.yaml's RFIG_COMPILE_CACHE), in
     this process and the launch.py processes it starts: the many tiny runs of one shape compile

@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from rfig_exp.bonuses import bonus_names
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Modules that validate a config or read a results tree: none may import JAX, directly or not.
-JAX_FREE = ["rfig_exp.config", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results", "rfig_exp.variants",
-            "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config", "rfig_exp.bonuses",
-            "rfig_exp.bonuses.settings", "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect",
+# Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
+# imports what the bonus computes with only when the bonus is made.
+JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
+            "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
+            "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
+            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
             "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.seed_plan"]
 
 
@@ -78,10 +83,11 @@ def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
 
 def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
     """A sweep of gymnax envs makes its envs (gymnax, hence JAX) and nothing of the training: no
-    run loop, no agent, no bonus module, no other suite."""
+    run loop, no agent, no bonus code (a bonus module's declared settings are read: they import
+    no JAX), no other suite."""
     code = ("from rfig_exp.preflight import preflight\n"
             f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
             "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run_loop',\n"
-            "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig',\n"
-            "      'rfig_exp.bonuses.rnd') if m in sys.modules))")
+            "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"
+            "      'rfig_exp.bonuses.nets') if m in sys.modules))")
     assert _python(code)[-1] == "['gymnax']"

@@ -90,8 +90,7 @@ def one_update(bonus_name: str, env_kind: str, num_seeds: int):
     spec = build_run_spec(cfg)
     assert spec.train.num_updates == 1 and spec.train.updates_per_window == 1
     env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space,
-                                 (spec.train.num_steps, spec.train.num_envs))
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     hp = as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
     trainer = make_trainer(spec.train, env, with_reward_spy(bonus))
 

@@ -11,7 +11,7 @@ import pytest
 from bonus_fixtures import (assert_init_needs_no_lapack, batch_of, bonus_config, end_to_end, in_agent_order,
                             make_test_bonus)
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.bonuses.hashexplo import simhash_bits
+from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
 

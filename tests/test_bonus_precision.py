@@ -23,7 +23,7 @@ from bonus_fixtures import make_test_bonus
 from tf32_emulation import tf32
 
 from rfig_exp.bonuses import BonusBatch
-from rfig_exp.bonuses.hashexplo import simhash_bits
+from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs.base import DiscreteSpace
 
 T, B, OBS, ACTIONS = 128, 32, (2,), 3

@@ -12,7 +12,7 @@ import pytest
 from bonus_fixtures import end_to_end, in_agent_order, make_test_bonus
 from rfig_exp.bonuses import BonusBatch
 from rfig_exp.bonuses.base import action_features
-from rfig_exp.bonuses.vime import information_gain, kl_to_prior, sample_noise, softplus_inverse
+from rfig_exp.bonuses.bnn import information_gain, kl_to_prior, sample_noise, softplus_inverse
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 from rfig_exp.errors import ConfigError
 

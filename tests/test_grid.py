@@ -45,8 +45,7 @@ def test_every_env_with_every_bonus_composes_and_builds(env):
         cfg = compose_config(f"env={env}", f"bonus={bonus}")
         spec = build_run_spec(cfg)
         assert spec.variant == "base", (env, bonus, spec.variant_overrides)
-        made, hparams = make_bonus(cfg.bonus, built.obs_shape, built.action_space,
-                                   (spec.train.num_steps, spec.train.num_envs))
+        made, hparams = make_bonus(spec.bonus, built.obs_shape, built.action_space)
         assert made.name == bonus
 
 

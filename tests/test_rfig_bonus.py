@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from rfig_exp.bonuses import BonusBatch, make_bonus
+from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.envs import DiscreteSpace
 from rfig_exp.errors import ConfigError
 from rfig_exp.shuffle import subsample as draw_indices
@@ -28,7 +28,7 @@ def rfig_cfg(**overrides):
 
 
 def make(obs_shape=OBS, **overrides):
-    return make_bonus(rfig_cfg(**overrides), obs_shape, DiscreteSpace(2), (T, B))
+    return make_bonus(parse_bonus(rfig_cfg(**overrides), T * B), obs_shape, DiscreteSpace(2))
 
 
 def batch_of(next_obs):

@@ -1,16 +1,22 @@
-"""The agent's and the bonuses' settings: parsed and checked without JAX, typed, complete."""
+"""The declared settings (the run's, the agent's, each bonus's): parsed and checked without JAX, typed,
+complete, and the same defaults as the YAML files of conf/."""
 
+import dataclasses
+import math
 import subprocess
 import sys
 
 import pytest
+from omegaconf import OmegaConf
 
-from conftest import compose_config
-from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams
-from rfig_exp.bonuses import bonus_names, parse_bonus
-from rfig_exp.bonuses.settings import SETTINGS, RFIGSettings
-from rfig_exp.config import build_run_spec
+from conftest import CONF, compose_config
+from rfig_exp import variants
+from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, PPOStructure, TrainSpec
+from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
+from rfig_exp.bonuses.rfig import RFIGSettings
+from rfig_exp.config import RunSettings, build_run_spec
 from rfig_exp.errors import ConfigError
+from rfig_exp.settings import RUN, STATIC, TRACED, declared
 
 
 def test_a_whole_config_is_checked_without_importing_jax():
@@ -22,12 +28,68 @@ def test_a_whole_config_is_checked_without_importing_jax():
 
 
 def test_every_bonus_has_settings_and_the_run_spec_carries_them():
-    assert sorted(SETTINGS) == bonus_names()
+    assert sorted(declared_bonuses()) == bonus_names() == ["hashexplo", "none", "rfig", "rnd", "vime"]
     for name in bonus_names():
         spec = build_run_spec(compose_config(f"bonus={name}"))
         assert spec.bonus.name == name and spec.bonus.beta == 0.5
         assert all(isinstance(v, float) for v in spec.bonus.hparams)
-        assert spec.agent.batch_size == spec.train.batch_size
+        assert spec.agent.batch_size == spec.train.batch_size == spec.bonus.batch_size
+
+
+def _as_written(value):
+    """A declared default as the YAML writes it (lists, not tuples)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _same(yaml_value, default) -> bool:
+    if isinstance(default, dict):
+        return set(yaml_value) == set(default) and all(_same(yaml_value[k], default[k]) for k in default)
+    return variants.same_value(yaml_value, _as_written(default))
+
+
+@pytest.mark.parametrize("path,declaration", [
+    *((f"bonus/{name}.yaml", cls) for name, cls in declared_bonuses().items()),
+    ("agent/ppo.yaml", AgentSettings), ("config.yaml", RunSettings),
+])
+def test_the_yaml_defaults_are_the_declared_ones(path, declaration):
+    yaml = OmegaConf.to_container(OmegaConf.load(CONF / path), resolve=False)
+    for key in ("name", "defaults", "hydra"):
+        yaml.pop(key, None)
+    defaults = declaration.defaults()
+    assert list(yaml) == [k for k in yaml if k in defaults] and set(yaml) == set(defaults), \
+        f"conf/{path} and {declaration.__name__} declare different keys: {sorted(set(yaml) ^ set(defaults))}"
+    wrong = {k: (yaml[k], defaults[k]) for k in defaults if not _same(yaml[k], defaults[k])}
+    assert not wrong, f"conf/{path} (left) and {declaration.__name__}'s defaults (right) disagree: {wrong}"
+
+
+@pytest.mark.parametrize("name", bonus_names())
+def test_each_declared_default_passes_its_own_rule(name):
+    cls = declared_bonuses()[name]
+    settings = cls.parse(cls.defaults(), batch_size=4096)
+    assert repr(settings) == repr(parse_bonus(compose_config(f"bonus={name}").bonus, 4096))  # repr: NaN == NaN
+    assert AgentSettings.parse(AgentSettings.defaults()) == AgentSettings.parse(compose_config().agent)
+
+
+def test_kinds_make_the_compiled_functions_arguments():
+    """Traced settings are the Hparams (in declaration order), static ones the TrainSpec; nothing else."""
+    for name, cls in declared_bonuses().items():
+        traced = [n for n, d in declared(cls) if d.kind == TRACED and n != "beta"]
+        assert list(cls.Hparams._fields) == traced, name
+        assert all(d.kind in (STATIC, TRACED) for _, d in declared(cls)), name
+    agent = dict(declared(AgentSettings))
+    assert [n for n, d in declared(PPOStructure)] == [n for n, d in agent.items() if d.kind == STATIC]
+    assert [n for n, d in agent.items() if d.kind == RUN] == ["total_timesteps"]
+    assert PPOHparams._fields == (*[n for n, d in agent.items() if d.kind == TRACED], "beta", "bonus")
+    assert [f.name for f in dataclasses.fields(TrainSpec)] == [*dict(declared(PPOStructure)), "num_updates",
+                                                               "updates_per_window"]
+
+
+def test_what_names_a_variant_is_declared_with_the_run_settings():
+    bookkeeping = {n for n, d in declared(RunSettings) if not d.hyperparameter}
+    assert variants.not_hyperparameters() == bookkeeping
+    assert "eval_frequency" not in bookkeeping and {"seed", "wandb", "checkpoint", "results_dir"} <= bookkeeping
+    assert build_run_spec(compose_config("seed=3", "wandb.mode=disabled", "checkpoint.keep=5")).variant == "base"
+    assert build_run_spec(compose_config("eval_frequency=49152")).variant == "eval_frequency=49152"
 
 
 def test_an_unknown_bonus_name_lists_the_known_ones():
@@ -39,9 +101,29 @@ def test_rfig_checks_the_float32_values_it_computes_with():
     cfg = compose_config("bonus=rfig", "bonus.rho=0.1")
     settings = parse_bonus(cfg.bonus, 4096)
     assert isinstance(settings, RFIGSettings)
-    assert settings.subsample == 409 and settings.hparams.reg == 1.0
+    assert settings.subsample == 409 and settings.hparams.reg == 1.0 and settings.auto_lengthscale
+    assert math.isnan(settings.hparams.lengthscale)
     with pytest.raises(ConfigError, match=r"bonus.rho=0.10000000149011612 keeps floor\(4 \* rho\) = 0"):
         parse_bonus(cfg.bonus, 4)
+
+
+@pytest.mark.parametrize("override,message", [
+    # a bool is an int to Python: each integer setting refuses one by its own check
+    ("bonus.num_features=true", "bonus.num_features=True must be a positive integer"),
+    ("bonus.newton_schulz_iters=true", "bonus.newton_schulz_iters=True must be an integer >= 1"),
+    ("bonus.refresh_every=true", "bonus.refresh_every=True must be an integer >= 0 (0: refresh only when the "
+                                 "residual asks)"),
+    ("bonus.quad_blocks=true", "bonus.quad_blocks=True must be a positive integer dividing bonus.num_features=1024"),
+    ("agent.num_envs=true", "agent.num_envs=True must be an integer"),
+    ("agent.anneal_lr=1", "agent.anneal_lr=1 must be true or false"),
+    ("~bonus.reg", "bonus.reg is missing from the config"),
+    ("bonus.refresh_tol=0.5", "bonus.refresh_tol=0.5 must be > 0 and <= bonus.divergence_tol=0.009999999776482582"),
+    ("placement.gpus=1", "placement.gpus=1 must be null or a non-empty list of GPU ids (e.g. [0, 1])"),
+])
+def test_each_setting_refuses_a_bad_value_by_its_own_rule(override, message):
+    with pytest.raises(ConfigError) as err:
+        build_run_spec(compose_config("bonus=rfig", override))
+    assert str(err.value) == message
 
 
 def test_agent_hyperparameters_are_named_floats():

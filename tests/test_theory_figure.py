@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from analysis.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
+from conftest import analysis_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "theory_figure.py"
@@ -115,13 +116,14 @@ def test_prop43_bound_inverts_corollary_44(quick):
 @pytest.mark.timeout(600)
 def test_from_csv_redraws_without_jax(quick):
     """--from-csv only redraws (and prints the table) from the CSV, and never imports JAX (nor
-    any of rfig_exp but the results contract that analysis reads with)."""
+    any of rfig_exp but what analysis reads with: the results contract, the bonuses' declarations)."""
     fig = quick["dir"] / "redrawn.png"
     code = (
         "import sys; sys.path.insert(0, 'scripts'); import theory_figure as tf; "
         f"rc = tf.main(['--from-csv', {str(quick['csv'])!r}, '--out-fig', {str(fig)!r}]); "
-        # analysis reads results through the JAX-free results contract (rfig_exp.results) only
-        "ok = {'rfig_exp', 'rfig_exp.results', 'rfig_exp.variants', 'rfig_exp.faults'}; "
+        # analysis reads results through the JAX-free results contract (rfig_exp.results), and each
+        # bonus's label and colour from its JAX-free declaration (rfig_exp.bonuses), only
+        f"ok = {sorted(analysis_reads())!r}; "
         "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib', 'rfig_exp')) "
         "and m not in ok); "
         "assert not bad, bad; sys.exit(rc)"

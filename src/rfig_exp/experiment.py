@@ -52,8 +52,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
     """:func:`run_experiment` for a spec already built."""
     plans = plan_seeds(spec)
     env = make_env(spec.env)
-    bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space,
-                                      (spec.train.num_steps, spec.train.num_envs))
+    bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     from rfig_exp.agents.ppo.train import as_arrays
 
     hparams = as_arrays(spec.hparams(bonus_hparams))

@@ -157,7 +157,8 @@ def validate(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_
             most = int(GPU_MEMORY_FOR_JOBS * 100)
             raise ConfigError(f"placement.jobs_per_gpu={jobs_per_gpu} leaves each job under 1% of a GPU's memory: "
                               f"at most {most}")
-    if gpus is not None and (isinstance(gpus, str) or not len(gpus) or not all(str(g).strip() for g in gpus)):
+    if gpus is not None and (isinstance(gpus, str) or not isinstance(gpus, Sequence) or not len(gpus)
+                             or not all(str(g).strip() for g in gpus)):
         raise ConfigError(f"placement.gpus={gpus!r} must be null or a non-empty list of GPU ids (e.g. [0, 1])")
 
 

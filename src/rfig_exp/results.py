@@ -281,7 +281,7 @@ def write_variant(variant_dir: Path, overrides: Mapping[str, Any]) -> None:
 
 def config_differences(saved_yaml: str, new_yaml: str) -> list[str]:
     """Keys whose values differ between two saved configs, bookkeeping keys aside
-    (where results go, wandb, overwrite: see ``variants.NOT_HYPERPARAMETERS``)."""
+    (where results go, wandb, overwrite: see ``variants.not_hyperparameters``)."""
     old = variants.flatten(yaml.safe_load(saved_yaml) or {})
     new = variants.flatten(yaml.safe_load(new_yaml) or {})
     keys = sorted(k for k in set(old) | set(new) if variants.is_hyperparameter(k))

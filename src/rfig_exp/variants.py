@@ -3,7 +3,7 @@
 The defaults of a run are the composed YAML files of its config groups (``conf/config.yaml``
 plus ``conf/env/<env>.yaml``, ``conf/bonus/<bonus>.yaml``, ``conf/agent/<agent>.yaml``), read
 directly, without a sweep preset or command-line overrides. Every leaf of the run's config
-that differs from them, except the bookkeeping keys in :data:`NOT_HYPERPARAMETERS`, is part
+that differs from them, except the bookkeeping keys (:func:`not_hyperparameters`), is part
 of the variant, which names the run's directory:
 
     <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/
@@ -23,7 +23,7 @@ import difflib
 import hashlib
 import math
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,11 +31,6 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ("env", "bonus", "agent")
-# Top-level keys that say where or how a run is stored or mirrored, not what it computes.
-NOT_HYPERPARAMETERS = (
-    "seed", "num_seeds", "seeds_per_job", "results_dir", "experiment", "overwrite", "wandb", "checkpoint",
-    "placement", "compile_cache", "stall_timeout_s", "owner_grace_s", "stall_retries",
-)
 BASE = "base"
 MAX_NAME = 96
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
@@ -76,8 +71,18 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: tree}
 
 
+@cache
+def not_hyperparameters() -> frozenset[str]:
+    """The top-level keys that say where or how a run is stored, mirrored or watched, not what it
+    computes: those declared so (``hyperparameter=False``) in ``rfig_exp.config.RunSettings``."""
+    from rfig_exp.config import RunSettings  # rfig_exp.config builds on this module
+    from rfig_exp.settings import declared
+
+    return frozenset(name for name, d in declared(RunSettings) if not d.hyperparameter)
+
+
 def is_hyperparameter(key: str) -> bool:
-    return key != "hydra" and not key.startswith("hydra.") and key.split(".")[0] not in NOT_HYPERPARAMETERS
+    return key != "hydra" and not key.startswith("hydra.") and key.split(".")[0] not in not_hyperparameters()
 
 
 def same_value(a: Any, b: Any) -> bool:

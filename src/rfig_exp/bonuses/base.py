@@ -4,10 +4,10 @@ A bonus is a bundle of pure functions over its own pytree state. The agent owns
 observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
 only its model. ``reward`` always sees the state *before* this batch's ``update``.
 
-Numeric hyperparameters (``hparams``, a NamedTuple of float32 scalars per bonus) are
-arguments of the compiled function, so a sweep can vmap over them; anything that sets a
-shape is static, in the bonus's settings (``rfig_exp.bonuses.settings``), and fixed when
-the bonus is made.
+Numeric hyperparameters (``hparams``, a NamedTuple of float32 scalars per bonus: its traced
+settings) are arguments of the compiled function, so a sweep can vmap over them; anything
+that sets a shape is a static setting, fixed when the bonus is made (each bonus declares its
+settings in its own module: ``rfig_exp.bonuses``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
 BonusState = Any
-Hparams = Any  # the bonus's NamedTuple of float32 scalars (rfig_exp.bonuses.settings)
+Hparams = Any  # the bonus's NamedTuple of float32 scalars (its settings' Hparams)
 Metrics = dict[str, jax.Array]
 
 
@@ -109,5 +109,5 @@ def action_features(actions: jax.Array, action_space) -> jax.Array:
 
 def float32_hparams(hparams):
     """A settings' ``hparams`` NamedTuple (Python floats) as float32 scalars, the arguments of the
-    compiled function."""
+    compiled function (``rfig_exp.bonuses.make_bonus`` returns them with the bonus)."""
     return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)

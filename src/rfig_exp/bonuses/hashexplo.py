@@ -26,16 +26,77 @@ sources and deviations: ``docs/bonuses/hashexplo.md``.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
+from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, AT_LEAST_ZERO, BonusSettings, PaperRow
+from rfig_exp.errors import ConfigError
+from rfig_exp.settings import static, traced
+from rfig_exp.validation import POSITIVE_INT, Choice, Widths, require
 
-from rfig_exp.bonuses import nets
-from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
-from rfig_exp.bonuses.settings import HashSettings
+if TYPE_CHECKING:
+    import jax
+    import optax
+
+    from rfig_exp.bonuses import nets
+
+HASH_NOISE_AT = ("code", "logits")
+INT32_MAX = 2**31 - 1
+
+
+def is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    f = 3
+    while f * f <= n:
+        if n % f == 0:
+            return False
+        f += 2
+    return True
+
+
+def _odd_primes(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int, ...]:
+    """A non-empty list of odd primes: an even modulus would drop high bits (2^i mod 2^m = 0 for
+    i >= m); a prime keeps every bit."""
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        raise ConfigError(f"{key}={value!r} must be a non-empty list of odd primes") from None
+    require(len(sizes) >= 1 and all(isinstance(p, int) and not isinstance(p, bool) and p > 2 and is_prime(p)
+                                    for p in sizes),
+            f"{key}={list(sizes)!r} must be a non-empty list of odd primes")
+    return sizes
+
+
+def _keys_fit_int32(values: Mapping[str, Any], prefix: str) -> None:
+    """Row keys are summed in int32 before the modulus, and flat indices span all tables."""
+    bits, sizes = values["hash_bits"], values["table_sizes"]
+    require(bits * max(sizes) <= INT32_MAX,
+            f"{prefix}hash_bits={bits} times max({prefix}table_sizes)={max(sizes)} overflows int32 keys")
+    require(len(sizes) * max(sizes) <= INT32_MAX,
+            f"{prefix}table_sizes={list(sizes)!r}: len * max must fit int32 indices")
+
+
+@dataclass(frozen=True)
+class HashSettings(BonusSettings):
+    name: ClassVar[str] = "hashexplo"
+    label: ClassVar[str] = "#Explo"
+    colour: ClassVar[str] = "#CC79A7"
+    role: ClassVar[str] = "baseline"
+    paper: ClassVar[PaperRow] = PaperRow(3, "Count-based", True, "Auto-encoder", "High")
+
+    hidden: tuple[int, ...] = static((256, 256), Widths())   # encoder widths; the decoder mirrors them
+    code_dim: int = static(64, POSITIVE_INT)                # D, sigmoid units of the code layer
+    hash_bits: int = static(32, POSITIVE_INT)               # k, SimHash bits
+    table_sizes: tuple[int, ...] = static((999983, 1000003, 1000033), _odd_primes, check=_keys_fit_int32)
+    activation: str = static("relu", Choice(ACTIVATIONS))
+    noise_at: str = static("code", Choice(HASH_NOISE_AT))
+    lr: float = traced(1e-4, ABOVE_ZERO)
+    adam_eps: float = traced(1e-8, ABOVE_ZERO)
+    noise_scale: float = traced(0.3, AT_LEAST_ZERO)        # a of the code noise U(-a, a)
+    bin_penalty: float = traced(10.0, AT_LEAST_ZERO)       # lambda of the binarisation penalty
 
 
 class HashState(NamedTuple):
@@ -46,27 +107,17 @@ class HashState(NamedTuple):
     tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
 
 
-def simhash_bits(encoder: nets.MLPParams, projection: jax.Array, x: jax.Array, activation: str = "relu"):
-    """``x [N, d] -> [N, k]`` int32 bits of ``sgn(A round(b(x)))``, ``sgn(0)`` -> 0.
-
-    ``round(sigmoid(z))`` is computed as ``[z > 0]`` without evaluating the sigmoid (they
-    differ only for ``|z|`` below ~1e-7, where float32 ``sigmoid(z)`` rounds to exactly 0.5).
-    """
-    rounded = (nets.mlp_apply(encoder, x, activation) > 0).astype(jnp.float32)   # [N, D]
-    return (rounded @ projection.T > 0).astype(jnp.int32)                        # [N, k]
-
-
-def row_keys(bits: jax.Array, pow_mod: jax.Array, moduli: jax.Array) -> jax.Array:
-    """``bits [N, k] -> [N, num_tables]`` keys ``sum_i bit_i (2^i mod P_t) mod P_t``
-    (``pow_mod [num_tables, k]`` int32, ``moduli [num_tables]``), i.e. the code read as a
-    binary number, modulo each table's prime."""
-    return jnp.sum(bits[:, None, :] * pow_mod[None], axis=-1) % moduli
-
-
-def make_hashexplo_bonus(settings: HashSettings, obs_shape, action_space, batch_shape):
-    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout."""
+def make(settings: HashSettings, obs_shape, action_space):
     # length: a factory of the bonus's short closures, sharing its static settings and tables by closure.
-    del action_space, batch_shape
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from rfig_exp.bonuses import nets
+    from rfig_exp.bonuses.base import Bonus, flat_states
+    from rfig_exp.bonuses.simhash import row_keys, simhash_bits
+
+    del action_space
     obs_ndim = len(obs_shape)
     in_dim = math.prod(obs_shape)
     hidden, code_dim, hash_bits = settings.hidden, settings.code_dim, settings.hash_bits
@@ -150,4 +201,4 @@ def make_hashexplo_bonus(settings: HashSettings, obs_shape, action_space, batch_
         return {"occupied_buckets": jnp.count_nonzero(first).astype(jnp.float32),
                 "counted_states": jnp.sum(first).astype(jnp.float32)}
 
-    return Bonus("hashexplo", init, reward, update, describe=describe), float32_hparams(settings.hparams)
+    return Bonus(settings.name, init, reward, update, describe=describe)

@@ -6,14 +6,26 @@ tells the agent to leave the intrinsic stream out of the advantage and the value
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+from dataclasses import dataclass
+from typing import ClassVar
 
-from rfig_exp.bonuses.base import Bonus, float32_hparams
-from rfig_exp.bonuses.settings import NoneSettings
+from rfig_exp.bonuses.settings import BonusSettings, PaperRow
 
 
-def make_none_bonus(settings: NoneSettings, obs_shape, action_space, batch_shape):
-    del obs_shape, action_space, batch_shape
+@dataclass(frozen=True)
+class NoneSettings(BonusSettings):
+    name: ClassVar[str] = "none"
+    label: ClassVar[str] = "PPO"
+    colour: ClassVar[str] = "#555555"
+    role: ClassVar[str] = "reference"
+    # not in the paper's table: the reference row of a report's measured columns
+    paper: ClassVar[PaperRow] = PaperRow(None, "No bonus", None, "—", "—")
+
+
+def make(settings: NoneSettings, obs_shape, action_space):
+    import jax.numpy as jnp
+
+    from rfig_exp.bonuses.base import Bonus
 
     def init(key, warmup_obs, hparams):
         return ()
@@ -24,4 +36,4 @@ def make_none_bonus(settings: NoneSettings, obs_shape, action_space, batch_shape
     def update(state, batch, key, hparams):
         return state, {}
 
-    return Bonus("none", init, reward, update, intrinsic=False), float32_hparams(settings.hparams)
+    return Bonus(settings.name, init, reward, update, intrinsic=False)

@@ -17,16 +17,48 @@ changed. Details, sources and deviations from the reference code: ``docs/bonuses
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-import jax
-import jax.numpy as jnp
-import optax
+from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings, PaperRow
+from rfig_exp.settings import static, traced
+from rfig_exp.validation import Choice, Interval, POSITIVE_INT, Widths, require
 
-from rfig_exp.bonuses import nets
-from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
-from rfig_exp.bonuses.settings import RNDSettings
-from rfig_exp.shuffle import subsample
+if TYPE_CHECKING:
+    import jax
+    import optax
+
+    from rfig_exp.bonuses import nets
+
+
+def _trains_on_a_state(values, prefix: str) -> None:
+    proportion, batch_size = values["update_proportion"], values["batch_size"]
+    require(math.floor(batch_size * proportion) >= 1,
+            f"{prefix}update_proportion={proportion} keeps floor({batch_size} * update_proportion) = 0 states "
+            f"of a batch of {batch_size}")
+
+
+@dataclass(frozen=True)
+class RNDSettings(BonusSettings):
+    name: ClassVar[str] = "rnd"
+    label: ClassVar[str] = "RND"
+    colour: ClassVar[str] = "#0072B2"
+    role: ClassVar[str] = "baseline"
+    paper: ClassVar[PaperRow] = PaperRow(1, "Prediction error", False, "Distillation", "Medium")
+
+    hidden: tuple[int, ...] = static((256, 256), Widths())   # both target and predictor MLPs
+    embedding_dim: int = static(256, POSITIVE_INT)          # output width of both MLPs
+    activation: str = static("relu", Choice(ACTIVATIONS))
+    lr: float = traced(1e-4, ABOVE_ZERO)                    # predictor Adam learning rate
+    adam_eps: float = traced(1e-8, ABOVE_ZERO)
+    # fraction of each batch the predictor trains on (sets a shape: num_train)
+    update_proportion: float = static(1.0, Interval(0.0, "must be in (0, 1]", high=1.0, low_open=True),
+                                      check=_trains_on_a_state)
+
+    @property
+    def num_train(self) -> int:
+        """floor(batch_size * update_proportion) states per predictor step."""
+        return math.floor(self.batch_size * self.update_proportion)
 
 
 class RNDState(NamedTuple):
@@ -36,10 +68,15 @@ class RNDState(NamedTuple):
     updates: jax.Array            # [] int32, predictor steps taken
 
 
-def make_rnd_bonus(settings: RNDSettings, obs_shape, action_space, batch_shape):
-    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout (``settings.num_train`` is
-    already counted from it)."""
-    del action_space, batch_shape
+def make(settings: RNDSettings, obs_shape, action_space):
+    import jax
+    import jax.numpy as jnp
+
+    from rfig_exp.bonuses import nets
+    from rfig_exp.bonuses.base import Bonus, flat_states
+    from rfig_exp.shuffle import subsample
+
+    del action_space
     obs_ndim = len(obs_shape)
     sizes = (math.prod(obs_shape),) + settings.hidden + (settings.embedding_dim,)
     activation = settings.activation
@@ -84,4 +121,4 @@ def make_rnd_bonus(settings: RNDSettings, obs_shape, action_space, batch_shape):
         new_state = state._replace(predictor=predictor, opt_state=opt_state, updates=state.updates + 1)
         return new_state, {"predictor_loss": loss}
 
-    return Bonus("rnd", init, reward, update), float32_hparams(settings.hparams)
+    return Bonus(settings.name, init, reward, update)

@@ -1,138 +1,112 @@
-"""The PPO agent's settings, read and checked from the ``agent`` config node without JAX.
+"""The PPO agent's settings, each declared once (``rfig_exp.settings``), read without JAX.
 
-- :class:`AgentSettings` ``.parse(node)``: every ``agent.*`` value, checked (each error names
-  its key); nothing here imports JAX, so a config is refused before any compiler starts.
-- :class:`TrainSpec`: the static structure of a run (shapes, loop lengths, switches), fixed
-  when the trainer is made (``AgentSettings.train_spec``).
-- :class:`PPOHparams`: the numeric hyperparameters, arguments of the compiled function so a
-  sweep could vmap over them (``AgentSettings.hparams``; Python floats here, float32 scalars
-  after ``rfig_exp.agents.ppo.train.as_arrays``).
+- :class:`PPOStructure`: the static ``agent.*`` settings (shapes, structural switches);
+- :class:`AgentSettings`: those, the budget and the numeric hyperparameters: every ``agent.*``
+  value, checked by ``AgentSettings.parse(node)`` (each error names its key);
+- :class:`TrainSpec`: what the trainer is made from, the static settings and the loop lengths
+  (``AgentSettings.train_spec``);
+- :data:`PPOHparams`: the traced settings and the bonus's (``bonus.beta`` and the bonus's own
+  ``Hparams``), arguments of the compiled function so a sweep could vmap over them
+  (``AgentSettings.hparams``; Python floats here, float32 scalars after
+  ``rfig_exp.agents.ppo.train.as_arrays``).
 
-See conf/agent/ppo.yaml for each value's meaning.
+See conf/agent/ppo.yaml for each value's meaning (``tests/test_settings.py`` holds it to the
+defaults declared here).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, Mapping
 
 from rfig_exp.errors import ConfigError
-from rfig_exp.validation import choice, integer, number, require, select
+from rfig_exp.settings import STATIC, TRACED, Settings, declared, named_tuple, setting, static, traced
+from rfig_exp.validation import Boolean, Choice, Integer, Number, require
 
 ACTIVATIONS = ("tanh", "relu")
 
 
-@dataclass(frozen=True)
-class TrainSpec:
-    """Static structure of a run: shapes, loop lengths and structural switches."""
+def _batch(values: Mapping[str, Any]) -> int:
+    return values["num_envs"] * values["num_steps"]
 
-    num_envs: int
-    num_steps: int
-    num_minibatches: int
-    update_epochs: int
-    num_updates: int
-    updates_per_window: int
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    anneal_lr: bool = True
-    obs_norm_init_steps: int = 128
+
+def _minibatches_divide_the_batch(values: Mapping[str, Any], prefix: str) -> None:
+    batch, n = _batch(values), values["num_minibatches"]
+    require(batch % n == 0, f"{prefix}num_minibatches={n} must divide the batch "
+                            f"{prefix}num_envs * {prefix}num_steps = {batch}")
+
+
+def _at_least_one_batch(values: Mapping[str, Any], prefix: str) -> None:
+    batch, total = _batch(values), values["total_timesteps"]
+    require(total >= batch, f"{prefix}total_timesteps={total} is smaller than one batch "
+                            f"({prefix}num_envs * {prefix}num_steps = {batch})")
+
+
+def _layer_widths(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int, ...]:
+    try:
+        hidden = tuple(int(h) for h in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}={value!r} must be a list of layer widths") from None
+    require(bool(hidden) and min(hidden) >= 1, f"{key}={list(hidden)} must be a non-empty list of positive widths")
+    return hidden
+
+
+@dataclass(frozen=True)
+class PPOStructure(Settings):
+    """The agent's static settings: they set shapes and the structure of the compiled loop."""
+
+    PREFIX: ClassVar[str] = "agent."
+
+    num_envs: int = static(32, Integer(1))
+    num_steps: int = static(128, Integer(1))            # rollout length per env; batch = num_envs * num_steps
+    num_minibatches: int = static(32, Integer(1), check=_minibatches_divide_the_batch)
+    update_epochs: int = static(4, Integer(1))
+    hidden: tuple[int, ...] = static((64, 64), _layer_widths)
+    activation: str = static("tanh", Choice(ACTIVATIONS))
+    anneal_lr: bool = static(True, Boolean())
+    obs_norm_init_steps: int = static(128, Integer(1))
 
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.num_steps
 
 
-class PPOHparams(NamedTuple):
-    """The agent's numeric hyperparameters and the bonus's own (``bonus``, a NamedTuple)."""
+@dataclass(frozen=True)
+class TrainSpec(PPOStructure):
+    """Static structure of a run: the agent's static settings and the loop lengths."""
 
-    lr: Any
-    clip_eps: Any
-    vf_coef: Any
-    ent_coef: Any
-    max_grad_norm: Any
-    gamma: Any
-    gae_lambda: Any
-    gamma_int: Any
-    ext_coef: Any
-    beta: Any          # bonus.beta: the intrinsic advantage's weight
-    obs_clip: Any
-    bonus: Any = ()
-
-
-# agent.<name>: (low, high, low_open), in the order they are checked
-_NUMBERS = {
-    "lr": (0.0, None, True), "clip_eps": (0.0, None, True), "vf_coef": (0.0, None, False),
-    "ent_coef": (0.0, None, False), "max_grad_norm": (0.0, None, True), "gamma": (0.0, 1.0, False),
-    "gae_lambda": (0.0, 1.0, False), "gamma_int": (0.0, 1.0, False), "ext_coef": (0.0, None, False),
-    "obs_clip": (0.0, None, True),
-}
+    num_updates: int = dataclasses.field(kw_only=True)
+    updates_per_window: int = dataclasses.field(kw_only=True)
 
 
 @dataclass(frozen=True)
-class AgentSettings:
-    num_envs: int
-    num_steps: int
-    num_minibatches: int
-    total_timesteps: int
-    update_epochs: int
-    hidden: tuple[int, ...]
-    activation: str
-    anneal_lr: bool
-    obs_norm_init_steps: int
-    lr: float
-    clip_eps: float
-    vf_coef: float
-    ent_coef: float
-    max_grad_norm: float
-    gamma: float
-    gae_lambda: float
-    gamma_int: float
-    ext_coef: float
-    obs_clip: float
+class AgentSettings(PPOStructure):
+    """Every ``agent.*`` setting: the static ones, the budget and the hyperparameters."""
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @classmethod
-    def parse(cls, node, prefix: str = "agent.") -> AgentSettings:
-        """Check the ``agent`` config node; every error names its key (``prefix`` + name)."""
-        def get(key):
-            return select(node, key, prefix)
-
-        def int_(key, minimum):
-            return integer(get(key), prefix + key, minimum)
-
-        num_envs, num_steps = int_("num_envs", 1), int_("num_steps", 1)
-        batch = num_envs * num_steps
-        num_minibatches = int_("num_minibatches", 1)
-        require(batch % num_minibatches == 0,
-                f"{prefix}num_minibatches={num_minibatches} must divide the batch "
-                f"{prefix}num_envs * {prefix}num_steps = {batch}")
-        total = int_("total_timesteps", 1)
-        require(total >= batch, f"{prefix}total_timesteps={total} is smaller than one batch "
-                                f"({prefix}num_envs * {prefix}num_steps = {batch})")
-        hidden = get("hidden")
-        try:
-            hidden = tuple(int(h) for h in hidden)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{prefix}hidden={hidden!r} must be a list of layer widths") from None
-        require(bool(hidden) and min(hidden) >= 1,
-                f"{prefix}hidden={list(hidden)} must be a non-empty list of positive widths")
-        activation = choice(get("activation"), prefix + "activation", ACTIVATIONS)
-        numbers = {k: number(get(k), prefix + k, low, high, low_open) for k, (low, high, low_open) in _NUMBERS.items()}
-        return cls(num_envs=num_envs, num_steps=num_steps, num_minibatches=num_minibatches,
-                   total_timesteps=total, update_epochs=int_("update_epochs", 1), hidden=hidden,
-                   activation=activation, anneal_lr=bool(get("anneal_lr")),
-                   obs_norm_init_steps=int_("obs_norm_init_steps", 1), **numbers)
+    total_timesteps: int = setting(1_000_000, Integer(1), check=_at_least_one_batch)  # rounded up to whole windows
+    lr: float = traced(3e-4, Number(0.0, low_open=True))
+    clip_eps: float = traced(0.2, Number(0.0, low_open=True))
+    vf_coef: float = traced(0.5, Number(0.0))
+    ent_coef: float = traced(0.01, Number(0.0))
+    max_grad_norm: float = traced(0.5, Number(0.0, low_open=True))
+    gamma: float = traced(0.99, Number(0.0, 1.0))
+    gae_lambda: float = traced(0.95, Number(0.0, 1.0))
+    gamma_int: float = traced(0.99, Number(0.0, 1.0))
+    ext_coef: float = traced(1.0, Number(0.0))
+    obs_clip: float = traced(5.0, Number(0.0, low_open=True))
 
     def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
-        return TrainSpec(
-            num_envs=self.num_envs, num_steps=self.num_steps, num_minibatches=self.num_minibatches,
-            update_epochs=self.update_epochs, num_updates=num_updates, updates_per_window=updates_per_window,
-            hidden=self.hidden, activation=self.activation, anneal_lr=self.anneal_lr,
-            obs_norm_init_steps=self.obs_norm_init_steps)
+        structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}
+        return TrainSpec(**structure, num_updates=num_updates, updates_per_window=updates_per_window)
 
-    def hparams(self, beta: float, bonus: Any = ()) -> PPOHparams:
-        """Python floats (``bonus``: the bonus's hparams NamedTuple, as it comes)."""
-        return PPOHparams(beta=float(beta), bonus=bonus, **{k: getattr(self, k) for k in _NUMBERS})
+    def hparams(self, beta: float, bonus: Any = ()) -> Any:
+        """:data:`PPOHparams` of Python floats (``bonus``: the bonus's ``Hparams``, as it comes)."""
+        return PPOHparams(*self.traced_values(), beta=float(beta), bonus=bonus)
+
+
+assert all(d.kind == STATIC for _, d in declared(PPOStructure))  # TrainSpec is the static part
+# The agent's traced settings, then bonus.beta (the intrinsic advantage's weight) and the bonus's
+# own hyperparameters (a NamedTuple).
+PPOHparams = named_tuple("PPOHparams", [*AgentSettings.Hparams._fields, "beta", "bonus"], defaults=((),))
+assert all(d.kind == TRACED for name, d in declared(AgentSettings) if name in PPOHparams._fields)

@@ -1,218 +1,83 @@
-"""RFIG: random-feature information gain (the paper's Algorithm 1).
+"""RFIG: random-feature information gain (the paper's Algorithm 1), the method this project is about.
 
-Per batch of N normalised next states ``s'``:
-
-1. bonus ``r+ = 0.5 log(1 + phi(s')^T Lambda_{t-1} phi(s'))`` with the precision
-   *before* this batch (``reward``);
-2. subsample ``floor(N rho)`` states uniformly, ``Sigma_t = Sigma_{t-1} + Phi^T Phi`` and
-   ``Lambda_t = Sigma_t^{-1}`` (``update``), with ``Sigma_0 = lambda I``.
-
-``phi(x) = sqrt(2/D) cos(W^T x + b)``, ``W ~ N(0, l^-2 I)``, ``b ~ U[0, 2 pi]``.
-
-The inverse is a config choice (``bonus.inverse``):
-- ``exact``: Cholesky inverse of Sigma every update (the paper's final experiments);
-- ``newton_schulz``: K iterations of ``X <- X (2I - Sigma X)`` warm-started from the
-  previous inverse (the paper's appendix, K = 20), scaled by ``2 / (2 + tr(Phi Lambda Phi^T))``
-  so that the iteration provably converges (see ``precision.newton_schulz_warm_start``);
-- ``woodbury``: rank-k update of Lambda (k = floor(N rho)); float32 rounding accumulates,
-  so an exact refresh (Cholesky inverse of Sigma) runs whenever the residual check below
-  exceeds ``refresh_tol`` and has at least doubled since the last exact inverse, and every
-  ``refresh_every`` updates if that is > 0. ``exact`` and ``newton_schulz`` compute their
-  inverse from Sigma every update and are only refreshed on divergence (below): for
-  Newton-Schulz a ``refresh_tol`` refresh would replace the paper's method by an exact
-  inverse on most updates (its K = 20 residual sits above 1e-3 on MountainCar).
-Every method checks ``||Sigma Lambda v - v|| / ||v||`` on fixed probe vectors each update;
-a non-finite residual or one above ``divergence_tol`` triggers an exact inverse, counted in
-``recoveries``. ``describe`` reports ``refreshes`` (all exact refreshes, recoveries
-included) and ``max_inverse_residual`` (the largest residual any update produced, i.e.
-before any refresh it triggered), so a run's summary.json records both.
-
-The bonus's quadratic form ``phi^T Lambda phi`` over the whole batch is its dominant cost;
-it reads only the upper block triangle of Lambda (``precision.quadratic_form``,
-``quad_blocks`` blocks: 5/8 of the dense matmul's work at 4 blocks). See docs/rfig_speed.md.
-
-The length-scale is ``bonus.lengthscale`` or, with ``auto``, ``sqrt(d_eff)`` estimated
-from the random-policy warm-up states (``bonus.lengthscale_method``; see lengthscale.py).
-
-The package: this module is the bonus; ``features`` the random Fourier features,
-``precision`` the inverse upkeep, ``lengthscale`` the length-scale heuristics, ``progress`` its
-note on the console's progress line; the
-settings are ``rfig_exp.bonuses.settings.RFIGSettings``.
+This module declares its settings (read without JAX); the bonus itself is ``bonus.py`` (its
+docstring says what it computes), with ``features`` (the random Fourier features),
+``precision`` (the inverse upkeep) and ``lengthscale`` (the length-scale heuristics).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
-import jax
-import jax.numpy as jnp
+from rfig_exp.bonuses.settings import BonusSettings, PaperRow
+from rfig_exp.settings import static, traced
+from rfig_exp.validation import Choice, Count, Interval, require
 
-from rfig_exp.bonuses.base import Bonus, flat_states, float32_hparams
-from rfig_exp.bonuses.rfig.precision import (exact_inverse, inverse_residual, newton_schulz,
-                                              newton_schulz_warm_start, quadratic_form, woodbury_update)
-from rfig_exp.bonuses.rfig.features import rff_features, rff_params
-from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
-from rfig_exp.bonuses.rfig.progress import progress_note
-from rfig_exp.bonuses.settings import RFIGSettings
-from rfig_exp.linalg import sequential_vmap
-from rfig_exp.shuffle import subsample
-
-NUM_PROBES = 4
+INVERSE_METHODS = ("exact", "newton_schulz", "woodbury")
+# jax.default_matmul_precision values RFIG's matmuls may run at. On CPU all of them are float32.
+# On Ampere/Hopper GPUs "default" is TF32 (10-bit mantissa inputs), under which the Woodbury
+# update loses Lambda (measured: a recovery nearly every update); "highest" is true float32;
+# "TF32_TF32_F32_X3" is three TF32 passes, close to float32 and faster on tensor cores.
+MATMUL_PRECISIONS = ("highest", "TF32_TF32_F32_X3", "F32_F32_F32", "high", "default")
+LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
 
 
-class RFIGState(NamedTuple):
-    omega_unit: jax.Array          # [d, D] standard normal; W = omega_unit / lengthscale
-    bias: jax.Array                # [D]
-    lengthscale: jax.Array         # []
-    effective_dim: jax.Array       # [] (NaN when the length-scale was given)
-    sigma: jax.Array               # [D, D] = lambda I + sum Phi^T Phi
-    precision: jax.Array           # [D, D] ~ Sigma^-1
-    probes: jax.Array              # [D, NUM_PROBES] fixed residual probes
-    updates_since_refresh: jax.Array  # [] int32
-    diverged: jax.Array            # [] bool, set by update, cleared by refresh
-    stale: jax.Array               # [] bool, residual above refresh_tol: set by update, cleared by refresh
-    recoveries: jax.Array          # [] int32, exact inverses forced by divergence
-    residual: jax.Array            # [] float32, residual of the current precision
-    refreshed_residual: jax.Array  # [] float32, residual of the last exact inverse (0 for Lambda_0)
-    max_residual: jax.Array        # [] float32, largest residual an update produced
-    refreshes: jax.Array           # [] int32, exact refreshes run (recoveries included)
+def _positive(text: str = "must be > 0", **kw: Any) -> Interval:
+    """A float32 value above zero (RFIG checks, and derives from, the value it computes with)."""
+    return Interval(0.0, text, low_open=True, float32=True, **kw)
 
 
-def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space, batch_shape):
-    """``(Bonus, hparams)``; ``batch_shape = (T, B)`` of one rollout (``settings.subsample`` is
-    already counted from it)."""
-    # length: a factory of the bonus's closures (init, reward, update, needs_refresh, refresh, describe),
-    # each short; together they read the static settings by closure, as jit needs.
-    del action_space, batch_shape
-    obs_ndim = len(obs_shape)
-    num_features = settings.num_features
-    in_dim = math.prod(obs_shape)
-
-    def rff(state, flat):
-        """``[n, in_dim]`` already-flat states -> ``[n, D]`` features."""
-        return rff_features(flat, state.omega_unit, state.bias, state.lengthscale)
-
-    def features(state, x):
-        """``[*lead, *obs_shape]`` -> ``[prod(lead), D]``."""
-        return rff(state, flat_states(x, obs_ndim))
-
-    def init(key, warmup_obs, hp):
-        k_rff, k_sub, k_probe = jax.random.split(key, 3)
-        omega_unit, bias = rff_params(k_rff, in_dim, num_features, jnp.float32)
-        if settings.auto_lengthscale:
-            states = flat_states(warmup_obs, obs_ndim)
-            n = min(settings.lengthscale_samples, states.shape[0])
-            states = states[subsample(k_sub, states.shape[0], n)]
-            lengthscale, d_eff = auto_lengthscale(states, settings.lengthscale_method, hp.lengthscale_gamma)
-            lengthscale = jnp.asarray(lengthscale, jnp.float32)
-            d_eff = jnp.asarray(d_eff, jnp.float32)
-        else:
-            lengthscale, d_eff = hp.lengthscale, jnp.asarray(jnp.nan, jnp.float32)
-        # A sensitivity study scales the automatic value per env (x0.25 .. x4) in one sweep.
-        lengthscale = lengthscale * hp.lengthscale_scale
-        eye = jnp.eye(num_features, dtype=jnp.float32)
-        return RFIGState(
-            omega_unit=omega_unit, bias=bias, lengthscale=lengthscale, effective_dim=d_eff,
-            sigma=hp.reg * eye, precision=eye / hp.reg,
-            probes=jax.random.normal(k_probe, (num_features, NUM_PROBES), jnp.float32),
-            updates_since_refresh=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
-            stale=jnp.zeros((), bool), recoveries=jnp.zeros((), jnp.int32), residual=jnp.zeros((), jnp.float32),
-            refreshed_residual=jnp.zeros((), jnp.float32), max_residual=jnp.zeros((), jnp.float32),
-            refreshes=jnp.zeros((), jnp.int32),
-        )
-
-    def reward(state, batch, hp):
-        phi = features(state, batch.next_obs)                       # [T*B, D]
-        quad = quadratic_form(phi, state.precision, settings.quad_blocks)
-        r = 0.5 * jnp.log1p(jnp.maximum(quad, 0.0))
-        return r.reshape(batch.terminated.shape), {}
-
-    def update(state, batch, key, hp):
-        states = flat_states(batch.next_obs, obs_ndim)
-        idx = subsample(key, states.shape[0], settings.subsample)
-        # ``states`` is flat already: flattening it again as observations would, for a
-        # 2-D observation (DeepSea), merge the k states into one long row.
-        phi = rff(state, states[idx])                               # [k, D]
-        sigma = state.sigma + phi.T @ phi
-        if settings.inverse == "exact":
-            precision = exact_inverse(sigma)
-        elif settings.inverse == "newton_schulz":
-            # The plain warm start X0 = Lambda_{t-1} diverges once ||Phi Lambda Phi^T|| >= 1
-            # (early updates at rho N = 256 states do); the trace-scaled one always converges.
-            x0 = newton_schulz_warm_start(state.precision, phi)
-            precision = newton_schulz(sigma, x0, settings.newton_schulz_iters)
-        else:
-            precision = woodbury_update(state.precision, phi)
-        residual = inverse_residual(sigma, precision, state.probes)
-        diverged = jnp.logical_or(~jnp.isfinite(residual), residual > hp.divergence_tol)
-        # Stale: above refresh_tol, and at least twice the residual of the last exact inverse.
-        # The second condition keeps a refresh from repeating every update once float32's own
-        # floor (about eps * cond(Sigma), growing with the data) nears refresh_tol: a refresh
-        # cannot go below that floor. Only Woodbury's error accumulates from update to update.
-        if settings.inverse == "woodbury":
-            stale = (residual > hp.refresh_tol) & (residual > 2.0 * state.refreshed_residual)
-        else:
-            stale = jnp.zeros((), bool)
-        new_state = state._replace(
-            sigma=sigma, precision=precision, diverged=diverged, stale=stale,
-            updates_since_refresh=state.updates_since_refresh + 1, residual=residual,
-            # NaN-propagating max: a diverged update stays visible in the run's summary.
-            max_residual=jnp.maximum(state.max_residual, residual),
-        )
-        # The agent refreshes exactly when needs_refresh says so (right after this update),
-        # so counting it here gives the per-window number of refreshes in metrics.csv.
-        return new_state, {"inverse_residual": residual, "divergence_count": diverged.astype(jnp.float32),
-                           "refresh_count": needs_refresh(new_state).astype(jnp.float32)}
-
-    def needs_refresh(state):
-        """An exact refresh is due: divergence, or (woodbury) a stale residual (above
-        ``refresh_tol`` and doubled since the last exact inverse) or ``refresh_every`` updates
-        since the last one."""
-        need = jnp.logical_or(state.diverged, state.stale)
-        if settings.inverse == "woodbury" and settings.refresh_every > 0:
-            need = jnp.logical_or(need, state.updates_since_refresh >= settings.refresh_every)
-        return need
-
-    def refresh(state, hp):
-        precision = exact_inverse(state.sigma)
-        residual = inverse_residual(state.sigma, precision, state.probes)
-        return state._replace(
-            precision=precision, residual=residual, refreshed_residual=residual,
-            recoveries=state.recoveries + state.diverged.astype(jnp.int32),
-            refreshes=state.refreshes + 1,
-            diverged=jnp.zeros((), bool), stale=jnp.zeros((), bool),
-            updates_since_refresh=jnp.zeros((), jnp.int32),
-        )
-
-    def describe(state):
-        return {"lengthscale": state.lengthscale, "effective_dim": state.effective_dim,
-                "recoveries": state.recoveries, "refreshes": state.refreshes,
-                "max_inverse_residual": state.max_residual}
-
-    # Under the agent's vmap over seeds, one seed after another on CPU: batched matmuls are
-    # far slower there than a loop of plain ones (rfig_exp.linalg.sequential_vmap).
-    reward = sequential_vmap(reward)
-    update = sequential_vmap(update)
-    refresh = sequential_vmap(refresh)
-    # Every matmul of the bonus at its own precision, whatever the process default (the PPO
-    # networks keep theirs): the context is read when the agent's jit traces these functions.
-    at = functools.partial(at_matmul_precision, precision=settings.matmul_precision)
-    bonus = Bonus("rfig", at(init), at(reward), at(update), needs_refresh, at(refresh), describe,
-                  counted_metrics=("divergence_count", "refresh_count"),
-                  progress_note=progress_note(settings.matmul_precision))
-    return bonus, float32_hparams(settings.hparams)
+def _lengthscale(value: Any, key: str, earlier: Mapping[str, Any]) -> float:
+    """A positive length-scale, or NaN for ``auto`` (estimated from the warm-up states)."""
+    return math.nan if value == "auto" else _positive("must be > 0 or 'auto'")(value, key, earlier)
 
 
-def at_matmul_precision(fn, precision: str):
-    """``fn`` traced under ``jax.default_matmul_precision(precision)`` (``default``: unchanged)."""
-    if precision == "default":
-        return fn
+def _keeps_a_state(values: Mapping[str, Any], prefix: str) -> None:
+    rho, batch_size = values["rho"], values["batch_size"]
+    require(math.floor(batch_size * rho) >= 1,
+            f"{prefix}rho={rho} keeps floor({batch_size} * rho) = 0 states of a batch of {batch_size}")
 
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with jax.default_matmul_precision(precision):
-            return fn(*args, **kwargs)
 
-    return wrapped
+@dataclass(frozen=True)
+class RFIGSettings(BonusSettings):
+    name: ClassVar[str] = "rfig"
+    label: ClassVar[str] = "RFIG"
+    colour: ClassVar[str] = "#D55E00"
+    role: ClassVar[str] = "method"
+    paper: ClassVar[PaperRow] = PaperRow(4, "Information gain (kernel theory)", False, "Closed-form", "Low")
+
+    num_features: int = static(1024, Count(1, "must be a positive integer"))   # D random Fourier features
+    # subsample ratio: floor(batch_size * rho) states per update enter Sigma
+    rho: float = static(0.0625, _positive("must be in (0, 1]", high=1.0), check=_keeps_a_state)
+    reg: float = traced(1.0, _positive("must be > 0 (Sigma_0 = reg * I must be invertible)"))
+    lengthscale: float = traced("auto", _lengthscale)
+    lengthscale_gamma: float = traced(1.0, _positive())
+    lengthscale_scale: float = traced(1.0, _positive())
+    divergence_tol: float = traced(1e-2, _positive())
+    refresh_tol: float = traced(1e-3, _positive("must be > 0 and <= bonus.divergence_tol={divergence_tol}",
+                                                high="divergence_tol"))
+    inverse: str = static("woodbury", Choice(INVERSE_METHODS))
+    newton_schulz_iters: int = static(20, Count(1))
+    refresh_every: int = static(0, Count(0, "must be an integer >= 0 (0: refresh only when the residual asks)"))
+    quad_blocks: int = static(4, Count(1, "must be a positive integer dividing bonus.num_features={num_features}",
+                                       divides="num_features"))
+    lengthscale_method: str = static("valko", Choice(LENGTHSCALE_METHODS))
+    lengthscale_samples: int = static(1024, Count(2))
+    matmul_precision: str = static("highest", Choice(MATMUL_PRECISIONS))
+
+    @property
+    def subsample(self) -> int:
+        """floor(batch_size * rho) states per update."""
+        return math.floor(self.batch_size * self.rho)
+
+    @property
+    def auto_lengthscale(self) -> bool:
+        return math.isnan(self.lengthscale)
+
+
+def make(settings: RFIGSettings, obs_shape, action_space):
+    from rfig_exp.bonuses.rfig.bonus import make_rfig_bonus
+
+    return make_rfig_bonus(settings, obs_shape, action_space)

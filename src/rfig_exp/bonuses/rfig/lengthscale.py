@@ -12,7 +12,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rfig_exp.bonuses.settings import LENGTHSCALE_METHODS
+from rfig_exp.bonuses.rfig import LENGTHSCALE_METHODS
 from rfig_exp.linalg import rbf_gram, sq_distances
 
 __all__ = ["median_distance", "effective_dimension", "participation_ratio", "auto_lengthscale",

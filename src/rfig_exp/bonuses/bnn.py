@@ -1,0 +1,163 @@
+"""VIME's model: a Bayesian neural network with fully factorised Gaussian weights
+``q(theta) = prod N(mu, softplus(rho)^2)``, and the information gain of one transition.
+
+Bonus per transition ``i``: the information gain of the posterior after one second-order
+step on that transition alone, ``IG_i ~ KL(q_i' || q) ~ 0.5 * step^2 * g_i^T H^-1 g_i``,
+with ``g_i`` the gradient of transition ``i``'s negative log-likelihood with respect to
+``(mu, rho)`` and ``H`` the diagonal Hessian of ``KL(q' || q)`` at ``q' = q``:
+``H_mu = 1 / sigma^2``, ``H_rho = 2 sigmoid(rho)^2 / sigma^2``. Every transition of a
+batch is scored from the same pre-update posterior; the result is clipped to
+``[0, clip]`` (non-finite values become 0 or ``clip``).
+
+No per-transition gradient is ever formed. With one weight sample ``W = mu + sigma * eps``
+shared by the batch, a dense layer's per-transition gradient is the outer product of the
+layer input ``a_i`` and the back-propagated error ``d_i = dNLL_i / dz_i``:
+``dNLL_i/dmu = a_i d_i^T`` and ``dNLL_i/drho = a_i d_i^T * eps * sigmoid(rho)``, so
+
+    sum_jk g_mu^2 / H_mu + g_rho^2 / H_rho = ((a_i^2) @ M) . (d_i^2),
+    M = sigma^2 * (1 + eps^2 / 2)
+
+(biases alike with ``a = 1``). All ``d_i`` come from one batched backward pass of the
+summed NLL (the gradient with respect to zero "probes" added to each pre-activation).
+With ``num_samples = S`` weight samples the NLL is averaged over them (as the reference's
+10 Monte-Carlo samples), ``g_i = mean_s a_is d_is^T``, and the quadratic form needs one
+such product per pair of samples (``S (S + 1) / 2`` per layer).
+See docs/bonuses/vime.md for the derivation and the sources; the bonus is ``rfig_exp.bonuses.vime``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rfig_exp.bonuses.nets import mlp_init
+from rfig_exp.envs.base import BoxSpace, DiscreteSpace
+
+Layers = tuple  # ({"w": [in, out], "b": [out]}, ...) one dict per dense layer, as nets.mlp_init
+
+
+class VIMEState(NamedTuple):
+    params: dict        # {"mu": Layers, "rho": Layers}: q(W) = N(mu, softplus(rho)^2)
+    opt_state: Any      # Adam moments of ``params``
+    key: jax.Array      # weight-noise key shared by this batch's reward and update
+    updates: jax.Array  # [] int32, Adam steps taken
+
+
+def action_dim(action_space) -> int:
+    if isinstance(action_space, DiscreteSpace):
+        return action_space.num_actions
+    if isinstance(action_space, BoxSpace):
+        return action_space.dim
+    raise TypeError(f"unknown action space {action_space!r}")
+
+
+def softplus_inverse(sigma: jax.Array) -> jax.Array:
+    """``rho`` with ``softplus(rho) = sigma`` (stable for small and large sigma)."""
+    return sigma + jnp.log(-jnp.expm1(-sigma))
+
+
+def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: jax.Array) -> dict:
+    """Means as ``nets.mlp_init`` (variance 2 / fan_in, zero biases), every ``sigma = init_sigma``."""
+    mu = mlp_init(key, sizes)
+    rho0 = softplus_inverse(jnp.asarray(init_sigma, jnp.float32))
+    return {"mu": mu, "rho": jax.tree.map(lambda m: jnp.full(m.shape, rho0, m.dtype), mu)}
+
+
+def sample_noise(key: jax.Array, mu: Layers) -> Layers:
+    """One standard-normal ``eps`` per weight, shaped like ``mu``.
+
+    Drawn as one flat vector and cut into leaves: one random-bits kernel instead of one per
+    leaf (XLA's CPU lowering of each is large, and compile time grew with their number).
+    """
+    leaves, tree = jax.tree.flatten(mu)
+    flat = jax.random.normal(key, (sum(x.size for x in leaves),), leaves[0].dtype)
+    offsets = [0]
+    for x in leaves:
+        offsets.append(offsets[-1] + x.size)
+    return jax.tree.unflatten(tree, [flat[a:b].reshape(x.shape) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)])
+
+
+def sample_weights(params: dict, eps: Layers) -> Layers:
+    return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, params["mu"], params["rho"], eps)
+
+
+def forward(weights: Layers, x: jax.Array, probes=None):
+    """``x [N, in] -> (out [N, out], layer inputs [(N, in_l)])``; ReLU hidden layers.
+
+    ``probes`` (zeros shaped like each pre-activation ``[N, out_l]``) are added to the
+    pre-activations so that the gradient with respect to them is the per-transition
+    back-propagated error ``d_i``.
+    """
+    inputs = []
+    a = x
+    last = len(weights) - 1
+    for layer, wb in enumerate(weights):
+        inputs.append(a)
+        z = a @ wb["w"] + wb["b"]
+        if probes is not None:
+            z = z + probes[layer]
+        a = jax.nn.relu(z) if layer < last else z
+    return a, inputs
+
+
+def squared_error_nll(out: jax.Array, y: jax.Array, likelihood_sigma) -> jax.Array:
+    """``[N, d] -> [N]``: the NLL of ``y`` under ``N(out, likelihood_sigma^2)`` without its constant."""
+    return jnp.sum(jnp.square(out - y), axis=-1) / (2.0 * jnp.square(likelihood_sigma))
+
+
+def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likelihood_sigma):
+    """One batched forward and backward pass with the weight sample ``mu + sigma * eps``:
+    the layer inputs ``[(N, in_l)]`` and the per-transition errors ``d_i = dNLL_i/dz_i``
+    ``[(N, out_l)]`` of every layer (the gradient of the summed NLL with respect to zero
+    probes added to the pre-activations)."""
+    weights = sample_weights(params, eps)
+    probes = tuple(jnp.zeros((x.shape[0], wb["b"].shape[0]), x.dtype) for wb in weights)
+
+    def total_nll(probes):
+        out, inputs = forward(weights, x, probes)
+        return jnp.sum(squared_error_nll(out, y, likelihood_sigma)), inputs
+
+    errors, inputs = jax.grad(total_nll, has_aux=True)(probes)
+    return inputs, errors
+
+
+def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp) -> jax.Array:
+    """``[N]``: ``0.5 step^2 g_i^T H^-1 g_i`` for every transition, ``g_i`` the gradient of
+    transition ``i``'s NLL averaged over the weight samples ``eps`` (a list of S samples).
+
+    ``x [N, in]``, ``y [N, out]``. S forward and backward passes over the batch, then
+    ``S (S + 1) / 2`` products ``[N, in_l] @ [in_l, out_l]`` per layer, one per pair of
+    samples ``(s, t)``: ``g = mean_s a_s d_s^T`` (per transition), so
+    ``g^T H^-1 g = S^-2 sum_{s,t} ((a_s a_t) @ M_st) . (d_s d_t)`` with
+    ``M_st = sigma^2 (1 + eps_s eps_t / 2)``. No ``[N, num_params]`` array is formed.
+    """
+    passes = [backprop_errors(params, e, x, y, hp.likelihood_sigma) for e in eps]
+    quad = jnp.zeros((x.shape[0],), x.dtype)
+    for s in range(len(eps)):
+        for t in range(s, len(eps)):
+            pair = jnp.zeros((x.shape[0],), x.dtype)
+            for layer, rho in enumerate(params["rho"]):
+                a_s, a_t = passes[s][0][layer], passes[t][0][layer]
+                d_s, d_t = passes[s][1][layer], passes[t][1][layer]
+                e_s, e_t = eps[s][layer], eps[t][layer]
+                # dL/dmu = a d^T and dL/drho = a d^T eps sigmoid(rho); with H_mu^-1 = sigma^2 and
+                # H_rho^-1 = sigma^2 / (2 sigmoid(rho)^2) the sigmoid cancels (no 0/0 for very
+                # negative rho) and both parameters share one matrix M.
+                m_w = jnp.square(jax.nn.softplus(rho["w"])) * (1.0 + 0.5 * e_s["w"] * e_t["w"])
+                m_b = jnp.square(jax.nn.softplus(rho["b"])) * (1.0 + 0.5 * e_s["b"] * e_t["b"])
+                dd = d_s * d_t
+                pair = pair + jnp.sum(((a_s * a_t) @ m_w) * dd, axis=-1) + dd @ m_b
+            quad = quad + (pair if s == t else 2.0 * pair)
+    return 0.5 * jnp.square(hp.step_size) * quad / len(eps) ** 2
+
+
+def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
+    """``KL(q || N(0, prior_sigma^2 I))`` summed over every weight and bias."""
+    def kl(mu, rho):
+        sigma = jax.nn.softplus(rho)
+        return jnp.sum(jnp.log(prior_sigma / sigma)
+                       + (jnp.square(sigma) + jnp.square(mu)) / (2.0 * jnp.square(prior_sigma)) - 0.5)
+
+    return sum(jax.tree.leaves(jax.tree.map(kl, params["mu"], params["rho"])))
