@@ -362,8 +362,8 @@ def _env_data(env: str, env_runs: list[Run], method_keys: list[str], include_inc
 def _declare_user_bonuses(runs: list[Run], issues: list[Issue]) -> None:
     """The label and colour of each bonus of a user's own module (its runs' ``bonus.module``), or
     an issue saying that it is shown by its name."""
-    modules = {r.bonus: str(r.config["bonus"]["module"]) for r in runs
-               if isinstance(r.config, dict) and isinstance(r.config.get("bonus"), dict) and r.config["bonus"].get("module")}
+    modules = {r.bonus: str(r.config["bonus"]["module"]) for r in runs if isinstance(r.config, dict)
+               and isinstance(r.config.get("bonus"), dict) and r.config["bonus"].get("module")}
     for bonus, why in declare_user_bonuses(modules).items():
         issues.append(Issue("bonus", "warning", None, bonus, None, why, "shown by its name"))
 

@@ -105,9 +105,10 @@ def user_env_class(module: str) -> type[UserEnvSettings]:
         raise ConfigError(f"{where} importing it raised {type(err).__name__}: {err}") from None
     found = [c for c in vars(imported).values() if isinstance(c, type) and issubclass(c, UserEnvSettings)
              and c.__module__ == module]
-    if len(found) != 1 or not callable(getattr(imported, "make", None)):
+    has_make = callable(getattr(imported, "make", None))
+    if len(found) != 1 or not has_make:
         raise ConfigError(f"{where} must declare one UserEnvSettings subclass and make(settings) -> Env; found "
-                          f"{[c.__name__ for c in found]}{'' if callable(getattr(imported, 'make', None)) else ', no make'}")
+                          f"{[c.__name__ for c in found]}{'' if has_make else ' and no make'}")
     return found[0]
 
 
