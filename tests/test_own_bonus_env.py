@@ -105,3 +105,24 @@ def test_each_wrong_module_or_name_is_one_error_line_naming_its_key(tmp_path):
     assert "error: hydra.searchpath: my_conf/env/cartpole.yaml has the name of the built-in env cartpole" in \
         shadowed.stderr, shadowed.stderr
     assert not (user / "results").exists()
+
+
+def test_a_users_settings_are_read_by_their_declaration(monkeypatch):
+    """In one process, as preflight reads them: the YAML's keys are the declared settings, each
+    checked by its rule; a key that the module does not declare is refused by name."""
+    from rfig_exp.bonuses import parse_bonus
+    from rfig_exp.envs import parse_env
+    from rfig_exp.errors import ConfigError
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    node = {"name": "count", "module": "my_bonus", "beta": 0.5, "bits": 4, "scale": 2.0}
+    settings = parse_bonus(node, batch_size=64)
+    assert (settings.bits, settings.hparams.scale, type(settings).label) == (4, 2.0, "SimHash count")
+    with pytest.raises(ConfigError, match=r"^bonus\.sclae is not a setting of count; my_bonus declares beta, bits, "):
+        parse_bonus({**node, "sclae": 2.0}, batch_size=64)
+    with pytest.raises(ConfigError, match=r"^bonus\.bits=0 must be an integer >= 1$"):
+        parse_bonus({**node, "bits": 0}, batch_size=64)
+    env = parse_env({"name": "chain", "module": "my_env", "length": 5})
+    assert (env.name, env.suite_id, env.length) == ("chain", "my_env", 5)
+    with pytest.raises(ConfigError, match=r"^env\.size is not an option of chain \(my_env\); valid: length$"):
+        parse_env({"name": "chain", "module": "my_env", "length": 5, "size": 3})

@@ -90,7 +90,7 @@ def help_text() -> str:
         "  python launch.py -m bonus=rfig 'bonus.lengthscale=0.5,1,2' experiment=sens   # a sensitivity sweep",
         "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
         "  PYTHONPATH=. python launch.py 'hydra.searchpath=[file://my_conf]' env=mine bonus=mine",
-        "      # an env and a bonus of your own modules, their YAML in my_conf/env/, my_conf/bonus/ (docs/extending.md)",
+        "    # an env and a bonus of your own modules, their YAML in my_conf/env/, my_conf/bonus/ (docs/extending.md)",
         "",
         "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
         "exit codes:",

@@ -21,6 +21,7 @@ import importlib
 from rfig_exp import variants
 from rfig_exp.bonuses.settings import ROLES, BonusSettings
 from rfig_exp.errors import ConfigError
+from rfig_exp.settings import declared
 
 
 def bonus_names() -> list[str]:
@@ -68,7 +69,12 @@ def parse_bonus(node, batch_size: int) -> BonusSettings:
     names = bonus_names()
     if module is not None:
         variants.check_own_name("bonus", name, module)
-        return settings_class(str(name), module).parse(node, batch_size=batch_size)
+        declared_class = settings_class(str(name), module)
+        settings = [key for key, _ in declared(declared_class)]
+        extra = sorted(set(map(str, node)) - {"name", "module", *settings})
+        if extra:  # a built-in's YAML is held to its declaration by the tests; a user's, here
+            raise ConfigError(f"bonus.{extra[0]} is not a setting of {name}; {module} declares {', '.join(settings)}")
+        return declared_class.parse(node, batch_size=batch_size)
     if name not in names:
         raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(names)}")
     return settings_class(name).parse(node, batch_size=batch_size)
