@@ -221,10 +221,11 @@ def main(argv=None):
     keys = jnp.stack([jax.random.PRNGKey(seed) for seed in range(args.seeds)])
     finished_returns, finished_count = jax.jit(make_train(config, args.bonus, overrides))(keys)
     last = slice(-config["final_updates"], None)  # [updates, seeds]: the last updates' finished episodes
-    returns = np.asarray(finished_returns[last].sum(0) / np.maximum(finished_count[last].sum(0), 1))
-    for seed, ret in enumerate(returns):
-        print(json.dumps({"bonus": args.bonus, "seed": seed, "final_return": round(float(ret), 2),
-                          "success": bool(ret > -200.0)}))
+    returns, counts = np.asarray(finished_returns[last].sum(0)), np.asarray(finished_count[last].sum(0))
+    for seed, (total, count) in enumerate(zip(returns, counts)):
+        ret = round(float(total / count), 2) if count else None  # None: no episode ended in those updates
+        print(json.dumps({"bonus": args.bonus, "seed": seed, "final_return": ret,
+                          "success": ret is not None and ret > -200.0}))
     print(f"{args.seeds} seeds x {config['total_timesteps']} steps in {time.time() - start:.0f}s")
 
 
