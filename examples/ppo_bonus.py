@@ -72,7 +72,11 @@ def gae(rewards, values, next_values, bootstrap, trace, gamma, lam):
     return jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, trace), reverse=True)[1]
 
 
+# length: PureJaxRL's shape, a factory of closures (init, update, train) that share the env, network and
+# bonus, so that jit sees them as constants
 def make_train(config, bonus_name, overrides):
+    """``train(keys [S, 2]) -> (returns, episodes) [updates, S]``: the summed returns of the episodes
+    that ended in each update, and their number, per seed."""
     c = config
     env, env_params = gymnax.make("MountainCar-v0")
     obs_shape, num_actions = env.observation_space(env_params).shape, env.action_space(env_params).n
