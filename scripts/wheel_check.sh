@@ -16,7 +16,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/rfig-wheel-check.XXXXXX")
 if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$WORK"' EXIT; else echo "[wheel-check] working in $WORK"; fi
 
 echo "[wheel-check] building the wheel"
-"$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" "$REPO"
+# from a copy of the tracked files: the wheel holds nothing untracked, and the build leaves no
+# build/ or egg-info behind in the checkout
+mkdir "$WORK/tree"
+git ls-files -z | xargs -0 cp --parents -t "$WORK/tree"
+"$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" "$WORK/tree"
 WHEEL=$(ls "$WORK"/dist/rfig_exp-*.whl)
 echo "[wheel-check] $(basename "$WHEEL"): installing it into a fresh virtual environment"
 "$PYTHON" -m venv "$WORK/venv"
