@@ -16,7 +16,7 @@ import ast
 import json
 import time
 
-from rfig_exp.bonuses import BonusBatch, DiscreteSpace, create  # first: rfig_exp sets XLA's CPU flags
+from rfig_exp.bonuses import BonusBatch, DiscreteSpace, bonus_names, create  # first: rfig_exp sets XLA's CPU flags
 
 import flax.linen as nn
 import gymnax
@@ -194,6 +194,7 @@ def make_train(config, bonus_name, overrides):
         def body(runners, _):
             runners, finished = jax.vmap(update)(runners, None)
             if bonus.refresh is not None:  # outside the vmap, so the costly branch runs only when asked for
+                # runners[5]: the seeds' bonus states
                 need = jax.vmap(bonus.needs_refresh)(runners[5])
                 refreshed = jax.lax.cond(need.any(), lambda b: jax.tree.map(
                     lambda new, old: jnp.where(need.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
@@ -208,7 +209,7 @@ def make_train(config, bonus_name, overrides):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bonus", default="rfig", help="a bonus name: hashexplo, none, rfig, rnd, vime")
+    parser.add_argument("--bonus", default="rfig", help=f"one of {', '.join(bonus_names())}")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1, vmapped")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="a setting of the bonus, or of CONFIG (total_timesteps=200000)")
