@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate wandb-sync clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate wandb-sync wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -153,6 +153,12 @@ estimate: $(STAMP)
 	$(PY) -m rfig_exp.launch.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
 		$(if $(JOBS),--jobs)
+
+# The package as a user of its bonuses installs it (docs/library.md): a wheel of this tree in a fresh
+# virtual environment runs examples/ppo_bonus.py from outside the checkout, and launch.py still finds
+# conf/. A few minutes: it installs jax, flax, brax & co. into that environment.
+wheel-check:
+	PYTHON=$(PYTHON) scripts/wheel_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -58,7 +58,7 @@ def main(cfg: DictConfig):
     try:
         from rfig_exp.config.run_spec import build_run_spec
 
-        spec = build_run_spec(cfg)
+        spec = build_run_spec(cfg, job.searchpath)
         if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
             from rfig_exp.run.placement import place_job
 

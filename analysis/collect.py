@@ -44,7 +44,7 @@ from rfig_exp.config.variants import BASE
 from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, reference_grid
 from .issues import AnalysisError, Issue, fmt_list
 from .methods import Method, build_methods, format_overrides
-from .names import env_sort_key, method_label, sort_envs, sort_methods
+from .names import declare_user_bonuses, env_sort_key, method_label, sort_envs, sort_methods
 from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 # Re-exported: what analysis.collect offered before analysis.runs and analysis.align split off.
 from .runs import EPISODES_COLUMN, RETURN_COLUMN, STEPS_COLUMN, load_run  # noqa: F401
@@ -233,6 +233,7 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
     want_envs, want_bonuses = _split(envs), _split(bonuses)
     issues: list[Issue] = []
     all_runs = scan_runs(results_dir, experiment)
+    _declare_user_bonuses(all_runs, issues)
     want_variants = _split_known(variants, {r.variant for r in all_runs})
     runs = _select_runs(all_runs, experiment, want_envs, want_bonuses, want_variants, issues)
     resolve_variant_overrides(runs, issues)
@@ -356,6 +357,15 @@ def _env_data(env: str, env_runs: list[Run], method_keys: list[str], include_inc
         c.scored = c.used and not c.incomplete
         ed.curves.setdefault(r.method, []).append(c)
     return ed
+
+
+def _declare_user_bonuses(runs: list[Run], issues: list[Issue]) -> None:
+    """The label and colour of each bonus of a user's own module (its runs' ``bonus.module``), or
+    an issue saying that it is shown by its name."""
+    modules = {r.bonus: str(r.config["bonus"]["module"]) for r in runs if isinstance(r.config, dict)
+               and isinstance(r.config.get("bonus"), dict) and r.config["bonus"].get("module")}
+    for bonus, why in declare_user_bonuses(modules).items():
+        issues.append(Issue("bonus", "warning", None, bonus, None, why, "shown by its name"))
 
 
 def _report_missing_seeds(runs: list[Run], env_names: list[str], method_list: list[Method],

@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from typing import Mapping
 
-from rfig_exp.bonuses import ROLES, declared_bonuses
+from rfig_exp.bonuses import ROLES, declared_bonuses, settings_class
+from rfig_exp.config.errors import ConfigError
 
 # Each bonus's label, colour, role and row of the paper's Table 1 are declared with its settings
 # (rfig_exp.bonuses: its module; no JAX). Legend / table order: plain PPO first, then the baselines
@@ -103,9 +105,30 @@ def method_colour(bonus: str) -> str:
 def method_sort_key(bonus: str) -> tuple[float, str]:
     if bonus in METHOD_ORDER:
         return (float(METHOD_ORDER.index(bonus)), "")
-    # Unknown methods sit between the baselines and the proposed method, alphabetically.
-    methods = [i for i, b in enumerate(METHOD_ORDER) if _DECLARED[b].role == "method"]
-    return ((methods[0] if methods else len(METHOD_ORDER)) - 0.5, bonus)
+    # A user's bonus follows the built-ins of its role; an unknown one sits between the baselines
+    # and the proposed method; either alphabetically.
+    rank = ROLES.index(_DECLARED[bonus].role if bonus in _DECLARED else "baseline")
+    before = [i for i, b in enumerate(METHOD_ORDER) if ROLES.index(_DECLARED[b].role) <= rank]
+    return ((before[-1] if before else -1) + 0.5, bonus)
+
+
+def declare_user_bonuses(modules: Mapping[str, str]) -> dict[str, str]:
+    """Learn the label, colour and role of the bonuses of users' own modules (bonus name ->
+    ``bonus.module``, from the runs' saved configs), for every figure and table of this report.
+    A module that cannot be imported here leaves its bonus shown by its name: returns why, by bonus."""
+    unknown = {}
+    for bonus, module in sorted(modules.items()):
+        if bonus in METHOD_ORDER:
+            continue
+        try:
+            declared = settings_class(bonus, module)
+        except ConfigError as err:
+            unknown[bonus] = str(err)
+            continue
+        _DECLARED[bonus] = declared
+        METHOD_LABELS[bonus] = declared.label
+        PALETTE[bonus] = declared.colour
+    return unknown
 
 
 def sort_methods(bonuses) -> list[str]:

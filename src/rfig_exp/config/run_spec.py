@@ -215,14 +215,19 @@ def choices(cfg) -> dict[str, str]:
     return {g: str(select(cfg, f"{g}.name")) for g in variants.GROUPS}
 
 
-def check_names(cfg) -> None:
-    """Group choices that exist, and no key that nothing reads."""
+def check_names(cfg, conf_dirs: variants.ConfDirs = variants.CONF_DIR) -> None:
+    """Group choices that exist (in ``conf_dirs``: conf/ and the user's folders), and no key that
+    nothing reads."""
+    for kind in ("env", "bonus"):  # a user's module under a built-in name: said before its keys look unknown
+        module = select(cfg, kind).get("module")
+        if module is not None:
+            variants.check_own_name(kind, select(cfg, f"{kind}.name"), module)
     for kind, label in (("env", "environment"), ("bonus", "bonus"), ("agent", "agent")):
         name = str(select(cfg, f"{kind}.name"))
-        options = variants.group_options(kind)
+        options = variants.group_options(kind, conf_dirs)
         if name not in options:
             raise ConfigError(f"{kind}={name} is not a known {label}; valid: {', '.join(options)}")
-    unknown = variants.unknown_keys(cfg, choices(cfg))
+    unknown = variants.unknown_keys(cfg, choices(cfg), conf_dirs)
     if unknown:
         raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''}: {'; '.join(unknown)} "
                           "(nothing reads it; every key is documented in conf/)")
@@ -250,15 +255,17 @@ def _windows(eval_frequency: int, agent: AgentSettings) -> tuple[int, int]:
     return eval_frequency // batch, math.ceil(total / eval_frequency)
 
 
-def build_run_spec(cfg) -> RunSpec:
-    """Check the composed config and derive everything the run needs."""
-    check_names(cfg)
+def build_run_spec(cfg, searchpath: Sequence[str] = ()) -> RunSpec:
+    """Check the composed config and derive everything the run needs; ``searchpath``: the
+    ``hydra.searchpath`` it was composed with (the user's folders of envs and bonuses)."""
+    conf_dirs = variants.config_dirs(searchpath)
+    check_names(cfg, conf_dirs)
     run = RunSettings.parse(cfg)
     agent = AgentSettings.parse(select(cfg, "agent"))
     updates_per_window, num_windows = _windows(run.eval_frequency, agent)
     bonus = parse_bonus(select(cfg, "bonus"), agent.batch_size)
     env = parse_env(select(cfg, "env"))
-    overrides = variants.variant_overrides(cfg, choices(cfg))
+    overrides = variants.variant_overrides(cfg, choices(cfg), conf_dirs)
     watch = WatchSettings(**{name: getattr(run, name) for name, _ in declared(WatchSettings)})
     return RunSpec(
         experiment=run.experiment, results_dir=run.results_dir, seeds=tuple(range(run.seed, run.seed + run.num_seeds)),

@@ -25,9 +25,11 @@ import math
 import re
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence, Union
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from rfig_exp.config.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 GROUPS = ("env", "bonus", "agent")
@@ -36,23 +38,64 @@ MAX_NAME = 96
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
 
 
-def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
-    """The choices of a config group: the YAML files in ``conf/<group>/``."""
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+# One config folder, or the folders Hydra searches in order: conf/ first, then the user's own
+# (config_dirs), whose env/ and bonus/ files add envs and bonuses of the user's modules.
+ConfDirs = Union[Path, Sequence[Path]]
+
+
+def config_dirs(searchpath: Sequence[str] = ()) -> tuple[Path, ...]:
+    """``conf/``, then the folders of the ``file://`` entries of ``hydra.searchpath`` (a relative
+    one is relative to the working directory, as Hydra reads it)."""
+    return (CONF_DIR, *(Path(p.removeprefix("file://")) for p in searchpath if p.startswith("file://")))
+
+
+def _as_dirs(conf_dir: ConfDirs) -> tuple[Path, ...]:
+    return (conf_dir,) if isinstance(conf_dir, Path) else tuple(conf_dir)
+
+
+def group_options(group: str, conf_dir: ConfDirs = CONF_DIR) -> list[str]:
+    """The choices of a config group: the YAML files in ``<folder>/<group>/`` of each folder."""
+    return sorted({p.stem for d in _as_dirs(conf_dir) for p in (d / group).glob("*.yaml")})
+
+
+def group_file(group: str, choice: str, conf_dir: ConfDirs = CONF_DIR) -> Path:
+    """The YAML file of ``group=choice``: the first folder's that has one, as Hydra picks it."""
+    dirs = _as_dirs(conf_dir)
+    return next((d / group / f"{choice}.yaml" for d in dirs if (d / group / f"{choice}.yaml").is_file()),
+                dirs[0] / group / f"{choice}.yaml")
+
+
+def shadowed_choices(group: str, conf_dir: ConfDirs) -> list[Path]:
+    """The files of the user's folders (all but the first) named as a choice of the first folder:
+    Hydra would compose the built-in one instead."""
+    dirs = _as_dirs(conf_dir)
+    built_in = set(group_options(group, dirs[0]))
+    return [p for d in dirs[1:] for p in sorted((d / group).glob("*.yaml")) if p.stem in built_in]
+
+
+def check_own_name(group: str, name: Any, module: Any) -> None:
+    """An env or bonus of the user's ``module`` must not take a built-in one's name (its results
+    would mix with the built-in's, and Hydra would compose the built-in's file)."""
+    if not isinstance(module, str) or not module:
+        raise ConfigError(f"{group}.module={module!r} must be the name of an importable module")
+    if name in group_options(group):
+        raise ConfigError(f"{group}.name={name} is a built-in {group}: the {group} of {group}.module={module} needs a "
+                          "name of its own (its YAML file's name)")
 
 
 @lru_cache(maxsize=None)
-def _defaults(choices: tuple[tuple[str, str], ...], conf_dir: Path) -> dict:
-    root = OmegaConf.load(conf_dir / "config.yaml")
+def _defaults(choices: tuple[tuple[str, str], ...], conf_dirs: tuple[Path, ...]) -> dict:
+    root = OmegaConf.load(conf_dirs[0] / "config.yaml")
     top = {k: v for k, v in OmegaConf.to_container(root, resolve=False).items() if k not in ("defaults", "hydra")}
     for group, choice in choices:
-        top[group] = OmegaConf.to_container(OmegaConf.load(conf_dir / group / f"{choice}.yaml"), resolve=False)
+        path = group_file(group, choice, conf_dirs)
+        top[group] = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     return top
 
 
-def defaults(choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> dict:
+def defaults(choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict:
     """The composed defaults for ``choices`` (``{"env": "mountaincar", "bonus": "rfig", ...}``)."""
-    return _defaults(tuple(sorted((g, choices[g]) for g in GROUPS if g in choices)), conf_dir)
+    return _defaults(tuple(sorted((g, choices[g]) for g in GROUPS if g in choices)), _as_dirs(conf_dir))
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -97,14 +140,14 @@ def same_value(a: Any, b: Any) -> bool:
     return a == b
 
 
-def variant_overrides(config: Mapping, choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+def variant_overrides(config: Mapping, choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict[str, Any]:
     """The hyperparameters of ``config`` that differ from the defaults of its ``choices``."""
     base = flatten(defaults(choices, conf_dir))
     return {k: v for k, v in sorted(flatten(config).items())
             if is_hyperparameter(k) and k in base and not same_value(v, base[k])}
 
 
-def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: Path = CONF_DIR) -> list[str]:
+def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> list[str]:
     """Keys of ``config`` that no default defines, each with a suggestion where one is close."""
     base = flatten(defaults(choices, conf_dir))
     out = []

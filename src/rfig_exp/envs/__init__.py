@@ -6,14 +6,24 @@ before anything compiles; ``make_env`` imports the suite's module, and the suite
 packages (gymnax, brax, ...), only when one of its environments is made. ``Env``, ``EnvStep``,
 ``BoxSpace``, ``DiscreteSpace`` and ``CoverageGrid`` live in ``rfig_exp.envs.base`` (read from
 here on first use).
+
+An env of the user's own module is its YAML in the user's config folder (``hydra.searchpath``)
+with ``module: <importable module>`` and the env's options: the module declares one subclass of
+:class:`UserEnvSettings` (its options, each ``rfig_exp.config.settings.setting(default, rule)``) and
+``make(settings) -> Env`` (``docs/extending.md``), under a name that no built-in env has.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import declared
+from rfig_exp.config.validation import select
 
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env
@@ -56,10 +66,67 @@ def env_names() -> list[str]:
     return sorted(REGISTRY)
 
 
+@dataclass(frozen=True)
+class UserEnvSettings(EnvSettings):
+    """The settings of an env of the user's own module (``env.module``, its ``suite_id``): the
+    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule)``), are its
+    ``env.*`` options, read and checked before anything compiles."""
+
+    suite: ClassVar[str] = "user"
+    OPTIONS: ClassVar[tuple[str, ...]] = ()  # the declared fields: see ``options``
+
+    @classmethod
+    def options(cls) -> tuple[str, ...]:
+        return tuple(name for name, _ in declared(cls))
+
+    @classmethod
+    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> UserEnvSettings:
+        valid = cls.options()
+        unknown = sorted(set(options) - {"module", *valid})
+        if unknown:
+            raise ConfigError(f"env.{unknown[0]} is not an option of {name} ({suite_id}); valid: "
+                              f"{', '.join(valid) or 'none'}")
+        values: dict[str, Any] = {"name": name, "suite_id": suite_id}
+        for key, d in declared(cls):
+            values[key] = d.rule(select(options, key, "env."), f"env.{key}", values)
+        return cls(**values)
+
+
+@functools.cache
+def user_env_class(module: str) -> type[UserEnvSettings]:
+    """The settings class that the user's env module ``module`` declares (the module is imported)."""
+    where = f"env.module={module}:"
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"{where} no module {err.name or module} can be imported (a module on PYTHONPATH, e.g. "
+                          "PYTHONPATH=. for one in the working directory)") from None
+    except Exception as err:  # a user's module that fails as it is imported
+        raise ConfigError(f"{where} importing it raised {type(err).__name__}: {err}") from None
+    found = [c for c in vars(imported).values() if isinstance(c, type) and issubclass(c, UserEnvSettings)
+             and c.__module__ == module]
+    has_make = callable(getattr(imported, "make", None))
+    if len(found) != 1 or not has_make:
+        raise ConfigError(f"{where} must declare one UserEnvSettings subclass and make(settings) -> Env; found "
+                          f"{[c.__name__ for c in found]}{'' if has_make else ' and no make'}")
+    return found[0]
+
+
+def parse_user_env(name: Any, options: Mapping[str, Any]) -> UserEnvSettings:
+    """The settings of the user's env ``name`` whose ``env`` node (``name`` aside) is ``options``."""
+    from rfig_exp.config import variants
+
+    module = options["module"]
+    variants.check_own_name("env", name, module)
+    return user_env_class(module).parse(name, module, options)
+
+
 def make_env(env: EnvSettings | str | Mapping[str, Any]) -> Env:
     """Build the environment of ``env``: its settings (from ``parse_env``), or a name or an ``env``
     config node (``name`` plus suite options), parsed first. Unknown names list the valid ones."""
     settings = env if isinstance(env, EnvSettings) else parse_env(env)
+    if isinstance(settings, UserEnvSettings):
+        return importlib.import_module(type(settings).__module__).make(settings)
     module, factory = SUITES[settings.suite]
     return getattr(importlib.import_module(module), factory)(settings)
 
@@ -74,4 +141,4 @@ def __getattr__(name):  # the interface types: from the JAX side, imported when 
 
 
 __all__ = ["BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvSettings", "EnvStep", "REGISTRY", "SUITES",
-           "env_names", "make_env", "parse_env"]
+           "UserEnvSettings", "env_names", "make_env", "parse_env", "parse_user_env", "user_env_class"]

@@ -231,6 +231,10 @@ def parse_env(node: str | Mapping[str, Any]) -> EnvSettings:
     else:
         options = {str(k): v for k, v in dict(node).items()}
         name = options.pop("name", None)
+    if "module" in options:  # an env of the user's own module
+        from rfig_exp.envs import parse_user_env
+
+        return parse_user_env(name, options)
     if not isinstance(name, str) or name not in REGISTRY:
         raise ConfigError(f"env.name={name!r} is not a known environment; valid names: {', '.join(env_names())}")
     suite, suite_id = REGISTRY[name]

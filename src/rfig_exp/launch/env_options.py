@@ -22,7 +22,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.config.variants import CONF_DIR, ConfDirs, group_file
 
 _OPTION = re.compile(r"^(?:\+\+)?env\.([A-Za-z_][\w]*)((?:\.[\w]+)*)=(.*)$")
 
@@ -37,9 +37,10 @@ def default_env() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def env_keys(name: str) -> frozenset[str]:
-    """The top-level option keys of ``conf/env/<name>.yaml`` (empty for an unknown env)."""
-    path = CONF_DIR / "env" / f"{name}.yaml"
+def env_keys(name: str, conf_dirs: ConfDirs = CONF_DIR) -> frozenset[str]:
+    """The top-level option keys of ``env/<name>.yaml`` in ``conf/`` or the user's config folders
+    (empty for an unknown env)."""
+    path = group_file("env", name, conf_dirs)
     return frozenset(OmegaConf.load(path).keys()) if path.exists() else frozenset()
 
 
@@ -58,9 +59,11 @@ def _env_of(job: Sequence[str]) -> str:
     return chosen[-1] if chosen else default_env()
 
 
-def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]]) -> tuple[list[list[str]], list[str]]:
+def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]],
+                                 conf_dirs: ConfDirs = CONF_DIR) -> tuple[list[list[str]], list[str]]:
     """Every job with the ``env.K=V`` options its env has (as ``env.K=V``), the others left
-    out; and one console line per option that some of the sweep's envs lack."""
+    out; and one console line per option that some of the sweep's envs lack. ``conf_dirs``: where
+    the envs' files are (``rfig_exp.config.variants.config_dirs``)."""
     envs = [_env_of(job) for job in jobs]
     options = {}
     for job in jobs:
@@ -68,7 +71,7 @@ def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]]) -> tuple[list[li
             m = _OPTION.match(o)
             if m:
                 options.setdefault(o.removeprefix("++"), m.group(1))
-    having = {o: sorted({e for e in envs if key in env_keys(e)}) for o, key in options.items()}
+    having = {o: sorted({e for e in envs if key in env_keys(e, conf_dirs)}) for o, key in options.items()}
     out = []
     for job, env in zip(jobs, envs):
         kept = []
@@ -76,7 +79,7 @@ def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]]) -> tuple[list[li
             plain = o.removeprefix("++")
             if plain not in options:
                 kept.append(o)
-            elif not having[plain] or options[plain] in env_keys(env):
+            elif not having[plain] or options[plain] in env_keys(env, conf_dirs):
                 kept.append(plain)  # as typed: an option no env has is then refused by name
         out.append(kept)
     notes = []

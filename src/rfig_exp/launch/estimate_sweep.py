@@ -97,9 +97,10 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
     # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
     jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
     out = []
+    search = [o for o in overrides if o.startswith("hydra.searchpath=")]  # the user's envs and bonuses
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
-            cfg = compose("config", overrides=[o for o in job if not o.lstrip("+~").startswith("hydra")])
+            cfg = compose("config", overrides=search + [o for o in job if not o.lstrip("+~").startswith("hydra")])
             out.append((tuple(job), OmegaConf.to_container(cfg, resolve=False)))
     return out
 

@@ -54,6 +54,7 @@ class CurrentJob:
     index: int                    # its index in the sweep (0 outside one)
     jobs_in_parallel: int | None  # jobs that run at once (None: all, or not a sweep)
     sweep_dir: str | None = None  # the sweep's folder (its multirun.yaml), None outside a sweep
+    searchpath: tuple[str, ...] = ()  # hydra.searchpath: the user's config folders (envs, bonuses of their own)
 
 
 def current_job() -> CurrentJob:
@@ -62,7 +63,8 @@ def current_job() -> CurrentJob:
 
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
-    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), sweep_dir=hc.sweep.dir if multirun else None)
+    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), sweep_dir=hc.sweep.dir if multirun else None,
+                      searchpath=tuple(hc.searchpath))
 
 
 def job_slot(hydra_cfg) -> tuple[int, int | None]:

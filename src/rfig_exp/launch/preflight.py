@@ -89,6 +89,8 @@ def help_text() -> str:
         "  python launch.py -m env=minatar_breakout bonus=rfig,rnd 'seed=range(32)'",
         "  python launch.py -m bonus=rfig 'bonus.lengthscale=0.5,1,2' experiment=sens   # a sensitivity sweep",
         "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
+        "  PYTHONPATH=. python launch.py 'hydra.searchpath=[file://my_conf]' env=mine bonus=mine",
+        "    # an env and a bonus of your own modules, their YAML in my_conf/env/, my_conf/bonus/ (docs/extending.md)",
         "",
         "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
         "exit codes:",
@@ -110,10 +112,25 @@ def preset_summary(name: str) -> str:
     return text[:end.start() + 1] if end else text
 
 
-def _check_choice(group: str, value: str, errors: list[str]) -> None:
-    options = variants.group_options(group)
+def _check_choice(group: str, value: str, errors: list[str], dirs: variants.ConfDirs = CONF_DIR) -> None:
+    options = variants.group_options(group, dirs)
     if value not in options:
         errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
+
+
+def searchpath_of(overrides: Sequence[str]) -> list[str]:
+    """The ``hydra.searchpath`` a command line sets (the user's config folders), else none."""
+    from rfig_exp.launch.hydra_adapter import parse_overrides
+
+    found = [o.value() for o in parse_overrides(overrides) if o.key_or_group == "hydra.searchpath"]
+    return [str(p) for p in found[-1]] if found and isinstance(found[-1], list) else []
+
+
+def _shadowed(dirs: Sequence[Path]) -> list[str]:
+    """A file of the user's folders that a built-in choice hides (Hydra would compose the built-in)."""
+    return [f"hydra.searchpath: {path} has the name of the built-in {group} {path.stem} (Hydra would compose "
+            f"conf/{group}/{path.stem}.yaml): rename it" for group in ("env", "bonus")
+            for path in variants.shadowed_choices(group, dirs)]
 
 
 def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
@@ -140,13 +157,14 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
         parsed = parse_overrides(overrides)
     except HydraException as err:
         raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
-    errors: list[str] = []
+    dirs = variants.config_dirs(searchpath_of(overrides))
+    errors: list[str] = _shadowed(dirs)
     for o in parsed:
         group = o.key_or_group
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
         if group in GROUP_LABELS and not o.is_delete() and (check_choices or group == "sweep"):
             for v in values:
-                _check_choice(group, v, errors)
+                _check_choice(group, v, errors, dirs)
         if group == "sweep":
             if not multirun:
                 errors.append(f"sweep={','.join(values)} is a sweep preset: add -m "
@@ -204,7 +222,7 @@ def _primary_error(err: Exception, handed: Sequence[str]) -> str:
     chosen = _job_choices(primary_overrides(handed))
     group = key.split(".")[0]
     where = f"{group}={chosen[group]}" if group in chosen else "the defaults"
-    base = variants.flatten(variants.defaults(chosen))
+    base = variants.flatten(variants.defaults(chosen, variants.config_dirs(searchpath_of(handed))))
     return (f"{variants.with_suggestion(key, base)} is not a key of {where}, the config Hydra composes a -m sweep "
             f"with before its jobs: write ++{typed.lstrip('+')} to set it in the jobs")
 
@@ -215,12 +233,12 @@ def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
     return {o for job in jobs for o in job} - common
 
 
-def _composition_error(err: Exception, job: Sequence[str]) -> str:
+def _composition_error(err: Exception, job: Sequence[str], dirs: variants.ConfDirs = CONF_DIR) -> str:
     first = str(err).splitlines()[0]
     if first.startswith("Could not override '"):
         key = first.split("'")[1]
         picked = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
-        base = variants.flatten(variants.defaults(_job_choices(job)))
+        base = variants.flatten(variants.defaults(_job_choices(job), dirs))
         return (f"{variants.with_suggestion(key, base)} is not a key of this job's config ({picked}); "
                 "every key is documented in conf/")
     return first
@@ -239,17 +257,18 @@ def _job_choices(job: Sequence[str]) -> dict[str, str]:
     return chosen
 
 
-def _bad_choices(job: Sequence[str]) -> list[str]:
+def _bad_choices(job: Sequence[str], dirs: variants.ConfDirs) -> list[str]:
     errors: list[str] = []
     for o in job:
         key, _, value = o.lstrip("+").partition("=")
         if key in GROUP_LABELS and not o.startswith("~"):
-            _check_choice(key, value, errors)
+            _check_choice(key, value, errors, dirs)
     return errors
 
 
-def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpec]]:
+def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = ()) -> list[tuple[list[str], RunSpec]]:
     """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
+    ``searchpath``: the command line's ``hydra.searchpath`` (the user's config folders).
 
     The checks that need no environment run first for every job; only the jobs that pass them
     make their env, once per distinct env setting, which imports its suite (brax: 10-20 s).
@@ -267,22 +286,24 @@ def validate_jobs(jobs: Sequence[Sequence[str]]) -> list[tuple[list[str], RunSpe
     where = {id(job): f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else "" for job in jobs}
     checked = []
     composed: dict[tuple, DictConfig] = {}
+    dirs = variants.config_dirs(searchpath)
+    search = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
-            bad = _bad_choices(job)
+            bad = _bad_choices(job, dirs)
             if bad:  # one line per unknown choice, however many jobs share it
                 errors.extend(line for line in bad if line not in errors)
                 invalid += 1
                 continue
             try:
-                spec = build_run_spec(_compose(job, composed))  # every setting, the bonus's included
+                spec = build_run_spec(_compose(job, composed, search), searchpath)  # every setting, the bonus's too
                 plan_seeds(spec)
                 checked.append((job, spec))
             except ConfigError as err:
                 errors.append(f"{where[id(job)]}{err}")
                 invalid += 1
             except HydraException as err:
-                errors.append(f"{where[id(job)]}{_composition_error(err, job)}")
+                errors.append(f"{where[id(job)]}{_composition_error(err, job, dirs)}")
                 invalid += 1
     envs: dict[str, object] = {}
     good = []
@@ -306,14 +327,14 @@ _SEEDS = ("seed", "num_seeds")
 _INTEGER = re.compile(r"^-?\d+$")
 
 
-def _compose(job: Sequence[str], composed: dict[tuple, DictConfig]) -> DictConfig:
+def _compose(job: Sequence[str], composed: dict[tuple, DictConfig], search: Sequence[str] = ()) -> DictConfig:
     """A job's config as Hydra composes it (Hydra's own overrides aside). Jobs that differ only in
     their plain integer ``seed=``/``num_seeds=`` values (a sweep's seeds, a Brax cell split into
     one-seed jobs) are composed once and given their own values, as Hydra sets a top-level key:
     the 800 jobs of sweep=paper on a CPU are 240 compositions."""
     from hydra import compose
 
-    overrides = [o for o in job if not o.lstrip("+~").startswith("hydra")]
+    overrides = [*search, *(o for o in job if not o.lstrip("+~").startswith("hydra"))]
     seeds = {k: v for k, _, v in (o.partition("=") for o in overrides) if k in _SEEDS}
     rest = tuple(o for o in overrides if o.partition("=")[0] not in _SEEDS)
     simple = len(seeds) == sum(o.partition("=")[0] in _SEEDS for o in overrides) and all(
@@ -366,7 +387,7 @@ def preflight(argv: Sequence[str]) -> None:
     jobs, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
     if primary is not None:
         check_slurm_request(primary)
-    validated = validate_jobs(jobs)
+    validated = validate_jobs(jobs, searchpath_of(overrides))
     if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
         raise PreflightError([primary_error])
     if multirun:

@@ -90,10 +90,15 @@ def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None =
     was handed it) is ``overrides``. Raises ``HydraException`` for a sweep Hydra cannot expand and
     ``ValueError`` for a bad ``seeds_per_job``."""
     expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides), config_loader)
-    jobs, notes = env_options.apply_to_envs_that_have_them(expanded)
+    jobs, notes = env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))
     s = SweepSettings.of(primary, gpu)
     grouped, lines = grouping.plan(jobs, s.seeds_per_job, s.gpu, s.default_env, s.num_seeds, s.seed, s.env_backend)
     return SweepPlan(grouped, notes + lines)
+
+
+def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:
+    """conf/ and the user's config folders of the sweep (its ``hydra.searchpath``)."""
+    return variants.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
 
 
 def primary_overrides(overrides: Sequence[str]) -> list[str]:
@@ -121,7 +126,7 @@ def varying_keys(primary: DictConfig, overrides: Sequence[str]) -> list[str]:
     shows first), per-env options applied; the seeds and the env/bonus choices aside (the prefix
     names them anyway)."""
     expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides))
-    return variants.varying_keys(env_options.apply_to_envs_that_have_them(expanded)[0])
+    return variants.varying_keys(env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))[0])
 
 
 def varying_keys_of_sweep(sweep_dir: str | Path | None) -> list[str]:

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The package as a user of its bonuses gets it (docs/library.md): a wheel built from this tree,
+# installed with its dependencies into a fresh virtual environment, runs examples/ppo_bonus.py for
+# a few updates from a folder outside the checkout (so `import rfig_exp` is the wheel's); then that
+# environment's Python runs launch.py in the checkout for a tiny run, which finds conf/ as before.
+#
+#   scripts/wheel_check.sh                 # or `make wheel-check`; PYTHON=python3.11 picks the interpreter
+#
+# It installs jax, flax, brax & co. (from pip's index or cache): a few minutes. The folder it works
+# in is removed at the end (KEEP=1 keeps it and prints its path).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+PYTHON=${PYTHON:-python3}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rfig-wheel-check.XXXXXX")
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$WORK"' EXIT; else echo "[wheel-check] working in $WORK"; fi
+
+echo "[wheel-check] building the wheel"
+# from a copy of the tracked files: the wheel holds nothing untracked, and the build leaves no
+# build/ or egg-info behind in the checkout
+mkdir "$WORK/tree"
+git ls-files -z | xargs -0 cp --parents -t "$WORK/tree"
+"$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" "$WORK/tree"
+WHEEL=$(ls "$WORK"/dist/rfig_exp-*.whl)
+echo "[wheel-check] $(basename "$WHEEL"): installing it into a fresh virtual environment"
+"$PYTHON" -m venv "$WORK/venv"
+VPY="$WORK/venv/bin/python"
+"$VPY" -m pip install --quiet "$WHEEL"
+
+echo "[wheel-check] the example, from outside the checkout"
+mkdir "$WORK/user" && cp "$REPO/examples/ppo_bonus.py" "$WORK/user/"
+cd "$WORK/user"
+"$VPY" -c "import rfig_exp, sys; f = rfig_exp.__file__; print('rfig_exp from', f); sys.exit('site-packages' not in f)"
+"$VPY" ppo_bonus.py --bonus rfig --seeds 2 --set total_timesteps=2048 num_envs=8 num_steps=64 \
+    num_minibatches=4 update_epochs=1 warmup_steps=8 final_updates=2 num_features=64 lengthscale_samples=32
+"$VPY" ppo_bonus.py --bonus rnd --seeds 1 --set total_timesteps=2048 num_envs=8 num_steps=64 \
+    num_minibatches=4 update_epochs=1 warmup_steps=8 final_updates=2 hidden=[32,32]
+
+echo "[wheel-check] launch.py in the checkout, with the wheel's environment"
+cd "$REPO"
+"$VPY" launch.py env=cartpole bonus=none agent.total_timesteps=256 agent.num_envs=4 agent.num_steps=16 \
+    agent.num_minibatches=2 agent.update_epochs=1 eval_frequency=128 agent.obs_norm_init_steps=8 \
+    wandb.mode=disabled results_dir="$WORK/results" compile_cache=null
+ls "$WORK"/results/default/cartpole/none/*/seed_0/summary.json > /dev/null
+echo "[wheel-check] ok"

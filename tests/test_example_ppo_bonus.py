@@ -1,0 +1,39 @@
+"""examples/ppo_bonus.py, the single-file PPO that uses the bonuses' public API, runs a few updates
+with RFIG and with another bonus named on its command line, and reports a return per seed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+# a few updates of 8 envs x 64 steps; the bonus's settings go through --set beside the agent's
+FEW_UPDATES = ["total_timesteps=2048", "num_envs=8", "num_steps=64", "num_minibatches=4", "update_epochs=1",
+               "warmup_steps=8", "final_updates=2"]
+
+
+def run_example(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "examples" / "ppo_bonus.py"), *args],
+                          capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("bonus, settings", [("rfig", ["num_features=64", "lengthscale_samples=32"]),
+                                             ("rnd", ["hidden=[32,32]", "update_proportion=0.5"])])
+def test_the_example_trains_a_few_updates_with_a_bonus_by_name(bonus, settings):
+    out = run_example("--bonus", bonus, "--seeds", "2", "--set", *FEW_UPDATES, *settings)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert [(r["bonus"], r["seed"]) for r in rows] == [(bonus, 0), (bonus, 1)]
+    for r in rows:  # MountainCar's return is -1 a step, at most 200 steps an episode
+        assert -200.0 <= r["final_return"] < 0 and r["success"] == (r["final_return"] > -200.0)
+
+
+def test_the_example_refuses_a_bad_setting_with_the_config_error():
+    out = run_example("--bonus", "rfig", "--set", *FEW_UPDATES, "rho=2")
+    assert out.returncode != 0 and "bonus.rho=2.0 must be in (0, 1]" in out.stderr
+    out = run_example("--bonus", "ucb", "--set", *FEW_UPDATES)
+    assert out.returncode != 0 and "valid names: hashexplo, none, rfig, rnd, vime" in out.stderr

@@ -1,0 +1,57 @@
+"""benchmarks/same_program.py's verdicts, on programs XLA really compiled."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from same_program import program_lines, verdict  # noqa: E402
+
+
+class AB(NamedTuple):
+    a: jax.Array
+    b: jax.Array
+
+
+class BA(NamedTuple):
+    b: jax.Array
+    a: jax.Array
+
+
+def _compiled(fn, hp) -> list[str]:
+    return program_lines(jax.jit(fn).lower(jnp.ones((3, 4)), hp).compile().as_text())
+
+
+def _step(x, hp):
+    return jnp.tanh(x * hp.a) + hp.b
+
+
+def _same_step_elsewhere(x, hp):  # the same program from other source lines
+    return jnp.tanh(x * hp.a) + hp.b
+
+
+def _other_step(x, hp):
+    return jnp.sin(x * hp.a) + hp.b
+
+
+def test_the_same_function_written_twice_is_identical():
+    hp = AB(jnp.float32(2.0), jnp.float32(1.0))
+    assert verdict(_compiled(_step, hp), _compiled(_same_step_elsewhere, hp)) == "IDENTICAL"
+
+
+def test_reordered_hyperparameter_fields_are_the_same_program_up_to_argument_order():
+    old = _compiled(_step, AB(jnp.float32(2.0), jnp.float32(1.0)))
+    new = _compiled(_step, BA(jnp.float32(1.0), jnp.float32(2.0)))
+    assert old != new
+    assert verdict(old, new) == "SAME UP TO ARGUMENT ORDER"
+
+
+def test_another_op_is_different():
+    hp = AB(jnp.float32(2.0), jnp.float32(1.0))
+    assert verdict(_compiled(_step, hp), _compiled(_other_step, hp)).startswith("DIFFERENT")
