@@ -97,11 +97,11 @@ bench: $(STAMP)
 # on $(RESULTS) when that folder exists.
 figures: $(STAMP)
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.reproduction build --readme README.md"; \
-		$(PY) -m analysis.reproduction build --readme README.md || exit $$?; fi
+		echo "$(PY) -m analysis.repro build --readme README.md"; \
+		$(PY) -m analysis.repro build --readme README.md || exit $$?; fi
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.reproduction build --experiment paper32 ... --readme README.md"; \
-		$(PY) -m analysis.reproduction build --experiment paper32 --data docs/results/paper32/data \
+		echo "$(PY) -m analysis.repro build --experiment paper32 ... --readme README.md"; \
+		$(PY) -m analysis.repro build --experiment paper32 --data docs/results/paper32/data \
 			--out docs/results/paper32 --readme README.md || exit $$?; fi
 	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
 		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
@@ -127,12 +127,12 @@ repro: $(STAMP)
 	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
 
 repro-publish: $(STAMP)
-	$(PY) -m analysis.reproduction export --results $(RESULTS) --complete-cells
-	$(PY) -m analysis.reproduction build --readme README.md
+	$(PY) -m analysis.repro export --results $(RESULTS) --complete-cells
+	$(PY) -m analysis.repro build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
-	$(PY) -m rfig_exp.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
+	$(PY) -m rfig_exp.results.status --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT))
 
 # Upload the offline wandb runs of EXPERIMENT (default: every experiment) with `wandb sync`, skipping
 # those wandb marked uploaded and seeds still training; DRY_RUN=1 lists them and the command.
@@ -140,7 +140,7 @@ status: $(STAMP)
 WANDB_SYNC ?=
 DRY_RUN ?=
 wandb-sync: $(STAMP)
-	$(PY) -m rfig_exp.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m rfig_exp.results.wandb_sync --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
 
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
@@ -150,7 +150,7 @@ SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
-	$(PY) -m rfig_exp.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m rfig_exp.launch.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
 		$(if $(JOBS),--jobs)
 

@@ -4,7 +4,7 @@
     python launch.py env=minatar_breakout bonus=none num_seeds=4
     python launch.py -m env=minatar_breakout bonus=rfig,none 'seed=range(4)'
 
-Before Hydra starts, ``rfig_exp.preflight`` validates every job of the command line
+Before Hydra starts, ``rfig_exp.launch.preflight`` validates every job of the command line
 (exit 2, one line per error, nothing created); then Hydra composes and runs each job.
 """
 
@@ -21,7 +21,7 @@ import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is import
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from rfig_exp.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
+from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
 
 log = logging.getLogger("rfig_exp")
 
@@ -49,18 +49,18 @@ def _fail(message: str, code: int, multirun: bool):
 def main(cfg: DictConfig):
     """One Hydra job: its config becomes a run spec (validated, JAX-free), then it trains.
 
-    Returns a :class:`~rfig_exp.hydra_adapter.JobOutcome` for the sweeper to count."""
+    Returns a :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweeper to count."""
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from rfig_exp import hydra_adapter, retry
+    from rfig_exp.launch import hydra_adapter, retry
 
     job = hydra_adapter.current_job()
     spec = None
     try:
-        from rfig_exp.config import build_run_spec
+        from rfig_exp.config.run_spec import build_run_spec
 
         spec = build_run_spec(cfg, job.searchpath)
         if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
-            from rfig_exp.placement import place_job
+            from rfig_exp.run.placement import place_job
 
             log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
                                cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
@@ -71,8 +71,8 @@ def main(cfg: DictConfig):
                 spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error))
         elif job.multirun:  # in the sweep's process: the sweep is re-executed
             after_stall = retry.in_process_stall_action(job.sweep_dir or ".", job.index)
-        from rfig_exp.experiment import run_spec
-        from rfig_exp.sweep_plan import varying_keys_of_sweep
+        from rfig_exp.run.experiment import run_spec
+        from rfig_exp.launch.sweep_plan import varying_keys_of_sweep
 
         varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []
         summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies, after_stall=after_stall)
@@ -94,12 +94,12 @@ def main(cfg: DictConfig):
 
 def cli(argv: list[str]) -> None:
     if {"--help", "-h"} & set(argv):
-        from rfig_exp.preflight import help_text
+        from rfig_exp.launch.preflight import help_text
 
         print(help_text())
         return
-    from rfig_exp.preflight import preflight
-    from rfig_exp.retry import RESUME_ENV
+    from rfig_exp.launch.preflight import preflight
+    from rfig_exp.launch.retry import RESUME_ENV
 
     try:
         if RESUME_ENV not in os.environ:  # a sweep re-executed after a stall was checked already
@@ -113,7 +113,7 @@ def cli(argv: list[str]) -> None:
         sys.exit(ExitCode.INTERRUPTED)
     if {"-m", "--multirun"} & set(argv):
         # Hydra composes a sweep with the default env first: per-env options must not fail there.
-        from rfig_exp.env_options import for_primary_compose
+        from rfig_exp.launch.env_options import for_primary_compose
 
         sys.argv = [sys.argv[0], *for_primary_compose(argv)]
     main()

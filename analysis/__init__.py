@@ -1,7 +1,7 @@
 """Analysis of a results tree: collect, aggregate (rliable), plot, tabulate, report.
 
 Reads only the results contract, ``<results>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/``
-(config.yaml, metrics.csv, summary.json, visits.npy), through :mod:`rfig_exp.results`; never
+(config.yaml, metrics.csv, summary.json, visits.npy), through :mod:`rfig_exp.results.contract`; never
 imports JAX or the training code, so it runs anywhere numpy / pandas / matplotlib / rliable
 are installed.
 

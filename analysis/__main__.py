@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show partial curves of runs without summary.json (never in final scores)")
     p.add_argument("--keep-failed", action="store_true",
                    help="keep failed seeds, forward-filling their NaN/missing windows (default: exclude them)")
-    p.add_argument("--only", type=_name_list, help="run only these report makers (names as in analysis.registry)")
+    p.add_argument("--only", type=_name_list, help="run only these report makers (names as in analysis.report.MAKERS)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="exit 0 even when the report lists errors (missing, incomplete or failed runs)")
     return p
@@ -101,12 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"collected {len(coll.runs)} run(s) of experiment {coll.experiment!r}: {len(coll.envs)} env(s), "
           f"{len(coll.methods)} method(s); {n_err} problem(s) reported", flush=True)
 
-    from .registry import ReportOptions, makers
-    from .report import build_report, load_makers
+    from .maker import ReportOptions
+    from .report import MAKERS, build_report
 
     if args.only:
-        load_makers()
-        known = [n for n, _ in makers()]
+        known = [n for n, _ in MAKERS]
         unknown = [n for n in args.only if n not in known]
         if unknown:
             print(f"error: unknown maker(s) {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)

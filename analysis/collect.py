@@ -1,6 +1,6 @@
 """Read a results tree into aligned arrays, and say what is missing or broken.
 
-The results tree is the results contract of :mod:`rfig_exp.results` (its layout
+The results tree is the results contract of :mod:`rfig_exp.results.contract` (its layout
 ``<results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/``, its file names and its
 one rule of completeness); the runs are read by analysis.runs and aligned by
 analysis.align. A method is a (bonus, variant) pair: see analysis.methods for its key,
@@ -17,7 +17,7 @@ Rules applied to the ``episode_return`` column (documented in every report):
   metrics.csv is a *missing window*. Either makes the run a *failed seed*:
   excluded from every statistic by default, or kept with those windows
   forward-filled when ``keep_failed=True`` -- both reported, never silent.
-* Runs that are not complete (``rfig_exp.results.incomplete_reason``: no
+* Runs that are not complete (``rfig_exp.results.contract.incomplete_reason``: no
   ``summary.json``, a status other than ``complete``, or fewer whole rows in
   ``metrics.csv`` than its windows) are *incomplete*: reported, excluded by
   default; ``include_incomplete=True`` adds their partial curves to the
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rfig_exp.variants import BASE
+from rfig_exp.config.variants import BASE
 
 from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, reference_grid
 from .issues import AnalysisError, Issue, fmt_list

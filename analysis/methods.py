@@ -18,7 +18,7 @@ from the composed defaults of its env and bonus (the launcher writes it as
   keys. Two methods never get the same label (a differing key that separates
   them is listed by at least one of them).
 * Colour. A primary method has its bonus's fixed colour (analysis.names);
-  every other method gets a colour from VARIANT_PALETTE chosen by a hash of
+  every other method gets a colour from OTHER_COLOURS (analysis.names) chosen by a hash of
   ``<bonus>/<variant>`` (so it does not depend on the other methods present),
   moved on to the next free colour that is far enough from every colour taken
   in this report (VARIANT_MIN_DISTANCE), else to the free colour farthest from
@@ -36,16 +36,9 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from rfig_exp.variants import BASE, format_value
+from rfig_exp.config.variants import BASE, format_value
 
-from .names import PALETTE, method_colour, method_label, method_sort_key
-
-# Colour-blind-friendly colours (Paul Tol's muted / bright sets) that are none of
-# the five fixed bonus colours.
-VARIANT_PALETTE: tuple[str, ...] = (
-    "#E69F00", "#56B4E9", "#882255", "#44AA99", "#332288", "#999933", "#AA4499", "#117733",
-    "#88CCEE", "#DDCC77", "#8C564B", "#17BECF", "#BCBD22", "#9467BD", "#EE6677", "#228833",
-)
+from .names import OTHER_COLOURS, PALETTE, method_colour, method_label, method_sort_key
 
 # Below this "redmean" RGB distance two palette colours read as one on a plot
 # (e.g. #56B4E9 and #88CCEE, both light blue, are 92 apart; most pairs are over 200).
@@ -61,10 +54,10 @@ def colour_distance(a: str, b: str) -> float:
 
 
 def _variant_colour(start: int, taken: set[str]) -> str:
-    n = len(VARIANT_PALETTE)
-    free = [c for i in range(n) if (c := VARIANT_PALETTE[(start + i) % n]) not in taken and c not in PALETTE.values()]
+    n = len(OTHER_COLOURS)
+    free = [c for i in range(n) if (c := OTHER_COLOURS[(start + i) % n]) not in taken and c not in PALETTE.values()]
     if not free:
-        return VARIANT_PALETTE[start]
+        return OTHER_COLOURS[start]
     gap = {c: min((colour_distance(c, t) for t in taken), default=math.inf) for c in free}
     return next((c for c in free if gap[c] >= VARIANT_MIN_DISTANCE), max(free, key=gap.__getitem__))
 
@@ -173,7 +166,7 @@ def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[
         if is_primary:
             colours[key] = method_colour(bonus)
             continue
-        colours[key] = _variant_colour(zlib.crc32(f"{bonus}/{variant}".encode()) % len(VARIANT_PALETTE), taken)
+        colours[key] = _variant_colour(zlib.crc32(f"{bonus}/{variant}".encode()) % len(OTHER_COLOURS), taken)
         taken.add(colours[key])
 
     methods = [Method(key, bonus, variant, ov, label, colours[key], is_primary)

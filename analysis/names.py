@@ -1,4 +1,4 @@
-"""Display names, panel order and the fixed colour palette.
+"""Display names, panel order and colours: the one source of every label and colour of a report.
 
 Everything keyed by the *bonus name* as written in the results tree (``none``,
 ``rfig``, ...), so a method keeps the same label and colour in every figure of
@@ -13,7 +13,7 @@ import zlib
 from typing import Mapping
 
 from rfig_exp.bonuses import ROLES, declared_bonuses, settings_class
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 # Each bonus's label, colour, role and row of the paper's Table 1 are declared with its settings
 # (rfig_exp.bonuses: its module; no JAX). Legend / table order: plain PPO first, then the baselines
@@ -25,16 +25,19 @@ METHOD_ORDER: tuple[str, ...] = tuple(sorted(
                               getattr(_DECLARED[b].paper, "row", None) or math.inf, b)))
 # Label used in figures and tables for each bonus name.
 METHOD_LABELS: dict[str, str] = {b: _DECLARED[b].label for b in METHOD_ORDER}
-# Okabe-Ito colours (colour-blind safe), fixed per bonus name.
+# Each bonus's declared colour (Okabe-Ito, colour-blind safe), the same in every report.
 PALETTE: dict[str, str] = {b: _DECLARED[b].colour for b in METHOD_ORDER}
 REFERENCES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "reference")  # plain PPO
 BASELINES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "baseline")
 # the bonuses of the paper's Table 1, in its order
 PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(_DECLARED[b].paper, "row", None))
-# Unknown bonuses get one of these, chosen by a stable hash of the name so the
-# choice does not depend on which other methods are in the report.
-_EXTRA_COLOURS: tuple[str, ...] = (
-    "#E69F00", "#56B4E9", "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#9467BD", "#1B9E77",
+# Every colour that no bonus declares: a method that is a variant of a bonus (analysis.methods picks
+# one per variant), or a bonus this checkout does not declare (picked by a stable hash of its name,
+# so the choice does not depend on which other methods are in the report). Colour-blind-friendly
+# colours (Paul Tol's muted / bright sets) that are none of the five declared bonus colours.
+OTHER_COLOURS: tuple[str, ...] = (
+    "#E69F00", "#56B4E9", "#882255", "#44AA99", "#332288", "#999933", "#AA4499", "#117733",
+    "#88CCEE", "#DDCC77", "#8C564B", "#17BECF", "#BCBD22", "#9467BD", "#EE6677", "#228833",
 )
 
 # The paper's figure order: classic control, sparse Brax locomotion, PointMaze,
@@ -96,7 +99,7 @@ def method_label(bonus: str) -> str:
 def method_colour(bonus: str) -> str:
     if bonus in PALETTE:
         return PALETTE[bonus]
-    return _EXTRA_COLOURS[zlib.crc32(bonus.encode()) % len(_EXTRA_COLOURS)]
+    return OTHER_COLOURS[zlib.crc32(bonus.encode()) % len(OTHER_COLOURS)]
 
 
 def method_sort_key(bonus: str) -> tuple[float, str]:

@@ -21,7 +21,7 @@ from matplotlib.ticker import Formatter, FuncFormatter  # noqa: E402
 from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
 from .collect import RETURN_COLUMN, Collection  # noqa: E402
 from .names import env_label  # noqa: E402
-from .registry import ReportContext, Section, register_maker  # noqa: E402
+from .maker import ReportContext, Section  # noqa: E402
 
 FORMATS = ("png", "pdf")
 _DPI = 150
@@ -332,7 +332,6 @@ def _figure_md(files: list[Path], out_dir: Path, alt: str, caption: str) -> str:
     return f"![{alt}]({png.relative_to(out_dir).as_posix()})\n\n{caption} {others}".rstrip()
 
 
-@register_maker("curves", order=20)
 def curves_maker(ctx: ReportContext, out_dir: Path):
     files = plot_env_curves(ctx.data, out_dir / "curves")
     if not files:
@@ -345,7 +344,6 @@ def curves_maker(ctx: ReportContext, out_dir: Path):
     return Section("Learning curves", _figure_md(files, out_dir, "learning curves", caption), files)
 
 
-@register_maker("aggregate_intervals", order=40)
 def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
     files = plot_aggregate_intervals(agg, out_dir / "aggregate_scores", ctx.data)
@@ -358,7 +356,6 @@ def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
     return Section("Aggregate final scores", _figure_md(files, out_dir, "aggregate scores", caption), files)
 
 
-@register_maker("aggregate_curve", order=50)
 def aggregate_curve_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
     files = plot_aggregate_curve(agg, out_dir / "aggregate_curve", ctx.data)
@@ -369,7 +366,6 @@ def aggregate_curve_maker(ctx: ReportContext, out_dir: Path):
     return Section("Aggregate learning curve", _figure_md(files, out_dir, "aggregate curve", caption), files)
 
 
-@register_maker("probability_of_improvement", order=60)
 def poi_maker(ctx: ReportContext, out_dir: Path):
     agg = ctx.aggregates
     files = plot_probability_of_improvement(agg, out_dir / "probability_of_improvement", ctx.data)
@@ -381,7 +377,6 @@ def poi_maker(ctx: ReportContext, out_dir: Path):
                    files)
 
 
-@register_maker("intrinsic_reward", order=80)
 def intrinsic_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     column = "intrinsic_reward"

@@ -1,20 +1,20 @@
-"""Assemble a report folder: run every registered maker, write index.md."""
+"""Assemble a report folder: run every maker of :data:`MAKERS` in its order, write index.md."""
 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
-import pkgutil
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rfig_exp import results
+from rfig_exp.results import contract as results
 
 from .aggregate import describe_normalisation
 from .collect import Collection
 from .methods import format_overrides
-from .registry import ReportContext, ReportOptions, Section, makers
+from . import plots, tables
+from .maker import Maker, ReportContext, ReportOptions, Section
+from .makers import coverage, sensitivity
 from .tables import MIN_SEEDS_FOR_CI, few_seeds_note, render_markdown
 
 
@@ -25,13 +25,25 @@ class ReportResult:
     errors: list[str] = field(default_factory=list)  # "maker: exception" for makers that failed
 
 
-def load_makers() -> None:
-    """Import the built-in makers and every module in analysis/makers/ (plug-ins)."""
-    from . import makers as plugin_pkg
-    from . import plots, tables  # noqa: F401  (registration happens on import)
-
-    for mod in pkgutil.iter_modules(plugin_pkg.__path__):
-        importlib.import_module(f"{plugin_pkg.__name__}.{mod.name}")
+# Every block of a report, in its order: a new figure or table is one entry here (its name is what
+# ``python -m analysis --only`` takes).
+MAKERS: tuple[tuple[str, Maker], ...] = (
+    ("data", tables.data_maker),
+    ("curves", plots.curves_maker),
+    ("coverage_curves", coverage.coverage_curves_maker),
+    ("visit_maps", coverage.visit_maps_maker),
+    ("final_scores", tables.final_scores_maker),
+    ("final_coverage", coverage.final_coverage_maker),
+    ("sensitivity", sensitivity.sensitivity_maker),
+    ("aggregate_intervals", plots.aggregate_intervals_maker),
+    ("aggregate_table", tables.aggregate_table_maker),
+    ("aggregate_curve", plots.aggregate_curve_maker),
+    ("probability_of_improvement", plots.poi_maker),
+    ("method_comparison", tables.method_comparison_maker),
+    ("intrinsic_reward", plots.intrinsic_maker),
+    ("env_metrics", coverage.env_metrics_maker),
+    ("exports", tables.exports_maker),
+)
 
 
 def min_seeds(coll: Collection) -> int:
@@ -106,18 +118,18 @@ def _header(coll: Collection, opts: ReportOptions) -> str:
 
 
 def build_report(coll: Collection, out_dir: str | Path, options: ReportOptions | None = None,
-                 only: list[str] | None = None, strict: bool = False) -> ReportResult:
-    """Run the makers (all registered ones, or those named in ``only``) and
-    write ``out_dir/index.md``. A maker that raises is reported in index.md and
-    in ReportResult.errors (re-raised when ``strict``)."""
+                 only: list[str] | None = None, strict: bool = False,
+                 makers: tuple[tuple[str, Maker], ...] = MAKERS) -> ReportResult:
+    """Run ``makers`` in order (all, or those named in ``only``) and write ``out_dir/index.md``.
+    A maker that raises is reported in index.md and in ReportResult.errors (re-raised when
+    ``strict``)."""
     options = options or ReportOptions()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    load_makers()
     ctx = ReportContext(coll, options)
     sections: list[Section] = []
     errors: list[str] = []
-    for name, fn in makers():
+    for name, fn in makers:
         if only is not None and name not in only:
             continue
         try:

@@ -1,6 +1,6 @@
 """Runs as read from a results tree: one :class:`Run` per run folder, with its summary, config,
 metrics and the overrides of its variant. The layout, the file names and the rule of
-completeness are the results contract's (:mod:`rfig_exp.results`); this module only reads.
+completeness are the results contract's (:mod:`rfig_exp.results.contract`); this module only reads.
 
 A variant's overrides come from ``variant.yaml``, else from ``summary.json["variant_overrides"]``,
 else from the folder name (every fallback reported). An ``env.*`` override makes another *task*
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rfig_exp import results
-from rfig_exp.results import RunSummary
-from rfig_exp.variants import BASE, format_value
+from rfig_exp.results import contract as results
+from rfig_exp.results.contract import RunSummary
+from rfig_exp.config.variants import BASE, format_value
 
 from .issues import Issue
 from .methods import format_overrides

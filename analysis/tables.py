@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rfig_exp.results import RunSummary
+from rfig_exp.results.contract import RunSummary
 
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table
 from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key, method_label, sort_methods
-from .registry import ReportContext, Section, register_maker
+from .maker import ReportContext, Section
 
 DASH = "—"
 
@@ -163,7 +163,6 @@ def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat
     return header, rows, usual_n, min(ns, default=0)
 
 
-@register_maker("final_scores", order=30)
 def final_scores_maker(ctx: ReportContext, out_dir: Path):
     agg, coll = ctx.aggregates, ctx.data
     methods = [b for b in coll.methods if any(b in agg.per_env.get(e, {}) for e in coll.envs)]
@@ -190,7 +189,6 @@ def final_scores_maker(ctx: ReportContext, out_dir: Path):
 # --------------------------------------------------------------------------- cross-env aggregates
 
 
-@register_maker("aggregate_table", order=45)
 def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
     agg, coll = ctx.aggregates, ctx.data
     methods = [b for b in agg.agg_methods if b in agg.overall]
@@ -267,7 +265,6 @@ def _num(x: float, fmt: str) -> str:
     return format(x, fmt) if x is not None and math.isfinite(x) else DASH
 
 
-@register_maker("method_comparison", order=70)
 def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     coll, agg = ctx.data, ctx.aggregates
     speed = _speed_stats(coll)
@@ -335,7 +332,6 @@ def _issue_method(coll: Collection, bonus, variant) -> str:
     return method_label(bonus) + (f" [{variant}]" if isinstance(variant, str) and variant != "base" else "")
 
 
-@register_maker("data", order=10)
 def data_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     rt = runs_table(coll, ctx.options.last_k)
@@ -391,7 +387,6 @@ def _iv(iv) -> dict:
     return {"point": iv.point, "lo": iv.lo, "hi": iv.hi}
 
 
-@register_maker("exports", order=90)
 def exports_maker(ctx: ReportContext, out_dir: Path):
     agg, coll = ctx.aggregates, ctx.data
     rows = []

@@ -34,7 +34,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench_throughput import build  # noqa: E402
-from rfig_exp import checkpoint, observers  # noqa: E402
+from rfig_exp.run import checkpoint, observers  # noqa: E402
 
 
 def main(argv=None):

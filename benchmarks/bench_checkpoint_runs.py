@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     cadences = {name: CADENCES[name] for name in ["off", *args.cadences.split(",")]}
     from hydra import compose, initialize_config_dir
 
-    from rfig_exp.experiment import run_experiment
+    from rfig_exp.run.experiment import run_experiment
 
     def compose_config(*overrides):
         with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -20,7 +20,7 @@ interleaved rounds:
   the N states' features plus a bare rank-k Woodbury update (``U = Phi Lambda``, Cholesky
   of ``I + U Phi^T``, one triangular solve, ``Lambda - V^T V``; k = floor(N rho) = 256),
   chained through Lambda. Features are not part of it (by definition). For S > 1
-  seeds, one seed after another (``rfig_exp.linalg.sequential_vmap``, the faster way on CPU; the
+  seeds, one seed after another (``rfig_exp.bonuses.rfig.linalg.sequential_vmap``, the faster way on CPU; the
   ``batched`` column is the same floor with XLA's batched matmuls under a plain vmap).
 - the parts, each one call jitted alone: ``features`` (RFF map of the N states), ``quad``
   (the bonus's quadratic form on given features), ``sigma`` (subsample, features of the k
@@ -70,10 +70,10 @@ from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.bonuses.base import Bonus, BonusBatch, flat_states  # noqa: E402
 from rfig_exp.bonuses.rfig import precision  # noqa: E402
 from rfig_exp.bonuses.rfig.features import rff_features  # noqa: E402
-from rfig_exp.config import build_run_spec  # noqa: E402
+from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
-from rfig_exp.linalg import sequential_vmap  # noqa: E402
-from rfig_exp.shuffle import subsample  # noqa: E402
+from rfig_exp.bonuses.rfig.linalg import sequential_vmap  # noqa: E402
+from rfig_exp.bonuses.shuffle import subsample  # noqa: E402
 
 from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 

@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
-from rfig_exp.config import build_run_spec  # noqa: E402
+from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 
 

@@ -84,7 +84,8 @@ def verdict(old: list[str], new: list[str]) -> str:
         return "IDENTICAL"
     if argument_order_free(old) == argument_order_free(new):
         return "SAME UP TO ARGUMENT ORDER"
-    diff = [d for d in difflib.unified_diff(old, new, lineterm="", n=0) if d[:1] in "+-" and d[:3] not in ("---", "+++")]
+    diff = [d for d in difflib.unified_diff(old, new, lineterm="", n=0)
+            if d[:1] in "+-" and d[:3] not in ("---", "+++")]
     return f"DIFFERENT ({len(diff)} lines; first: {diff[0][:160]!r})"
 
 

@@ -111,7 +111,7 @@ def _version(name: str) -> str | None:
 def job_rows(results: Path, experiment: str, since: str | None = None) -> list[dict]:
     """One row per training process of ``experiment`` (its complete seeds share one summary time)
     that finished at ``since`` (UTC, ``%Y-%m-%dT%H:%M:%SZ``) or later."""
-    from rfig_exp import results as contract
+    from rfig_exp.results import contract
 
     jobs: dict[tuple, dict] = {}
     for run in contract.iter_runs(results, experiment):

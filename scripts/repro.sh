@@ -23,8 +23,8 @@ EXTRA=${EXTRA:-}
 # wandb off: the CSV files are the record; stall_timeout_s 300: a wedged job costs 5 minutes, not 15.
 COMMON="results_dir=$RESULTS wandb.mode=disabled stall_timeout_s=300"
 
-# The stages and their commands are declared once, in analysis/repro_stages.py.
-STAGES=$($PY -m analysis.repro_stages list) || exit 2
+# The stages and their commands are declared once, in analysis/repro/stages.py.
+STAGES=$($PY -m analysis.repro.stages list) || exit 2
 
 sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at most TRIES times)
     local try code
@@ -47,7 +47,7 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
 
 run_stage() {  # every sweep of one stage, in order; stops at the first that does not complete
     local commands args
-    commands=$($PY -m analysis.repro_stages commands "$1") || return 2
+    commands=$($PY -m analysis.repro.stages commands "$1") || return 2
     while IFS= read -r args; do
         # shellcheck disable=SC2086  # one argument per word: the arguments hold no spaces
         sweep $args || return $?
@@ -84,7 +84,7 @@ fi
 # Committed runs are put back into RESULTS first (as complete runs), so every sweep below skips
 # the cells the published data already holds and runs only what is missing.
 if [ -z "${NO_RESTORE:-}" ]; then
-    $PY -m analysis.reproduction restore --results "$RESULTS" || exit $?
+    $PY -m analysis.repro restore --results "$RESULTS" || exit $?
 fi
 
 # No stages named: every stage, on two lanes of one core each (placed processes ran faster than two

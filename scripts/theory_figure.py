@@ -96,8 +96,8 @@ def compute(grid: dict, lambda0: float, delta: float, log=print) -> list[dict]:
     import jax
     import jax.numpy as jnp
 
-    from rfig_exp import theory as T
-    from rfig_exp.linalg import rbf_gram, rbf_kernel
+    from rfig_exp.bonuses.rfig import theory as T
+    from rfig_exp.bonuses.rfig.linalg import rbf_gram, rbf_kernel
 
     ns, ds, Ds, seeds, M = grid["ns"], grid["ds"], grid["Ds"], grid["seeds"], grid["queries"]
     n_max = max(ns)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from omegaconf import OmegaConf
 
 from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
-from rfig_exp.experiment import run_experiment
+from rfig_exp.run.experiment import run_experiment
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

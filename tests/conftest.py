@@ -21,8 +21,9 @@ def analysis_reads() -> set[str]:
     and each bonus's JAX-free declaration (its label, colour and role)."""
     from rfig_exp.bonuses import bonus_names
 
-    return {"rfig_exp", "rfig_exp.results", "rfig_exp.variants", "rfig_exp.faults", "rfig_exp.bonuses",
-            "rfig_exp.bonuses.settings", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors",
+    return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults", "rfig_exp.bonuses",
+            "rfig_exp.bonuses.settings", "rfig_exp.config", "rfig_exp.config.variants", "rfig_exp.config.settings",
+            "rfig_exp.config.validation", "rfig_exp.config.errors",
             *(f"rfig_exp.bonuses.{b}" for b in bonus_names())}
 
 

@@ -51,7 +51,7 @@ def clean_agg(clean):
 
 @pytest.fixture(scope="module")
 def report(defects, tmp_path_factory):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, _ = defects
@@ -370,32 +370,34 @@ def test_report_says_when_its_results_last_changed_not_when_it_was_built(clean, 
     assert f"- Results as of: {stamp} (the newest run file)" in first
 
 
-def test_registry_plugin_and_failing_maker(defects, tmp_path):
-    from analysis.registry import Section, register_maker, unregister_maker
-    from analysis.report import build_report
+def test_an_added_maker_runs_in_its_place_and_a_failing_one_is_reported(defects, tmp_path):
+    from analysis.maker import Section
+    from analysis.report import MAKERS, build_report
 
     root, _ = defects
     coll = collect(root, "defects", envs="acrobot")
 
-    @register_maker("test_extra", order=55)
     def extra(ctx, out_dir):
         p = out_dir / "extra.txt"
         p.write_text(",".join(ctx.data.envs))
-        return Section("Extra figure", "made by a plug-in", [p])
+        return Section("Extra figure", "made by an added maker", [p])
 
-    @register_maker("test_broken", order=56)
     def broken(ctx, out_dir):
         raise RuntimeError("boom")
 
-    try:
-        res = build_report(coll, tmp_path, only=["test_extra", "test_broken", "data"])
-    finally:
-        unregister_maker("test_extra")
-        unregister_maker("test_broken")
+    makers = (*MAKERS, ("test_extra", extra), ("test_broken", broken))
+    res = build_report(coll, tmp_path, only=["test_extra", "test_broken", "data"], makers=makers)
     index = (tmp_path / "index.md").read_text()
     assert "## Extra figure" in index and (tmp_path / "extra.txt").read_text() == "acrobot"
     assert res.errors and "boom" in res.errors[0] and "test_broken (failed)" in index
     assert index.index("## Data") < index.index("## Extra figure")
+
+
+def test_the_report_order_is_the_list_of_makers():
+    from analysis.report import MAKERS
+
+    names = [n for n, _ in MAKERS]
+    assert len(set(names)) == len(names) and names[0] == "data" and names[-1] == "exports"
 
 
 def test_full_suite_figure_is_a_3x4_grid(tmp_path):
@@ -459,8 +461,8 @@ def test_cli_bad_input(tmp_path, capsys):
 
 
 def test_analysis_never_imports_jax_or_the_trainer():
-    """analysis reads results through the results contract (rfig_exp.results, with
-    rfig_exp.variants for variant names and values) and each bonus's label, colour and role from
+    """analysis reads results through the results contract (rfig_exp.results.contract, with
+    rfig_exp.config.variants for variant names and values) and each bonus's label, colour and role from
     its declaration (rfig_exp.bonuses), and nothing else of rfig_exp: importing all of it, makers
     included, loads no JAX and no training code."""
     code = ("import sys, pkgutil, importlib, analysis, analysis.makers\n"
@@ -471,7 +473,7 @@ def test_analysis_never_imports_jax_or_the_trainer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert set(out.stdout.split()) <= analysis_reads(), out.stdout
-    assert "rfig_exp.results" in out.stdout.split()
+    assert "rfig_exp.results.contract" in out.stdout.split()
 
 
 def test_tick_labels_are_the_ticks_exact_values():

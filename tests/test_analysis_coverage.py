@@ -110,7 +110,7 @@ def test_heat_maps_draw_walls_and_only_free_visited_cells(cov_tree):
 
 
 def test_coverage_report_sections(cov_tree, tmp_path):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, _ = cov_tree

@@ -19,9 +19,9 @@ except ImportError:  # tests/ imported as a package
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
 from analysis.aggregate import Interval, compute_aggregates
-from analysis.methods import (VARIANT_MIN_DISTANCE, VARIANT_PALETTE, build_methods, colour_distance, format_value,
+from analysis.methods import (VARIANT_MIN_DISTANCE, build_methods, colour_distance, format_value,
                               swept_key)
-from analysis.names import PALETTE
+from analysis.names import OTHER_COLOURS, PALETTE
 
 REPS = 60
 LR_A = "agent.lr=0.0001,agent.total_timesteps=20480"
@@ -55,7 +55,7 @@ def test_build_methods_keys_labels_common_and_colours():
     # Base keeps its bonus colour; variants get distinct colours that are none of the bonus colours.
     assert methods[0].colour == PALETTE["none"] and methods[1].colour == PALETTE["rfig"]
     variant_colours = [m.colour for m in methods[2:]]
-    assert len(set(variant_colours)) == 2 and all(c in VARIANT_PALETTE for c in variant_colours)
+    assert len(set(variant_colours)) == 2 and all(c in OTHER_COLOURS for c in variant_colours)
     # Stable: the same methods get the same colours whatever order they are found in.
     again, _ = build_methods(dict(reversed(list(groups.items()))))
     assert [m.colour for m in again] == [m.colour for m in methods]
@@ -68,9 +68,9 @@ def test_build_methods_keys_labels_common_and_colours():
     assert len({str(m.linestyle) for m in ms if m.bonus == "rfig"}) == 4
     assert all(m.linestyle == "-" for m in ms if m.primary)
     # Distinct while the palette lasts, however the hashes fall.
-    many = {("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": float(v)} for v in range(len(VARIANT_PALETTE))}
+    many = {("rfig", f"bonus.lengthscale={v}"): {"bonus.lengthscale": float(v)} for v in range(len(OTHER_COLOURS))}
     ms, _ = build_methods(many)
-    assert len({m.colour for m in ms}) == len(VARIANT_PALETTE)
+    assert len({m.colour for m in ms}) == len(OTHER_COLOURS)
     assert [m.label for m in ms][:3] == ["RFIG (lengthscale=0)", "RFIG (lengthscale=1)", "RFIG (lengthscale=2)"]
 
     # Overrides shared by all are common (stated once), never in labels; a bonus's only variant is primary.
@@ -127,7 +127,7 @@ def test_lr_sweep_gives_two_methods_with_labels_and_header(lr_tree, tmp_path):
             seeds, v = coll.env_data[env].returns(m)
             np.testing.assert_allclose(v, truth[(env, lr)])
             assert all(r.config["agent"]["lr"] == lr for r in coll.runs_of(m))
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     res = build_report(coll, tmp_path, ReportOptions(reps=REPS), strict=True, only=["data", "final_scores", "exports"])
@@ -175,7 +175,7 @@ def test_variant_and_method_selection(lr_tree, sens_tree):
 
 
 def test_folders_outside_the_layout_are_not_runs(tmp_path):
-    """Only <env>/<bonus>/<variant>/seed_<k> is a run (rfig_exp.results.iter_runs): the old layout
+    """Only <env>/<bonus>/<variant>/seed_<k> is a run (rfig_exp.results.contract.iter_runs): the old layout
     without a variant folder, and hidden folders, are not read."""
     r = truth_returns("acrobot", "rfig", 2)
     for s in range(2):
@@ -220,7 +220,7 @@ def test_variant_overrides_fallbacks_and_mismatch(tmp_path):
 
 def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
     from analysis.makers.sensitivity import find_sweeps, sensitivity_points, use_log_x
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, truth = sens_tree
@@ -250,7 +250,7 @@ def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
 
 def test_no_sensitivity_figure_for_a_single_value(sens_tree, tmp_path):
     from analysis.makers.sensitivity import find_sweeps
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     root, _ = sens_tree
@@ -316,7 +316,7 @@ def _write_scores(root, exp, env, finals: dict[str, list[float]]):
 
 
 def test_bold_only_when_cis_do_not_overlap(tmp_path):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     # acrobot: rfig far above everyone (bold); mountaincar: rfig and rnd overlap (no bold).
@@ -338,7 +338,7 @@ def test_bold_only_when_cis_do_not_overlap(tmp_path):
 
 
 def test_few_seeds_say_intervals_are_not_meaningful(tmp_path):
-    from analysis.registry import ReportOptions
+    from analysis.maker import ReportOptions
     from analysis.report import build_report
 
     _write_scores(tmp_path, "few", "acrobot", {"none": [1, 2], "rfig": [50, 52]})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -13,14 +14,87 @@ from rfig_exp.bonuses import bonus_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Modules that validate a config or read a results tree: none may import JAX, directly or not.
-# Each bonus's module too: it declares the bonus's settings (read by preflight and analysis) and
-# imports what the bonus computes with only when the bonus is made.
-JAX_FREE = ["rfig_exp.config", "rfig_exp.settings", "rfig_exp.validation", "rfig_exp.errors", "rfig_exp.results",
-            "rfig_exp.variants", "rfig_exp.status", "rfig_exp.estimate", "rfig_exp.agents.ppo.config",
-            "rfig_exp.bonuses", "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
-            "rfig_exp.envs", "rfig_exp.envs.settings", "analysis.collect", "analysis.names",
-            "rfig_exp.preflight", "rfig_exp.sweep_plan", "rfig_exp.seed_plan"]
+SRC = ROOT / "src"
+
+# The layers of rfig_exp, bottom first: a module imports only modules of its own layer and of the
+# layers before it. Each layer is one package; a new module is checked by being in its package, and
+# a module outside every package fails test_every_module_is_in_a_layer.
+LAYERS = ("config", "results", "envs", "bonuses", "agents", "run", "launch")
+# Every module of these packages imports no JAX, directly or not: a config is checked, a results tree
+# read and a sweep planned without a compiler or an accelerator.
+JAX_FREE_LAYERS = ("config", "results", "launch")
+# The core's declarations: where an env suite, a bonus or the agent declares its settings, beside its
+# code and without JAX (a bonus's module imports what it computes with only when the bonus is made).
+# The config layer reads them to build a RunSpec, so they are the one way it may import upwards.
+DECLARATIONS = ("rfig_exp.envs", "rfig_exp.envs.settings", "rfig_exp.envs.mazes", "rfig_exp.bonuses",
+                "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
+                "rfig_exp.agents", "rfig_exp.agents.ppo", "rfig_exp.agents.ppo.config")
+# analysis reads the results tree through the results layer; these modules of it load no JAX either.
+ANALYSIS_JAX_FREE = ("analysis.collect", "analysis.names")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted((SRC / "rfig_exp").rglob("*.py"))}
+
+
+def _layer(module: str) -> str | None:
+    """The layer of a module of rfig_exp: its top-level package under rfig_exp (None: rfig_exp itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each rfig_exp module that ``path`` imports, at its top or inside a function:
+    ``from rfig_exp.x import y`` counts as ``rfig_exp.x.y`` when that is a module, else ``rfig_exp.x``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "rfig_exp"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "rfig_exp":
+            base = node.module or ""
+            out += [(node.lineno, f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base) for a in node.names]
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    loose = [m for m in MODULES if m != "rfig_exp" and _layer(m) not in LAYERS]
+    assert not loose, f"modules outside the layers {LAYERS}: {loose}"
+
+
+def test_no_layer_imports_a_layer_above_it():
+    upward = []
+    for module, path in MODULES.items():
+        here = LAYERS.index(_layer(module)) if _layer(module) else -1
+        for line, target in _imported(path):
+            there = LAYERS.index(_layer(target)) if _layer(target) else -1
+            if there > here and not (_layer(module) == "config" and target in DECLARATIONS):
+                upward.append(f"{path.relative_to(ROOT)}:{line} ({_layer(module)}) imports {target} ({_layer(target)})")
+    assert not upward, "imports of a layer above: " + "; ".join(upward)
+
+
+def test_the_check_sees_an_upward_import():
+    """The layer check reads imports inside functions too, and resolves a ``from`` import to the module."""
+    found = _imported(MODULES["rfig_exp.config.variants"])
+    assert any(t == "rfig_exp.config.run_spec" for _, t in found), found  # imported inside not_hyperparameters
+
+
+def test_the_docs_name_every_module_and_layer():
+    """README's layout names every module (a bonus's own module aside: a new bonus touches no other
+    file), and docs/architecture.md every layer."""
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("\n## Layout"):].split("\n## ")[1]  # up to the next section, if any
+    unnamed = [str(p.relative_to(ROOT)) for p in [*MODULES.values(), *ROOT.joinpath("analysis").rglob("*.py")]
+               if p.stem not in ("__init__", "__main__", *bonus_names()) and p.name not in layout]
+    assert not unnamed, f"modules the README's Layout section does not name: {unnamed}"
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    assert [layer for layer in LAYERS if f"{layer}/" not in architecture] == []
+
+
+JAX_FREE = [*(m for m in MODULES if _layer(m) in JAX_FREE_LAYERS), *DECLARATIONS, *ANALYSIS_JAX_FREE]
 
 
 def _python(code: str) -> list[str]:
@@ -36,8 +110,8 @@ def _build_specs(jobs: list[list[str]]) -> str:
     """Code that builds the run spec of each job (a list of overrides), printing each ConfigError,
     then whether JAX got imported."""
     return ("from hydra import compose, initialize_config_dir\n"
-            "from rfig_exp.config import build_run_spec\n"
-            "from rfig_exp.errors import ConfigError\n"
+            "from rfig_exp.config.run_spec import build_run_spec\n"
+            "from rfig_exp.config.errors import ConfigError\n"
             f"with initialize_config_dir(config_dir={str(ROOT / 'conf')!r}, version_base='1.3'):\n"
             f"    for job in {jobs!r}:\n"
             "        try:\n"
@@ -72,12 +146,12 @@ def test_only_the_adapter_reaches_into_hydra_and_submitit_internals():
     offenders = [f"{p.relative_to(ROOT)}:{i}" for p in [*ROOT.joinpath("src").rglob("*.py"), ROOT / "launch.py"]
                  if p.name != "hydra_adapter.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if private.search(line)]
-    assert not offenders, f"Hydra/submitit internals outside rfig_exp/hydra_adapter.py: {offenders}"
+    assert not offenders, f"Hydra/submitit internals outside rfig_exp/launch/hydra_adapter.py: {offenders}"
 
 
 def test_the_adapter_refuses_a_hydra_it_was_not_written_for():
     out = _python("import hydra; hydra.__version__ = '1.4.0'\n"
-                  "try:\n    import rfig_exp.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
+                  "try:\n    import rfig_exp.launch.hydra_adapter\nexcept ImportError as err:\n    print(err)\n")
     assert len(out) == 1 and "needs hydra-core 1.3.x" in out[0] and "found 1.4.0" in out[0], out
 
 
@@ -85,9 +159,9 @@ def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
     """A sweep of gymnax envs makes its envs (gymnax, hence JAX) and nothing of the training: no
     run loop, no agent, no bonus code (a bonus module's declared settings are read: they import
     no JAX), no other suite."""
-    code = ("from rfig_exp.preflight import preflight\n"
+    code = ("from rfig_exp.launch.preflight import preflight\n"
             f"preflight(['-m', 'env=cartpole,acrobot', 'bonus=rfig,rnd', 'results_dir={tmp_path}'])\n"
-            "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run_loop',\n"
+            "print(sorted(m for m in ('gymnax', 'brax', 'rfig_exp.envs.pointmaze', 'rfig_exp.run.run_loop',\n"
             "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"
             "      'rfig_exp.bonuses.nets') if m in sys.modules))")
     assert _python(code)[-1] == "['gymnax']"

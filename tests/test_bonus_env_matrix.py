@@ -28,7 +28,7 @@ import pytest
 from conftest import compose_config
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config import build_run_spec
+from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import BoxSpace, DiscreteSpace, make_env
 
 NUM_ENVS, NUM_STEPS = 4, 8

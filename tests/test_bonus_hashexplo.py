@@ -13,7 +13,7 @@ from bonus_fixtures import (assert_init_needs_no_lapack, batch_of, bonus_config,
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
 from rfig_exp.bonuses.simhash import simhash_bits
 from rfig_exp.envs import DiscreteSpace
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 T, B, OBS = 8, 16, (3,)
 N = T * B

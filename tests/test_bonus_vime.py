@@ -14,7 +14,7 @@ from rfig_exp.bonuses import BonusBatch
 from rfig_exp.bonuses.base import action_features
 from rfig_exp.bonuses.bnn import information_gain, kl_to_prior, sample_noise, softplus_inverse
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 
 T, B, OBS, ACTIONS = 8, 16, (3,), 2

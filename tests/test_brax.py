@@ -22,8 +22,8 @@ from omegaconf import OmegaConf
 from rfig_exp.envs import REGISTRY, make_env
 from rfig_exp.envs.brax_suite import milestone_reward
 from rfig_exp.envs.settings import BACKENDS, BraxSettings, parse_env
-from rfig_exp.errors import ConfigError
-from rfig_exp.experiment import run_experiment
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.run.experiment import run_experiment
 
 from conftest import ROOT, compose_config
 
@@ -96,7 +96,7 @@ def test_brax_is_imported_only_when_a_brax_env_is_made():
     code = (
         "import sys, rfig_exp\n"
         "from rfig_exp.envs import make_env\n"
-        "from rfig_exp.errors import ConfigError\n"
+        "from rfig_exp.config.errors import ConfigError\n"
         "make_env('cartpole')\n"
         "try:\n"
         "    make_env({'name': 'sparse_ant', 'backend': 'bullet'})\n"

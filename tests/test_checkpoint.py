@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from rfig_exp import checkpoint
-from rfig_exp.experiment import run_experiment
+from rfig_exp.run import checkpoint
+from rfig_exp.run.experiment import run_experiment
 
 from conftest import find_run
 

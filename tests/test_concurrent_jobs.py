@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.placement import cpu_block, format_cores
+from rfig_exp.run.placement import cpu_block, format_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2", "agent.update_epochs=1",

@@ -3,8 +3,8 @@
 import pytest
 
 from conftest import compose_config
-from rfig_exp.config import build_run_spec
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.run_spec import build_run_spec
+from rfig_exp.config.errors import ConfigError
 
 
 def test_defaults_are_the_papers():

@@ -9,7 +9,7 @@ from scipy import stats
 from rfig_exp.agents.ppo import train
 from rfig_exp.agents.ppo.networks import DiagGaussian
 from rfig_exp.envs import BoxSpace, DiscreteSpace, make_env
-from rfig_exp.experiment import run_experiment
+from rfig_exp.run.experiment import run_experiment
 
 
 def test_env_action_clips_box_actions_and_leaves_discrete_ones():

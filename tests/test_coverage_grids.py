@@ -12,7 +12,7 @@ import pytest
 
 from conftest import find_run
 from rfig_exp.envs import CoverageGrid, make_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 
 def plain_cell(coords, bounds, shape):
@@ -196,7 +196,7 @@ def test_pointmaze_grid_cells_and_counts_on_a_hand_made_trajectory():
 
 
 def test_tiny_deepsea_training_run_writes_coverage(tiny_config, tmp_path):
-    from rfig_exp.experiment import run_experiment
+    from rfig_exp.run.experiment import run_experiment
 
     size = 8
     cfg = tiny_config("env=deepsea", f"env.size={size}", "bonus=none", f"results_dir={tmp_path}")

@@ -1,4 +1,4 @@
-"""Per-env options in a sweep over envs (rfig_exp.env_options): they apply to the envs that
+"""Per-env options in a sweep over envs (rfig_exp.launch.env_options): they apply to the envs that
 have them, preflight and Hydra agree, and the README's commands run as written."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 from hydra import compose, initialize_config_dir
 
-from rfig_exp import env_options
-from rfig_exp.preflight import CONF_DIR, PreflightError, expand_jobs, validate_jobs
+from rfig_exp.launch import env_options
+from rfig_exp.launch.preflight import CONF_DIR, PreflightError, expand_jobs, validate_jobs
 
 try:
     from test_launch import TINY, launch

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import compose_config
 from rfig_exp.envs import REGISTRY, env_names, make_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 
 def test_unknown_env_lists_valid_names():

@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp import fastmath
+from rfig_exp.bonuses.rfig import fastmath
 
 
 def test_float32_cos_matches_float64_over_a_wide_range():

@@ -7,11 +7,11 @@ from functools import lru_cache
 import pytest
 
 from conftest import compose_config, find_run
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config import build_run_spec
+from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import REGISTRY, env_names, make_env
-from rfig_exp.experiment import run_experiment
+from rfig_exp.run.experiment import run_experiment
 
 ENVS = variants.group_options("env")
 BONUSES = variants.group_options("bonus")

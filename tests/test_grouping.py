@@ -1,4 +1,4 @@
-"""A sweep's one-seed jobs grouped into vmapped jobs (rfig_exp.grouping), as a user runs it."""
+"""A sweep's one-seed jobs grouped into vmapped jobs (rfig_exp.launch.grouping), as a user runs it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from rfig_exp import grouping
-from rfig_exp.preflight import PreflightError, expand_jobs, preflight
+from rfig_exp.launch import grouping
+from rfig_exp.launch.preflight import PreflightError, expand_jobs, preflight
 
 try:
     from test_launch import TINY, launch

@@ -13,12 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.bonuses import BonusBatch, BoxSpace, DiscreteSpace, bonus_names, create, declaring_modules, make_bonus
-from rfig_exp.config import build_run_spec
+from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
-from rfig_exp.errors import ConfigError
-from rfig_exp.normalization import normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
 
 from conftest import ROOT, compose_config
 

@@ -1,4 +1,4 @@
-"""Tests for rfig_exp.linalg and RFIG's precision and length-scale modules against independent
+"""Tests for rfig_exp.bonuses.rfig.linalg and RFIG's precision and length-scale modules against independent
 float64 numpy computations."""
 
 import functools
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfig_exp import linalg as L
+from rfig_exp.bonuses.rfig import linalg as L
 from rfig_exp.bonuses.rfig import lengthscale as LS
 from rfig_exp.bonuses.rfig import precision as P
 

@@ -1,4 +1,4 @@
-"""The job's log file on a full disk: one line says so, no traceback per log line (rfig_exp.logfile)."""
+"""The job's log file on a full disk: one line says so, no traceback per log line (rfig_exp.run.logfile)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rfig_exp.logfile import LogFile
+from rfig_exp.run.logfile import LogFile
 
 ROOT = Path(__file__).resolve().parents[1]
 

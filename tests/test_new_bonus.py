@@ -28,8 +28,8 @@ TOY_MODULE = '''
     from typing import ClassVar
 
     from rfig_exp.bonuses.settings import BonusSettings
-    from rfig_exp.settings import static, traced
-    from rfig_exp.validation import Count, Number
+    from rfig_exp.config.settings import static, traced
+    from rfig_exp.config.validation import Count, Number
 
 
     @dataclass(frozen=True)

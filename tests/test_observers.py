@@ -9,8 +9,8 @@ import signal
 
 import numpy as np
 
-from rfig_exp import results
-from rfig_exp.observers import DivergenceGuard, MetricsFiles, StopSignals, Window
+from rfig_exp.results import contract as results
+from rfig_exp.run.observers import DivergenceGuard, MetricsFiles, StopSignals, Window
 
 
 def _window(index: int, rows: dict) -> Window:

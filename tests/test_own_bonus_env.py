@@ -51,7 +51,7 @@ def test_a_users_bonus_and_env_run_through_a_sweep_and_the_report(tmp_path):
         assert "bonus/cells_visited" in (run / "metrics.csv").read_text().splitlines()[0].split(",")
         assert "module: my_bonus" in (run / "config.yaml").read_text()
 
-    status = _run(user, "-m", "rfig_exp.status", "--results", "results", "--experiment", "own")
+    status = _run(user, "-m", "rfig_exp.results.status", "--results", "results", "--experiment", "own")
     assert status.returncode == 0 and "chain" in status.stdout and "count" in status.stdout, status.stderr
 
     analysis = _run(user, "-m", "analysis", "--results", "results", "--experiment", "own", "--out", "report",
@@ -112,7 +112,7 @@ def test_a_users_settings_are_read_by_their_declaration(monkeypatch):
     checked by its rule; a key that the module does not declare is refused by name."""
     from rfig_exp.bonuses import parse_bonus
     from rfig_exp.envs import parse_env
-    from rfig_exp.errors import ConfigError
+    from rfig_exp.config.errors import ConfigError
 
     monkeypatch.syspath_prepend(str(EXAMPLE))
     node = {"name": "count", "module": "my_bonus", "beta": 0.5, "bits": 4, "scale": 2.0}

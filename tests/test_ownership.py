@@ -1,4 +1,4 @@
-"""One owner per run folder (rfig_exp.ownership), with real concurrent processes."""
+"""One owner per run folder (rfig_exp.results.ownership), with real concurrent processes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from rfig_exp import ownership
+from rfig_exp.results import ownership
 
 try:
     from test_launch import ROOT, TINY

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from rfig_exp.errors import ConfigError
-from rfig_exp.hydra_adapter import job_slot
-from rfig_exp.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, memory_share,
-                                place_job, slot_of, validate)
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.launch.hydra_adapter import job_slot
+from rfig_exp.config.jobs import memory_share, validate_placement
+from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, place_job,
+                                    slot_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"SUBMITIT_EXECUTOR": "local"}
@@ -183,11 +184,11 @@ def test_jobs_per_gpu_without_a_gpu_divides_the_cores():
 def test_bad_jobs_per_gpu_names_the_key():
     for bad in (0, -1, True, 2.5, "4"):
         with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=.* must be null or an integer >= 1"):
-            validate(jobs_per_gpu=bad)
+            validate_placement(jobs_per_gpu=bad)
     with pytest.raises(ConfigError, match=r"placement.jobs_per_gpu=91 leaves each job under 1% .* at most 90"):
-        validate(jobs_per_gpu=91)
+        validate_placement(jobs_per_gpu=91)
     assert memory_share(90) == 0.01
-    validate(jobs_per_gpu=90)
+    validate_placement(jobs_per_gpu=90)
 
 
 def test_the_sweeper_batches_jobs_per_gpu_jobs_for_local_jobs_only():
@@ -230,13 +231,13 @@ def test_placement_off_and_bad_values():
     with pytest.raises(ConfigError, match=r"placement.gpus='0,1' must be null or a non-empty list"):
         place_job(0, 2, gpus="0,1", environ=dict(LOCAL))
     with pytest.raises(ConfigError, match=r"placement.gpus=\[\] must be null"):
-        validate(gpus=[])
-    validate("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
+        validate_placement(gpus=[])
+    validate_placement("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
 
 
 def _placed_job():
     """Runs inside a submitit_local job: place it, report what the OS now says."""
-    from rfig_exp.placement import place_job
+    from rfig_exp.run.placement import place_job
 
     line = place_job(int(os.environ["JOB"]), 2, num_gpus=0)
     return line, sorted(os.sched_getaffinity(0)), os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -266,7 +267,7 @@ def test_the_pinning_lasts_for_threads_started_later():
     """XLA starts its threads after placement: they must inherit the mask (a subprocess keeps the
     test process itself unpinned)."""
     code = ("import os, threading\n"
-            "from rfig_exp.placement import place_job\n"
+            "from rfig_exp.run.placement import place_job\n"
             "os.environ['SUBMITIT_EXECUTOR'] = 'local'\n"
             "place_job(1, 2, num_gpus=0)\n"
             "out = []\n"
@@ -282,7 +283,7 @@ def test_the_pinning_lasts_for_threads_started_later():
 
 
 def test_placement_does_not_import_jax():
-    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.placement; print('jax' in sys.modules)"],
+    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.run.placement; print('jax' in sys.modules)"],
                          capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert out.stdout.strip() == "False", out.stderr
 

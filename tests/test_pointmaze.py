@@ -14,7 +14,7 @@ from rfig_exp.envs import make_env
 from rfig_exp.envs.mazes import MAZES, cell_centres, parse_layout
 from rfig_exp.envs.pointmaze import PointMazeState
 from rfig_exp.envs.settings import parse_env
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 MAZE_NAMES = tuple(MAZES)
 BOTH = ("pointax", "mujoco")
@@ -512,7 +512,7 @@ def test_reset_and_goal_distributions_match_gymnasium_robotics():
 
 
 def test_tiny_training_run_writes_coverage(tiny_config, tmp_path):
-    from rfig_exp.experiment import run_experiment
+    from rfig_exp.run.experiment import run_experiment
 
     cfg = tiny_config("env=pointmaze_umaze", "bonus=none", f"results_dir={tmp_path}")
     (summary,) = run_experiment(cfg)

@@ -1,4 +1,4 @@
-"""launch.py's refusals and exit codes are what the README and --help say (rfig_exp.preflight, errors)."""
+"""launch.py's refusals and exit codes are what the README and --help say (rfig_exp.launch.preflight, errors)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.errors import ExitCode, exit_codes_help, exit_codes_markdown
-from rfig_exp.preflight import PreflightError, help_text, preflight, preset_summary
-from rfig_exp.variants import group_options
+from rfig_exp.config.errors import ExitCode, exit_codes_help, exit_codes_markdown
+from rfig_exp.launch.preflight import PreflightError, help_text, preflight, preset_summary
+from rfig_exp.config.variants import group_options
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -68,7 +68,7 @@ def test_a_mistyped_key_gets_a_suggestion_with_or_without_plus(override, hint):
 
 def test_a_bonus_value_is_refused_before_any_simulator_is_imported():
     """The brax suite's imports took 10-20 s before a bad bonus value was refused."""
-    code = ("import sys\nfrom rfig_exp.preflight import PreflightError, preflight\n"
+    code = ("import sys\nfrom rfig_exp.launch.preflight import PreflightError, preflight\n"
             "try:\n    preflight(['env=sparse_ant', 'bonus.lengthscale=-2'])\nexcept PreflightError as e:\n"
             "    print(e.lines)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('brax', 'mujoco', 'gymnax')))")
@@ -120,9 +120,9 @@ def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
     """``-m sweep=deepsea_scaling env.size=40`` runs DeepSea 40 only: the command line's single value
     replaces the preset's ``env.size: 10,20,30,40`` (Hydra's rule for one key given twice), in the
     plan that preflight and the sweeper share, though launch.py hands Hydra the option as ``++env.size``."""
-    from rfig_exp.preflight import expand_jobs
-    from rfig_exp.sweep_plan import varying_keys, compose_primary
-    from rfig_exp.env_options import for_primary_compose
+    from rfig_exp.launch.preflight import expand_jobs
+    from rfig_exp.launch.sweep_plan import varying_keys, compose_primary
+    from rfig_exp.launch.env_options import for_primary_compose
 
     line = ["sweep=deepsea_scaling", "env=deepsea", "env.size=40"]
     jobs = expand_jobs(line, multirun=True)

@@ -19,8 +19,8 @@ from analysis import collect, final_scores
 from analysis.aggregate import compute_aggregates
 from analysis.claims import (INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, claims_table, paired_poi, solved_fractions,
                              wilson)
-from analysis.repro_data import export_tree, rebuild_tree
-from analysis.reproduction import build
+from analysis.repro.data import export_tree, rebuild_tree
+from analysis.repro.build import build
 
 REPS = 200
 SEEDS = range(8)
@@ -164,8 +164,8 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
 
 
 def test_data_accumulates_runs_from_several_exports_and_refuses_a_different_copy(tmp_path):
-    from analysis.repro_data import DataConflict, merge_data, read_data, restore_tree
-    from rfig_exp import results as contract
+    from analysis.repro.data import DataConflict, merge_data, read_data, restore_tree
+    from rfig_exp.results import contract
 
     a, b, data, other = tmp_path / "a", tmp_path / "b", tmp_path / "data", tmp_path / "other"
     _grid(a, {"none": -200.0})                                   # machine A: PPO
@@ -240,7 +240,7 @@ def test_windows_that_only_survivors_could_end_in_are_left_out(tmp_path):
 def test_committed_time_limits_are_the_envs_own():
     """The time limit each committed run carries is what the env factory says for its settings
     (the Brax envs are checked by their settings alone: importing brax takes half a minute)."""
-    from analysis.repro_data import read_data
+    from analysis.repro.data import read_data
     from rfig_exp.envs import make_env, parse_env
 
     limits = {}
@@ -260,7 +260,7 @@ def test_committed_time_limits_are_the_envs_own():
 def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_them():
     import subprocess
 
-    from analysis.repro_stages import DEEPSEA_SIZES, preset_envs, stage_of, stages
+    from analysis.repro.stages import DEEPSEA_SIZES, preset_envs, stage_of, stages
 
     names = [s.name for s in stages()]
     assert len(names) == len(set(names))
@@ -284,7 +284,7 @@ def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_t
 
 
 def test_rfig_and_hashexplo_part_ways_where_their_solved_intervals_separate():
-    from analysis.repro_sections import rfig_against_hashexplo
+    from analysis.repro.sections import rfig_against_hashexplo
 
     def cell(k, first, sps=1000.0):
         return {"solved": k, "n": 8, "first": first, "sps": sps, "wall_min": 1.0}
@@ -322,7 +322,7 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
 
 
 def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp_path):
-    from analysis.repro_data import read_data, write_data
+    from analysis.repro.data import read_data, write_data
 
     write_run(tmp_path / "raw", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0))
     export_tree(tmp_path / "raw", tmp_path / "data")

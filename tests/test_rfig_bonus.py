@@ -10,8 +10,8 @@ from omegaconf import OmegaConf
 
 from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
 from rfig_exp.envs import DiscreteSpace
-from rfig_exp.errors import ConfigError
-from rfig_exp.shuffle import subsample as draw_indices
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.bonuses.shuffle import subsample as draw_indices
 
 from conftest import FLOAT32_ROUNDING
 
@@ -177,7 +177,7 @@ def test_residual_asks_for_a_refresh_once_it_has_grown():
 
 def test_vmapped_seeds_match_each_seed_alone():
     # reward, update and refresh run one seed after another under vmap on CPU
-    # (rfig_exp.linalg.sequential_vmap); the result must be the per-seed one.
+    # (rfig_exp.bonuses.rfig.linalg.sequential_vmap); the result must be the per-seed one.
     bonus, hp = make(inverse="woodbury", refresh_every=0)
     keys = jax.random.split(jax.random.PRNGKey(5), 2)
     states = jax.vmap(bonus.init, in_axes=(0, None, None))(keys, jnp.zeros((10,) + OBS), hp)

@@ -10,17 +10,18 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import CONF, compose_config
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, PPOStructure, TrainSpec
 from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
 from rfig_exp.bonuses.rfig import RFIGSettings
-from rfig_exp.config import RunSettings, build_run_spec
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import RUN, STATIC, TRACED, declared
+from rfig_exp.config.run_spec import RunSettings, build_run_spec
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
 
 
 def test_a_whole_config_is_checked_without_importing_jax():
-    code = ("import sys, rfig_exp; from conftest import compose_config; from rfig_exp.config import build_run_spec; "
+    code = ("import sys, rfig_exp; from conftest import compose_config; "
+            "from rfig_exp.config.run_spec import build_run_spec; "
             "[build_run_spec(compose_config(f'bonus={b}')) for b in ('none', 'rfig', 'rnd', 'vime', 'hashexplo')]; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'optax', 'flax'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="tests")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rfig_exp.shuffle import index_bits, permutations, subsample
+from rfig_exp.bonuses.shuffle import index_bits, permutations, subsample
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 128, 4096, 4097, 10_000])

@@ -195,7 +195,7 @@ def test_a_request_no_node_can_meet_is_refused_before_submitting(tmp_path):
 def test_the_watcher_cancels_a_job_that_can_never_start():
     """A job asking more CPUs than any node pends with PartitionConfig for ever; the sweeper's
     watcher sees the reason, cancels it and says why."""
-    from rfig_exp import slurm
+    from rfig_exp.launch import slurm
 
     name = "rfig-pending-forever"
     cancel(name)
@@ -222,7 +222,7 @@ def test_the_watcher_cancels_a_job_that_can_never_start():
 def test_a_stalled_job_is_requeued_by_slurm_and_completes(tmp_path):
     """The watchdog's exit 75 under SLURM: the task requeues itself (scontrol requeue through
     submitit), resumes from its checkpoint and completes; the sweep line counts the retry.
-    RFIG_FAULT (rfig_exp.faults) wedges the main thread once after window 3; sbatch passes the
+    RFIG_FAULT (rfig_exp.results.faults) wedges the main thread once after window 3; sbatch passes the
     environment on."""
     experiment, log = "slurm_stall", tmp_path / "launch.log"
     once = tmp_path / "stalled-once"

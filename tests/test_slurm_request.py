@@ -1,11 +1,11 @@
-"""A SLURM request checked against the partition before submitting (rfig_exp.slurm), without
+"""A SLURM request checked against the partition before submitting (rfig_exp.launch.slurm), without
 a cluster: sinfo's lines parsed and compared. tests/test_slurm.py does it on the real one."""
 
 from __future__ import annotations
 
 import subprocess
 
-from rfig_exp import slurm
+from rfig_exp.launch import slurm
 
 SINFO = "debug*|2|21695|(null)\nurgent|2|21695|(null)\ngpu|16|257000|gpu:a100:4(S:0-1)\n"
 

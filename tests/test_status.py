@@ -1,4 +1,4 @@
-"""``python -m rfig_exp.status`` and ``python -m rfig_exp.estimate`` on hand-made results trees."""
+"""``python -m rfig_exp.results.status`` and ``python -m rfig_exp.launch.estimate`` on hand-made results trees."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp import estimate, results, status
+from rfig_exp.launch import estimate
+
+from rfig_exp.results import contract as results, status
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "env_steps,update,episode_return\r\n"
@@ -73,7 +75,7 @@ def test_status_counts_complete_partial_missing_and_failed(sweep):
 
 
 def test_status_table_and_cli(sweep):
-    out = subprocess.run([sys.executable, "-m", "rfig_exp.status", "--results", str(sweep.parent),
+    out = subprocess.run([sys.executable, "-m", "rfig_exp.results.status", "--results", str(sweep.parent),
                           "--experiment", "paper"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -82,8 +84,8 @@ def test_status_table_and_cli(sweep):
     assert row.split()[3:] == ["2", "1", "(seed@window", "2@3/10)", "1", "(3)", "0"]
     assert "total: 9 runs; 3 complete, 2 partial, 3 missing, 1 failed" in out.stdout
     assert "relaunching the same sweep" in out.stdout
-    as_json = subprocess.run([sys.executable, "-m", "rfig_exp.status", "--results", str(sweep.parent), "--json"],
-                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+    as_json = subprocess.run([sys.executable, "-m", "rfig_exp.results.status", "--results", str(sweep.parent),
+                              "--json"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert json.loads(as_json.stdout)["paper"]["groups"][0]["partial"] == [2]
 
 
@@ -144,7 +146,8 @@ def test_status_and_analysis_agree_on_completeness(tmp_path, summary, rows, stat
 
 
 def test_the_results_contract_status_and_estimate_do_not_import_jax():
-    code = "import sys, rfig_exp.results, rfig_exp.status, rfig_exp.estimate; print('jax' in sys.modules)"
+    code = ("import sys, rfig_exp.results.contract, rfig_exp.results.status, rfig_exp.launch.estimate; "
+            "print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert out.stdout.strip() == "False", out.stderr
@@ -217,7 +220,7 @@ def test_estimate_leaves_out_other_variants_resumed_and_incomplete_runs(tmp_path
 def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
     res = tmp_path / "results"
     measured(res / "bench", "mountaincar", "none", [0, 1], sps=100_000.0, compile_s=12.0)
-    out = subprocess.run([sys.executable, "-m", "rfig_exp.estimate", "--results", str(res)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "rfig_exp.launch.estimate", "--results", str(res)], capture_output=True,
                          text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     text = out.stdout
@@ -228,7 +231,7 @@ def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
     assert "Not measured: 59 pairs" in text
     hours = 16 * (12 + 2 * 1_007_616 / 100_000) / 3600
     assert f"Total over the 1 measured pairs: {hours:.2f} job-hours" in text
-    bad = subprocess.run([sys.executable, "-m", "rfig_exp.estimate", "--results", str(res), "--seeds", "0"],
+    bad = subprocess.run([sys.executable, "-m", "rfig_exp.launch.estimate", "--results", str(res), "--seeds", "0"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--seeds=0 must be >= 1" in bad.stderr
 

@@ -1,4 +1,4 @@
-"""Tests for rfig_exp.theory against independent float64 numpy computations."""
+"""Tests for rfig_exp.bonuses.rfig.theory against independent float64 numpy computations."""
 
 import math
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfig_exp import theory as T
+from rfig_exp.bonuses.rfig import theory as T
 
 
 # ---------------------------------------------------------------- numpy references

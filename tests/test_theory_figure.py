@@ -100,7 +100,7 @@ def test_prop43_bound_inverts_corollary_44(quick):
     asks for D features: the script inverted the right formula."""
     import jax
 
-    from rfig_exp import theory as T
+    from rfig_exp.bonuses.rfig import theory as T
 
     with jax.enable_x64(True):
         for r in quick["rows"]:
@@ -121,7 +121,7 @@ def test_from_csv_redraws_without_jax(quick):
     code = (
         "import sys; sys.path.insert(0, 'scripts'); import theory_figure as tf; "
         f"rc = tf.main(['--from-csv', {str(quick['csv'])!r}, '--out-fig', {str(fig)!r}]); "
-        # analysis reads results through the JAX-free results contract (rfig_exp.results), and each
+        # analysis reads results through the JAX-free results contract (rfig_exp.results.contract), and each
         # bonus's label and colour from its JAX-free declaration (rfig_exp.bonuses), only
         f"ok = {sorted(analysis_reads())!r}; "
         "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib', 'rfig_exp')) "

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import ROOT, find_run
-from rfig_exp.tracking import progress_line
+from rfig_exp.run.tracking import progress_line
 
 
 def test_progress_line_reports_the_true_median():
@@ -20,7 +20,7 @@ def test_rfig_notes_its_inverse_upkeep_and_warns_once_when_every_update_recovers
     import numpy as np
 
     from rfig_exp.bonuses.rfig.progress import inverse_note, progress_note
-    from rfig_exp.observers import ProgressLine
+    from rfig_exp.run.observers import ProgressLine
 
     line = progress_line("t", 1, 2, 10, 20, 1000.0, [1.0], [0.1], 5.0, inverse_note(2, 1, 48))
     assert "| inverse: 2 refreshes, 1 recoveries in 48 updates | eta 5s" in line

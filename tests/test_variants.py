@@ -1,8 +1,8 @@
-"""A sweep job's console prefix (rfig_exp.variants.varying_keys, variant_tag)."""
+"""A sweep job's console prefix (rfig_exp.config.variants.varying_keys, variant_tag)."""
 
 from __future__ import annotations
 
-from rfig_exp.variants import MAX_TAG, variant_tag, varying_keys
+from rfig_exp.config.variants import MAX_TAG, variant_tag, varying_keys
 
 
 def test_the_keys_a_sweep_varies_leave_out_what_the_prefix_already_says():
@@ -34,7 +34,7 @@ def test_a_swept_value_equal_to_the_default_is_shown_and_ambiguous_leaves_keep_t
 def test_variant_folder_names_are_pinned():
     """Variant folder names are part of the results layout: results written before a change must
     still be found (and resumed) after it. These names must never change."""
-    from rfig_exp.variants import BASE, format_value, variant_name
+    from rfig_exp.config.variants import BASE, format_value, variant_name
 
     assert variant_name({}) == BASE == "base"
     assert variant_name({"bonus.lengthscale": 2.0, "agent.lr": 0.001}) == "agent.lr=0.001,bonus.lengthscale=2"

@@ -12,10 +12,10 @@ import sys
 import pytest
 
 from conftest import ROOT, compose_config, TINY
-from rfig_exp import wandb_sync
-from rfig_exp.errors import ConfigError
-from rfig_exp.experiment import run_experiment
-from rfig_exp.tracking import MAX_TAG, run_labels
+from rfig_exp.results import wandb_sync
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.run.experiment import run_experiment
+from rfig_exp.run.tracking import MAX_TAG, run_labels
 
 EXPERIMENT = "browse"
 
@@ -82,7 +82,7 @@ def test_run_labels_fit_wandb_and_refuse_a_tag_it_would_refuse():
 
 
 def sync_cli(root, *args):
-    return subprocess.run([sys.executable, "-m", "rfig_exp.wandb_sync", "--results", str(root),
+    return subprocess.run([sys.executable, "-m", "rfig_exp.results.wandb_sync", "--results", str(root),
                            "--experiment", EXPERIMENT, *args], capture_output=True, text=True, timeout=180, cwd=ROOT)
 
 
@@ -127,10 +127,10 @@ def test_make_wandb_sync_hands_its_variables_to_the_uploader():
                           "DRY_RUN=1"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     said = " ".join(out.stdout.replace("\\\n", " ").split())
-    assert '-m rfig_exp.wandb_sync --results r --experiment e --command "up --x" --dry-run' in said
+    assert '-m rfig_exp.results.wandb_sync --results r --experiment e --command "up --x" --dry-run' in said
 
 
 def test_wandb_sync_reads_the_results_tree_without_jax():
-    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.wandb_sync; print('jax' in sys.modules)"],
+    out = subprocess.run([sys.executable, "-c", "import sys, rfig_exp.results.wandb_sync; print('jax' in sys.modules)"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.split() == ["False"], out.stderr[-2000:]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from rfig_exp.errors import ExitCode
-from rfig_exp.watchdog import Watchdog
+from rfig_exp.config.errors import ExitCode
+from rfig_exp.run.watchdog import Watchdog
 
 pytestmark = pytest.mark.kept_apart  # its thread's deadlines are tenths of a second
 

@@ -29,14 +29,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap, LogNorm
 
-from rfig_exp import results
-from rfig_exp.results import RunSummary
+from rfig_exp.results import contract as results
+from rfig_exp.results.contract import RunSummary
 
 from ..aggregate import Interval, _per_env_func, bootstrap
 from ..collect import Collection
 from ..names import env_label
 from ..plots import _figure_md, _panel_grid, _save, plot_env_curves
-from ..registry import ReportContext, Section, register_maker
+from ..maker import ReportContext, Section
 from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown, separated_best
 
 COVERAGE_COLUMN = "coverage"
@@ -81,7 +81,6 @@ def coverage_intervals(coll: Collection, reps: int, seed: int = 0) -> dict[str, 
     return out
 
 
-@register_maker("coverage_curves", order=22)
 def coverage_curves_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     if not has_column(coll, COVERAGE_COLUMN):
@@ -95,7 +94,6 @@ def coverage_curves_maker(ctx: ReportContext, out_dir: Path):
     return Section("State coverage", _figure_md(files, out_dir, "state coverage", caption), files)
 
 
-@register_maker("final_coverage", order=33)
 def final_coverage_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     if not has_column(coll, COVERAGE_COLUMN):
@@ -270,7 +268,6 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name)
 
 
-@register_maker("visit_maps", order=24)
 def visit_maps_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     parts, files, notes = [], [], []
@@ -307,7 +304,6 @@ def env_columns(coll: Collection) -> list[str]:
     return seen
 
 
-@register_maker("env_metrics", order=82)
 def env_metrics_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     sections = []

@@ -22,7 +22,7 @@ from ..collect import Collection
 from ..methods import format_value, swept_key
 from ..names import env_label, method_colour, method_label
 from ..plots import _figure_md, _panel_grid, _save, fit_legend, tidy_axis
-from ..registry import ReportContext, Section, register_maker
+from ..maker import ReportContext, Section
 from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown
 
 LOG_SPAN = 10.0
@@ -158,7 +158,6 @@ def sensitivity_table(coll: Collection, agg, key: str, by_bonus: dict[str, dict[
     return header, rows, n_min or 0
 
 
-@register_maker("sensitivity", order=36)
 def sensitivity_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     sweeps = find_sweeps(coll)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rfig_exp.bonuses import BonusSettings
-from rfig_exp.settings import static, traced
-from rfig_exp.validation import Count, Number
+from rfig_exp.config.settings import static, traced
+from rfig_exp.config.validation import Count, Number
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rfig_exp.envs import UserEnvSettings
-from rfig_exp.settings import setting
-from rfig_exp.validation import Count
+from rfig_exp.config.settings import setting
+from rfig_exp.config.validation import Count
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ the stall retries. The sweep exits 1 when a job failed, 0 otherwise. With the in
 launcher the jobs go one at a time, so a failure is reported when it happens.
 
 A job the watchdog ends as stalled (exit 75) is retried from its checkpoint up to
-``stall_retries`` times (rfig_exp.retry): an in-process job re-executes the sweep, which picks up
+``stall_retries`` times (rfig_exp.launch.retry): an in-process job re-executes the sweep, which picks up
 here with the counts so far (saved in the sweep folder before each job) and decides whether that
 job gets another try; a submitit task requeues itself and reports its retries in its result.
 """
@@ -24,9 +24,9 @@ from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from rfig_exp import hydra_adapter, retry, sweep_plan
-from rfig_exp.hydra_adapter import JobOutcome
-from rfig_exp.errors import ExitCode
+from rfig_exp.launch import hydra_adapter, retry, sweep_plan
+from rfig_exp.launch.hydra_adapter import JobOutcome
+from rfig_exp.config.errors import ExitCode
 
 log = logging.getLogger("rfig_exp")
 
@@ -55,7 +55,7 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
-            if in_process:  # what a stalled job hands the sweep it re-executes (rfig_exp.retry)
+            if in_process:  # what a stalled job hands the sweep it re-executes (rfig_exp.launch.retry)
                 retry.SweepProgress(counts, failures, retries, index, state.started_at).save(sweep_dir)
             with watcher:
                 results = self.launcher.launch(batch, initial_job_idx=index)
@@ -116,7 +116,7 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         return state
 
     def _batches(self, arguments: list[str], batch_size: Optional[int]) -> list:
-        """The sweep's jobs as preflight validated them (rfig_exp.sweep_plan: the preset's params and
+        """The sweep's jobs as preflight validated them (rfig_exp.launch.sweep_plan: the preset's params and
         the command line expanded, per-env options applied, seeds grouped), cut into batches of
         ``batch_size``."""
         plan = sweep_plan.plan_sweep(self.config, arguments, config_loader=self.hydra_context.config_loader)
@@ -128,7 +128,7 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
     def _jobs_at_once(self) -> Optional[int]:
         """Jobs per batch: ``max_batch_size``, or for submitit_local jobs (placed on this machine)
         ``placement.jobs_per_gpu`` per GPU of it, as each job's placement derives it."""
-        from rfig_exp import placement
+        from rfig_exp.run import placement
 
         target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
         per_gpu = OmegaConf.select(self.config, "placement.jobs_per_gpu", default=None)
@@ -138,8 +138,8 @@ class ResilientSweeper(hydra_adapter.basic_sweeper()):
         return placement.jobs_at_once(self.max_batch_size, int(per_gpu), len(pool))
 
     def _slurm_watcher(self):
-        """A watcher of the sweep's pending jobs (rfig_exp.slurm), enabled under the SLURM launcher."""
-        from rfig_exp import slurm
+        """A watcher of the sweep's pending jobs (rfig_exp.launch.slurm), enabled under the SLURM launcher."""
+        from rfig_exp.launch import slurm
 
         target = str(OmegaConf.select(self.config, "hydra.launcher._target_", default=""))
         if "Slurm" in target:

@@ -24,11 +24,11 @@ import importlib
 import pkgutil
 from typing import Any, Sequence
 
-from rfig_exp import variants
+from rfig_exp.config import variants
 from rfig_exp.bonuses.settings import ROLES, BonusSettings
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import declared
-from rfig_exp.validation import integer
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import declared
+from rfig_exp.config.validation import integer
 
 
 def bonus_names() -> list[str]:

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
 from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, AT_LEAST_ZERO, BonusSettings, PaperRow
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import static, traced
-from rfig_exp.validation import POSITIVE_INT, Choice, Widths, require
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import static, traced
+from rfig_exp.config.validation import POSITIVE_INT, Choice, Widths, require
 
 if TYPE_CHECKING:
     import jax

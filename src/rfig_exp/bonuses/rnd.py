@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings, PaperRow
-from rfig_exp.settings import static, traced
-from rfig_exp.validation import Choice, Interval, POSITIVE_INT, Widths, require
+from rfig_exp.config.settings import static, traced
+from rfig_exp.config.validation import Choice, Interval, POSITIVE_INT, Widths, require
 
 if TYPE_CHECKING:
     import jax
@@ -74,7 +74,7 @@ def make(settings: RNDSettings, obs_shape, action_space):
 
     from rfig_exp.bonuses import nets
     from rfig_exp.bonuses.base import Bonus, flat_states
-    from rfig_exp.shuffle import subsample
+    from rfig_exp.bonuses.shuffle import subsample
 
     del action_space
     obs_ndim = len(obs_shape)

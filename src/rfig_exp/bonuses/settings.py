@@ -1,7 +1,7 @@
 """What every bonus declares beside its code, and the pieces their declarations share. No JAX.
 
 A bonus's module (``rfig_exp.bonuses.<name>``, a package for RFIG) declares one subclass of
-:class:`BonusSettings`: its settings, each once (``rfig_exp.settings``: default, rule, static
+:class:`BonusSettings`: its settings, each once (``rfig_exp.config.settings``: default, rule, static
 or traced), and how reports show it (``label``, ``colour``, ``role``, its ``paper`` row). The
 top level of that module imports no JAX, so a config is checked, and a report drawn, without
 it; its ``make(settings, obs_shape, action_space) -> Bonus`` imports what the bonus computes with.
@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rfig_exp.settings import Settings, traced
-from rfig_exp.validation import Interval, Number
+from rfig_exp.config.settings import Settings, traced
+from rfig_exp.config.validation import Interval, Number
 
 # the activation names the neural bonuses' MLPs know (nets.ACTIVATIONS holds the functions)
 ACTIVATIONS = ("relu", "tanh")

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rfig_exp.bonuses.settings import BonusSettings, PaperRow
-from rfig_exp.settings import static, traced
-from rfig_exp.validation import POSITIVE_INT, Choice, Number, Widths
+from rfig_exp.config.settings import static, traced
+from rfig_exp.config.validation import POSITIVE_INT, Choice, Number, Widths
 
 VIME_TARGETS = ("next_obs", "delta")
 

@@ -9,7 +9,7 @@ here on first use).
 
 An env of the user's own module is its YAML in the user's config folder (``hydra.searchpath``)
 with ``module: <importable module>`` and the env's options: the module declares one subclass of
-:class:`UserEnvSettings` (its options, each ``rfig_exp.settings.setting(default, rule)``) and
+:class:`UserEnvSettings` (its options, each ``rfig_exp.config.settings.setting(default, rule)``) and
 ``make(settings) -> Env`` (``docs/extending.md``), under a name that no built-in env has.
 """
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import declared
-from rfig_exp.validation import select
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import declared
+from rfig_exp.config.validation import select
 
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env
@@ -69,7 +69,7 @@ def env_names() -> list[str]:
 @dataclass(frozen=True)
 class UserEnvSettings(EnvSettings):
     """The settings of an env of the user's own module (``env.module``, its ``suite_id``): the
-    subclass's fields, each declared once (``rfig_exp.settings.setting(default, rule)``), are its
+    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule)``), are its
     ``env.*`` options, read and checked before anything compiles."""
 
     suite: ClassVar[str] = "user"
@@ -114,7 +114,7 @@ def user_env_class(module: str) -> type[UserEnvSettings]:
 
 def parse_user_env(name: Any, options: Mapping[str, Any]) -> UserEnvSettings:
     """The settings of the user's env ``name`` whose ``env`` node (``name`` aside) is ``options``."""
-    from rfig_exp import variants
+    from rfig_exp.config import variants
 
     module = options["module"]
     variants.check_own_name("env", name, module)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rfig_exp.errors import ConfigError
+from rfig_exp.config.errors import ConfigError
 
 MAZES: dict[str, tuple[str, ...]] = {
     "umaze": ("11111", "10001", "11101", "10001", "11111"),

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from rfig_exp.envs.mazes import MAZES, parse_layout
-from rfig_exp.errors import ConfigError
-from rfig_exp.validation import choice
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.validation import choice
 
 
 def _int_at_least(value: Any, key: str, low: int) -> int:

@@ -1,4 +1,4 @@
-"""The PPO agent's settings, each declared once (``rfig_exp.settings``), read without JAX.
+"""The PPO agent's settings, each declared once (``rfig_exp.config.settings``), read without JAX.
 
 - :class:`PPOStructure`: the static ``agent.*`` settings (shapes, structural switches);
 - :class:`AgentSettings`: those, the budget and the numeric hyperparameters: every ``agent.*``
@@ -20,9 +20,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from rfig_exp.errors import ConfigError
-from rfig_exp.settings import STATIC, TRACED, Settings, declared, named_tuple, setting, static, traced
-from rfig_exp.validation import Boolean, Choice, Integer, Number, require
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.settings import STATIC, TRACED, Settings, declared, named_tuple, setting, static, traced
+from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
 
 ACTIVATIONS = ("tanh", "relu")
 

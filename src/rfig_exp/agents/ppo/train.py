@@ -32,8 +32,8 @@ from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_lik
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
 from rfig_exp.bonuses.base import Bonus, BonusBatch
 from rfig_exp.envs.base import BoxSpace, Env, random_actions
-from rfig_exp.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
-from rfig_exp.shuffle import permutations
+from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.bonuses.shuffle import permutations
 
 def as_arrays(hparams: PPOHparams) -> PPOHparams:
     """The hyperparameters as float32 scalars, the arguments of the compiled functions."""

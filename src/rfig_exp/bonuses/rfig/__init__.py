@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from rfig_exp.bonuses.settings import BonusSettings, PaperRow
-from rfig_exp.settings import static, traced
-from rfig_exp.validation import Choice, Count, Interval, require
+from rfig_exp.config.settings import static, traced
+from rfig_exp.config.validation import Choice, Count, Interval, require
 
 INVERSE_METHODS = ("exact", "newton_schulz", "woodbury")
 # jax.default_matmul_precision values RFIG's matmuls may run at. On CPU all of them are float32.

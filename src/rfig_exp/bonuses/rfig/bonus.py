@@ -56,8 +56,8 @@ from rfig_exp.bonuses.rfig.precision import (exact_inverse, inverse_residual, ne
 from rfig_exp.bonuses.rfig.features import rff_features, rff_params
 from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
 from rfig_exp.bonuses.rfig.progress import progress_note
-from rfig_exp.linalg import sequential_vmap
-from rfig_exp.shuffle import subsample
+from rfig_exp.bonuses.rfig.linalg import sequential_vmap
+from rfig_exp.bonuses.shuffle import subsample
 
 NUM_PROBES = 4
 
@@ -190,7 +190,7 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
                 "max_inverse_residual": state.max_residual}
 
     # Under the agent's vmap over seeds, one seed after another on CPU: batched matmuls are
-    # far slower there than a loop of plain ones (rfig_exp.linalg.sequential_vmap).
+    # far slower there than a loop of plain ones (rfig_exp.bonuses.rfig.linalg.sequential_vmap).
     reward = sequential_vmap(reward)
     update = sequential_vmap(update)
     refresh = sequential_vmap(refresh)

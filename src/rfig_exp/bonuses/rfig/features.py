@@ -11,7 +11,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rfig_exp import fastmath
+from rfig_exp.bonuses.rfig import fastmath
 
 __all__ = ["rff_params", "rff_features"]
 

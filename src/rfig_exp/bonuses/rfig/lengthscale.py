@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from rfig_exp.bonuses.rfig import LENGTHSCALE_METHODS
-from rfig_exp.linalg import rbf_gram, sq_distances
+from rfig_exp.bonuses.rfig.linalg import rbf_gram, sq_distances
 
 __all__ = ["median_distance", "effective_dimension", "participation_ratio", "auto_lengthscale",
            "LENGTHSCALE_METHODS"]

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from rfig_exp.linalg import symmetrize  # first: it limits OpenBLAS's threads before they start
+from rfig_exp.bonuses.rfig.linalg import symmetrize  # first: it limits OpenBLAS's threads before they start
 
 __all__ = ["exact_inverse", "newton_schulz", "newton_schulz_warm_start", "woodbury_update", "inverse_residual",
            "quadratic_form"]

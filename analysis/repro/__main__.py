@@ -1,0 +1,8 @@
+"""``python -m analysis.repro``: the reproduction's command line (``build.py``)."""
+
+import sys
+
+from .build import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+"""The reproduction report (``docs/results/repro/``): the paper's figure and table from our own
+runs, every claim with a verdict, DeepSea scaling, measured sensitivity and the theory figure.
+
+    python -m analysis.repro restore --results RESULTS --data docs/results/repro/data
+    python -m analysis.repro export --results RESULTS --data docs/results/repro/data
+    python -m analysis.repro merge --from OTHER_DATA --data docs/results/repro/data
+    python -m analysis.repro build --data docs/results/repro/data --out docs/results/repro
+
+``restore`` puts the committed complete runs into a results tree, so a sweep there runs only
+what the data lacks. ``export`` adds the compact per-run data (analysis.repro.data) of the
+experiments ``repro`` (the main grid, sparse Brax on another backend and the DeepSea sizes, all in
+one experiment: an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and
+``sensitivity`` to the data folder; ``merge`` adds the runs of another data folder (an export
+made on another machine). A run that arrives twice is kept once if identical and refused if not.
+``build``
+rebuilds a results tree from that data in a temporary folder and writes the report from it
+with the same code that reads live results (analysis.collect), so ``make figures`` on a fresh
+clone rebuilds the committed report from the committed data alone. ``meta.json`` beside the
+data says how the data was made (commands, commit, machine, wall time, the estimate made
+before the runs); the report quotes it. Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from ..aggregate import compute_aggregates
+from ..claims import claims_table
+from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
+from ..names import env_label, method_label, sort_methods, split_task
+from .cells import compare_claims, missing_md, origins_md
+from .data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
+from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
+                             theory_section)
+from ..report import build_report
+from ..maker import ReportOptions
+from ..tables import render_markdown
+
+MAIN = "repro"
+# The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
+EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
+                    "paper32": ["paper32", "paper32_brax"]}
+# Another report whose verdicts a grid's claims table shows beside its own.
+COMPARE_WITH = {"paper32": (Path(__file__).resolve().parents[2] / "docs/results/repro/claims.json",
+                            "8 seeds on the CPU (docs/results/repro)")}
+MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
+STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggregate_intervals", "aggregate_curve",
+                     "probability_of_improvement", "method_comparison", "coverage_curves", "visit_maps",
+                     "final_coverage", "intrinsic_reward", "env_metrics", "exports"]
+CURVES = "main/curves.png"
+
+
+def _claims_md(claims, compared: tuple[Path, str] | None = None) -> str:
+    beside = compare_claims(claims, *compared) if compared else None
+    if beside is not None:
+        return render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {compared[1]}"], beside,
+                               align="llll")
+    rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.detail] for c in claims]
+    return render_markdown(["Claim (paper)", "Measured as", "Value [95% CI]", "Verdict", "Details"], rows,
+                           align="lllll")
+
+
+def _speed_md(speed: dict[str, dict[str, float]], coll: Collection) -> str:
+    bonuses = sort_methods({b for d in speed.values() for b in d})
+    rows = []
+    for e in coll.envs:
+        if e not in speed:
+            continue
+        d = speed[e]
+        row = [env_label(e)]
+        for b in bonuses:
+            row.append(f"{d[b]:,.0f}" + (f" ({d[b] / d['none']:.2f}x)" if "none" in d and b != "none" and b in d
+                                         else "") if b in d else "—")
+        rows.append(row)
+    return render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)
+
+
+def _minutes(x) -> str:
+    return f"{x:.0f}" if x else "—"
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}" if a and b else "—"
+
+
+def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict]) -> list[list[str]]:
+    """One row per stage of each campaign (a stage key ``a+b`` is a joint estimate), then the
+    stages the data holds that no campaign names (e.g. an export merged from another machine)."""
+    rows, named = [], set()
+    for camp in meta.get("campaigns", []):
+        commit = camp.get("commit") or "unknown"
+        for key, est in (camp.get("stages") or {}).items():
+            parts = [(stage, commit) for stage in key.split("+")]
+            named.update(parts)
+            found = [costs[p] for p in parts if p in costs]
+            runs = sum(c["runs"] for c in found)
+            wall = sum(c["wall_s"] for c in found) / 60
+            machines = sorted({m for c in found for m in c["machines"]}) or [camp.get("machine") or "—"]
+            finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
+            before, after = est.get("before"), est.get("after")
+            rows.append([key.replace("+", " + "), str(runs), commit, "; ".join(machines), finished, _minutes(before),
+                         _minutes(wall), _ratio(wall, before), _minutes(after), _ratio(wall, after)])
+    for (stage, commit), c in sorted(costs.items()):
+        if (stage, commit) not in named:
+            rows.append([stage, str(c["runs"]), commit, "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
+                         "—", _minutes(c["wall_s"] / 60), "—", "—", "—"])
+    return rows
+
+
+def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[str]) -> str:
+    """Who made which stage (commit, machine, when), its estimated and measured cost, then each
+    campaign's commands and notes, and the reductions from the paper."""
+    lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
+             "the stage's job wall times, one CPU core each; estimated = `make estimate` from the committed throughput "
+             "table before the runs, and after adding the rows they measured):", "",
+             render_markdown(["Stage", "runs", "commit", "machine", "finished", "estimated before (min)",
+                              "measured (min)", "measured / before", "estimated after (min)", "measured / after"],
+                             _stage_rows(meta, costs), align="lrllllrrrr")]
+    for camp in meta.get("campaigns", []):
+        lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
+                      f"{camp.get('machine')}; {camp.get('started')} to {camp.get('finished')}, "
+                      f"{camp.get('wall_time')}):", ""]
+        if camp.get("commands"):
+            lines += ["<details><summary>commands</summary>", "", *[f"- `{c}`" for c in camp["commands"]], "",
+                      "</details>", ""]
+        lines += [f"- {n}" for n in camp.get("notes", [])]
+        if camp.get("estimate_note"):
+            lines.append(f"- {camp['estimate_note']}")
+        if camp.get("not_run"):
+            lines.append(f"- Not run in this campaign ({len(camp['not_run'])} jobs; a later one may have made them): "
+                         + "; ".join(f"`{j}`" for j in camp["not_run"]))
+    lines += ["", "**Reductions from the paper:**", "", f"- {coverage_of_the_paper(envs)}",
+              *[f"- {r}" for r in meta.get("reductions", [])]]
+    return "\n".join(lines)
+
+
+def coverage_of_the_paper(envs: list[str]) -> str:
+    """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
+    from .stages import preset_envs
+
+    paper = preset_envs("paper")
+    have = {split_task(e)[0] for e in envs}
+    missing = [env_label(e) for e in paper if e not in have]
+    extra = sorted({env_label(e) for e in have if e not in paper})
+    return (f"{len(paper) - len(missing)} of the paper's {len(paper)} envs"
+            + (f" (not yet: {', '.join(missing)})" if missing else " (all of them)")
+            + (f"; also {', '.join(extra)}, which the paper's figure does not have" if extra else "") + ".")
+
+
+def _as_of(meta: dict) -> str:
+    """The data's time (the last campaign's end), not the build's: a rebuild from unchanged data
+    writes the same bytes."""
+    ends = [c["finished"] for c in meta.get("campaigns", []) if c.get("finished")]
+    return f"{max(ends)} (the runs' end, data/meta.json)" if ends else "unknown"
+
+
+def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN) -> Path:
+    """Write ``out/index.md`` and its figures from the compact data in ``data_dir`` (the main
+    grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset)."""
+    out.mkdir(parents=True, exist_ok=True)
+    meta = json.loads((data_dir / "meta.json").read_text()) if (data_dir / "meta.json").is_file() else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = rebuild_tree(data_dir, Path(tmp) / "results")
+        if experiment not in find_experiments(tree):
+            raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
+        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta)))
+        # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
+        for path in out.rglob("*"):
+            if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
+                text = path.read_text()
+                if str(tree) in text:
+                    path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
+    index = out / "index.md"
+    stored = read_data(data_dir)
+    parts["provenance"] = _provenance_md(meta, stage_costs(stored), parts["main"].envs)
+    parts["missing"] = missing_md(stored, experiment, EXPECTED_PRESETS.get(experiment, [experiment]))
+    parts["origins"] = origins_md(stored, experiment)
+    parts["compared"] = COMPARE_WITH.get(experiment)
+    index.write_text(_index_md(parts, theory_section(data_dir, out) if (data_dir / "theory.csv").is_file() else "",
+                               out))
+    # The short form the README shows between its markers (update_readme).
+    table = (out / "main" / "final_scores_iqm.md")
+    claims = parts["claims"]
+    beside = compare_claims(claims, *parts["compared"]) if parts["compared"] else None
+    verdicts = (render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {parts['compared'][1]}"],
+                                beside, align="llll") if beside is not None else
+                render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict"],
+                                [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll"))
+    (out / "summary.md").write_text(
+        f"![learning curves]({out.as_posix()}/{CURVES})\n\n"
+        + (table.read_text() if table.is_file() else "") + "\n" + verdicts)
+    (out / "claims.json").write_text(json.dumps([c.__dict__ for c in claims], indent=1))
+    (out / "sensitivity.json").write_text(json.dumps(parts["sens_summary"], indent=1, sort_keys=True))
+    return index
+
+
+def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dict:
+    """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs, and
+    what the index takes from them."""
+    reps, seed = opts.reps, opts.seed
+    have = find_experiments(tree)
+    main = collect(tree, experiment, variants=list(MAIN_VARIANTS))
+    build_report(main, out / "main", opts, only=STANDARD_SECTIONS)
+    agg = compute_aggregates(main, reps=reps, seed=seed)
+    measured_speed = speed(main)
+    claims = claims_table(main, agg, reps=reps, seed=seed, speed=measured_speed)
+
+    deep_md, deep_runs = "", []
+    if any(r.env_folder == "deepsea" for r in main.runs) or (tree / experiment / "deepsea").is_dir():
+        deep = collect(tree, experiment, envs=["deepsea"])
+        build_report(deep, out / "deepsea", opts, only=["data", "curves", "final_scores", "coverage_curves",
+                                                        "visit_maps", "final_coverage"])
+        deep_md, _ = deepsea_scaling(deep, out)
+        deep_runs = deep.runs
+
+    sens_md, sens_summary, sens_runs = "", {}, []
+    if SENS in have:
+        sens = collect(tree, SENS)
+        build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
+        sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
+        sens_runs = sens.runs
+        if sens_summary:
+            claims.append(sensitivity_claim(sens_summary))
+    seen, unique = set(), []
+    for r in main.runs + deep_runs + sens_runs:
+        if r.path not in seen:
+            seen.add(r.path)
+            unique.append(r)
+    return {"main": main, "claims": claims, "speed": measured_speed, "deep_md": deep_md, "sens_md": sens_md,
+            "sens_summary": sens_summary, "runs": unique}
+
+
+def _index_md(parts: dict, theory_md: str, out: Path) -> str:
+    main = parts["main"]
+    problems = [i for i in main.issues if i.severity == "error"]
+    n_seeds = sorted({c.seed for c in main.curves() if c.scored})
+    scores = out / "main" / "final_scores_iqm.md"
+    lines = [
+        "# Reproduction: the paper's figure and table from our own runs",
+        "",
+        f"*Built by `python -m analysis.repro build` (`make figures`) from the per-run data in `data/` "
+        f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in.*",
+        "",
+        parts["provenance"],
+        "",
+        "<details><summary>Which commit, machine and jax version made each cell</summary>",
+        "",
+        parts["origins"],
+        "",
+        "</details>",
+        "",
+        "## Cells still missing",
+        "",
+        parts["missing"],
+        "",
+        "## Learning curves (the paper's figure)",
+        "",
+        f"![learning curves]({CURVES})",
+        "",
+        f"*Episode return, interquartile mean over {len(n_seeds)} seeds with the 25-75th percentile band, every "
+        "bonus at the paper's settings (`conf/`). Full standard report: [main/index.md](main/index.md).*",
+        "",
+        "## How the return is measured",
+        "",
+        return_measurement_md(main),
+        "",
+        "## Final scores (the paper's table)",
+        "",
+        scores.read_text() if scores.is_file() else "",
+        "*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds; bold: the best "
+        "whose CI overlaps no other.*",
+        "",
+        "## Every claim, with a verdict",
+        "",
+        _claims_md(parts["claims"], parts.get("compared")),
+        "",
+        "Verdicts from 95% intervals over seeds (`analysis/claims.py` says each rule). *Inconclusive at this n* means "
+        "the interval contains the no-difference value: more seeds (the paper's 32: `sweep=paper`) could decide it.",
+        "",
+        "## Throughput (env steps/s over the vmapped seeds of each job; the machines are in the table above)",
+        "",
+        _speed_md(parts["speed"], main),
+        "",
+    ]
+    if parts["deep_md"]:
+        lines += ["## Deep exploration: DeepSea scaling", "", parts["deep_md"], "",
+                  "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
+    if parts["sens_md"]:
+        lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
+                  "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
+    if theory_md:
+        lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
+    lines += ["## Data problems", "", _problems_md(problems), ""]
+    return "\n".join(lines)
+
+
+def _problems_md(problems) -> str:
+    """Errors of the main grid, one line per (kind, env, method, detail) with its seeds."""
+    if not problems:
+        return "None: every run of the main grid is complete."
+    groups: dict[tuple, list] = defaultdict(list)
+    for i in problems:
+        groups[(i.kind, i.env or "", method_label(i.bonus) if i.bonus else "", i.variant or "", i.detail,
+                i.handling)].append(i.seed)
+    lines = []
+    for (kind, env, bonus, variant, detail, handling), seeds in groups.items():
+        who = " ".join(x for x in (env_label(env) if env else "", bonus, "" if variant in ("", "base") else variant)
+                       if x)
+        shown = [s for s in seeds if s is not None]
+        lines.append(f"- {kind}: {who}" + (f", seeds {', '.join(map(str, sorted(shown)))}" if shown else "")
+                     + f": {detail} ({handling})")
+    return "\n".join(lines)
+
+
+README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.repro build --readme README.md` -->"
+README_END = "<!-- end of reproduction summary -->"
+
+
+def readme_markers(experiment: str = MAIN) -> tuple[str, str]:
+    """The README markers between which a grid's summary goes (the reproduction's, or one per grid)."""
+    if experiment == MAIN:
+        return README_BEGIN, README_END
+    return (f"<!-- {experiment} summary: written by `python -m analysis.repro build --experiment {experiment} "
+            "--readme README.md` -->", f"<!-- end of {experiment} summary -->")
+
+
+def update_readme(readme: Path, summary: str, experiment: str = MAIN) -> bool:
+    """Replace the text between the README's markers with ``summary``; False when it has no markers."""
+    begin, end = readme_markers(experiment)
+    text = readme.read_text()
+    if begin not in text or end not in text:
+        return False
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{begin}\n{summary.strip()}\n{end}{tail}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis.repro", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export", help="add the runs of a results tree to the compact data (a run already there "
+                                      "is kept once if identical; a different one is refused)")
+    e.add_argument("--results", type=Path, required=True)
+    e.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    e.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
+    e.add_argument("--complete-cells", action="store_true",
+                   help="only cells (env x bonus x variant) whose every run is complete; the rest are named and left")
+    m = sub.add_parser("merge", help="add the runs of another data folder (an export from another machine)")
+    m.add_argument("--from", dest="source", type=Path, required=True)
+    m.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    r = sub.add_parser("restore", help="put the committed complete runs back into a results tree (missing ones "
+                                       "only), so that a sweep there runs only what the data lacks")
+    r.add_argument("--results", type=Path, required=True)
+    r.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    b = sub.add_parser("build", help="write the report from the compact data")
+    b.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    b.add_argument("--out", type=Path, default=Path("docs/results/repro"))
+    b.add_argument("--reps", type=int, default=2000)
+    b.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
+    b.add_argument("--readme", type=Path, default=None,
+                   help="also write the figure, table and verdicts between this README's markers")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "export":
+            exps = [x for x in (args.experiment, SENS) if x in find_experiments(args.results)]
+            if args.experiment not in exps:
+                raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
+            counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells)
+            for cell in counts["held_back"]:
+                print(f"left for a later export (not every run complete): {cell}")
+            print(_stored_line(counts, f"{', '.join(exps)} of {args.results}", args.data))
+        elif args.command == "merge":
+            print(_stored_line(merge_data(args.source, args.data), str(args.source), args.data))
+        elif args.command == "restore":
+            written = restore_tree(args.data, args.results)
+            print(f"restored {written} committed complete runs from {args.data} into {args.results} (runs already "
+                  "there were left alone); a sweep there skips them")
+        else:
+            index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
+            print(f"report: {index}")
+            if args.readme is not None:
+                if not update_readme(args.readme, (args.out / "summary.md").read_text(), args.experiment):
+                    begin, end = readme_markers(args.experiment)
+                    raise AnalysisError(f"{args.readme} has no markers for {args.experiment} ({begin} ... {end})")
+                print(f"summary written into {args.readme}")
+    except AnalysisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except DataConflict as err:
+        for line in err.lines:
+            print(f"error: {line}", file=sys.stderr)
+        print(f"error: {len(err.lines)} run(s) conflict; nothing was written", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _stored_line(counts: dict, source: str, data: Path) -> str:
+    return (f"{source} -> {data}: {counts['added']} runs added, {counts['identical']} already there (identical), "
+            f"{counts['replaced_incomplete']} incomplete ones replaced, {counts['kept_complete']} incomplete arrivals "
+            f"not taken over complete ones; it now holds {counts['runs']} runs ({counts['complete']} complete, "
+            f"{counts['rows']} metric rows, {counts['bytes'] / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

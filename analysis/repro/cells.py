@@ -1,0 +1,110 @@
+"""A grid's cells against what its sweep presets ask for: which cells are still missing, which
+commit, machine and jax version made each one, and the verdicts of another report beside this
+one's (the 32-seed claims beside the 8-seed ones). Read from the compact data
+(analysis.repro.data) and ``conf/sweep/``; nothing here imports JAX."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from rfig_exp.config.variants import CONF_DIR
+
+from ..names import env_label, method_label, sort_envs, sort_methods
+from ..runs import ENV_OPTION_PREFIX, task_name
+from ..tables import render_markdown
+
+
+def expected_cells(presets: list[str]) -> dict[tuple[str, str], int]:
+    """(task, bonus) -> seeds that the sweep presets ask for (a task is the env with the env
+    options that make another task: a DeepSea size, a Brax backend; analysis.runs)."""
+    out: dict[tuple[str, str], int] = {}
+    for preset in presets:
+        path = CONF_DIR / "sweep" / f"{preset}.yaml"
+        if not path.is_file():
+            continue
+        cfg = OmegaConf.load(path)
+        params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
+        seeds = int(cfg.get("num_seeds", 1))
+        fixed = {f"{ENV_OPTION_PREFIX}{k}": v for k, v in (cfg.get("env") or {}).items()}
+        sizes = [s.strip() for s in str(params.get("env.size", "")).split(",") if s.strip()]
+        for env in (e.strip() for e in str(params.get("env", "")).split(",")):
+            for size in sizes or [None]:
+                options = dict(fixed)
+                if size is not None and int(size) != _default(env, "size"):
+                    options["env.size"] = int(size)
+                for bonus in (b.strip() for b in str(params.get("bonus", "")).split(",")):
+                    out[(task_name(env, options), bonus)] = seeds
+    return out
+
+
+def _default(env: str, key: str):
+    path = CONF_DIR / "env" / f"{env}.yaml"
+    return OmegaConf.load(path).get(key) if path.is_file() else None
+
+
+def _task_of(record: dict) -> str:
+    options = {k: v for k, v in (record.get("variant_overrides") or {}).items() if k.startswith(ENV_OPTION_PREFIX)}
+    return task_name(record["env"], options)
+
+
+def held_cells(stored: dict, experiment: str) -> dict[tuple[str, str], list]:
+    """(task, bonus) -> the complete stored runs of ``experiment`` (analysis.repro.data.StoredRun)."""
+    out: dict[tuple[str, str], list] = defaultdict(list)
+    for run in stored.values():
+        rec = run.record
+        if rec["experiment"] == experiment and run.complete:
+            out[(_task_of(rec), rec["bonus"])].append(run)
+    return out
+
+
+def missing_md(stored: dict, experiment: str, presets: list[str]) -> str:
+    """The cells the presets ask for that the data does not hold in full, one line each."""
+    want = expected_cells(presets)
+    have = held_cells(stored, experiment)
+    short = [(task, bonus, len(have.get((task, bonus), [])), n) for (task, bonus), n in want.items()
+             if len(have.get((task, bonus), [])) < n]
+    if not short:
+        return f"None: every cell of `sweep={'`, `sweep='.join(presets)}` is here with all its seeds."
+    by_task: dict[str, list[str]] = defaultdict(list)
+    for task, bonus, got, n in short:
+        by_task[task].append(f"{method_label(bonus)} ({got}/{n} seeds)" if got else method_label(bonus))
+    lines = [f"{len(short)} of {len(want)} cells of `sweep={'`, `sweep='.join(presets)}` are not here in full "
+             "(a cell is exported only once every seed of it is complete):", ""]
+    lines += [f"- {env_label(t)}: {', '.join(by_task[t])}" for t in sort_envs(by_task)]
+    return "\n".join(lines)
+
+
+def origins_md(stored: dict, experiment: str) -> str:
+    """Which commit, machine and jax version made each cell (one row per distinct origin of a task)."""
+    groups: dict[tuple, dict] = {}
+    for (task, bonus), runs in held_cells(stored, experiment).items():
+        for run in runs:
+            o = run.record.get("origin") or {}
+            key = (task, o.get("commit") or "unknown", o.get("machine") or "unknown", o.get("jax") or "not recorded")
+            groups.setdefault(key, defaultdict(int))[bonus] += 1
+    rows = []
+    for (task, commit, machine, jax) in sorted(groups, key=lambda k: (sort_envs([k[0]]), k)):
+        per = groups[(task, commit, machine, jax)]
+        rows.append([env_label(task), ", ".join(f"{method_label(b)} {n}" for b, n in
+                                                 ((b, per[b]) for b in sort_methods(per))),
+                     commit, machine, jax])
+    if not rows:
+        return "No complete cells yet."
+    return render_markdown(["Env", "runs per bonus", "commit", "machine", "jax"], rows, align="lllll")
+
+
+def compare_claims(claims: list, other_json: Path | None, other_label: str) -> list[list[str]] | None:
+    """Rows of claim, this value and verdict, and the other report's verdict for the same claim
+    (None when there is no other report)."""
+    if other_json is None or not Path(other_json).is_file():
+        return None
+    other = {c["claim"]: c for c in json.loads(Path(other_json).read_text())}
+    rows = []
+    for c in claims:
+        o = other.get(c.claim)
+        rows.append([c.claim, c.value, f"**{c.verdict}**", f"{o['verdict']} ({o['value']})" if o else "—"])
+    return rows

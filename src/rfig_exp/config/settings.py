@@ -1,0 +1,136 @@
+"""Settings declared once: each is a field of a frozen dataclass that says its default, its rule
+(the check of its value, whose error names its config key) and its kind, read by one parser.
+
+    @dataclass(frozen=True)
+    class RNDSettings(BonusSettings):
+        hidden: tuple[int, ...] = static((256, 256), Widths())         # sets shapes: fixed when compiled
+        lr: float = traced(1e-4, ABOVE_ZERO)                          # an argument of the compiled function
+
+- :func:`static`: a shape or a structural choice, fixed when the compiled function is made;
+- :func:`traced`: a numeric hyperparameter, an argument of the compiled function (``Hparams``);
+- :func:`setting`: read by the run but not by the compiled core (the budget, where results go);
+  ``hyperparameter=False`` keeps it out of a run's variant name (``rfig_exp.config.variants``);
+- :func:`group`: a nested group of settings (``checkpoint.*``).
+
+``Settings.parse(node, prefix)`` reads every declared field of a config node in declaration order
+(a missing key is an error naming it): its rule checks and converts the value, given the settings
+read before it (a bound may name an earlier setting), then its ``check``, if any, tests what it
+derives from them. ``Hparams`` is a NamedTuple of the class's traced settings, in declaration
+order. The defaults are the user-facing ones of ``conf/`` (a test holds the YAML files to them).
+Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping
+
+from rfig_exp.config.validation import select
+
+STATIC, TRACED, RUN = "static", "traced", "run"
+
+# (value, full config key, the settings read before it) -> the checked value; raises ConfigError
+Rule = Callable[[Any, str, Mapping[str, Any]], Any]
+# (the settings read so far, the group's key prefix) -> None; raises ConfigError
+Check = Callable[[Mapping[str, Any], str], None]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One setting's declaration (a dataclass field's metadata)."""
+
+    default: Any            # as written in conf/ (a list as a tuple)
+    rule: Rule
+    kind: str               # STATIC | TRACED | RUN
+    hyperparameter: bool = True
+    check: Check | None = None
+
+
+def _field(default: Any, rule: Rule, kind: str, hyperparameter: bool = True, check: Check | None = None) -> Any:
+    return dataclasses.field(metadata={"setting": Declared(default, rule, kind, hyperparameter, check)})
+
+
+def static(default: Any, rule: Rule, check: Check | None = None) -> Any:
+    """A setting that fixes a shape or a structure of the compiled function."""
+    return _field(default, rule, STATIC, check=check)
+
+
+def traced(default: Any, rule: Rule, check: Check | None = None) -> Any:
+    """A numeric hyperparameter: a float32 argument of the compiled function (``Hparams``)."""
+    return _field(default, rule, TRACED, check=check)
+
+
+def setting(default: Any, rule: Rule, check: Check | None = None, hyperparameter: bool = True) -> Any:
+    """A setting of the run that the compiled function never sees."""
+    return _field(default, rule, RUN, hyperparameter, check)
+
+
+def group(cls: type[Settings], hyperparameter: bool = True) -> Any:
+    """A nested group of settings (``checkpoint.*``), parsed by ``cls``."""
+    def rule(node: Any, key: str, earlier: Mapping[str, Any]) -> Settings:
+        return cls.parse(node, key + ".")
+
+    return _field(cls.defaults(), rule, RUN, hyperparameter)
+
+
+def declared(cls: type) -> list[tuple[str, Declared]]:
+    """``(name, declaration)`` of every declared field of ``cls``, in declaration order (a base
+    class's first)."""
+    return [(f.name, f.metadata["setting"]) for f in dataclasses.fields(cls) if "setting" in f.metadata]
+
+
+class _HparamsType:
+    """``cls.Hparams``: a NamedTuple type of ``cls``'s traced settings, made once per class (and found
+    again by its qualified name, so that a pickled one loads)."""
+
+    def __get__(self, obj: Any, owner: Any) -> Any:
+        return _hparams_type(owner)
+
+
+def named_tuple(name: str, fields: list[str], defaults: tuple = ()) -> Any:
+    """A NamedTuple type (a pytree to JAX) whose fields are known only at run time."""
+    return collections.namedtuple(name, fields, defaults=defaults)
+
+
+@functools.cache
+def _hparams_type(cls: Any) -> Any:
+    names = [name for name, d in declared(cls) if d.kind == TRACED and name not in cls.HPARAMS_ELSEWHERE]
+    hparams = named_tuple(f"{cls.__name__}Hparams", names)
+    hparams.__module__, hparams.__qualname__ = cls.__module__, f"{cls.__qualname__}.Hparams"
+    return hparams
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A group of declared settings (subclasses are frozen dataclasses of :func:`static`,
+    :func:`traced`, :func:`setting` and :func:`group` fields, and plain fields given to ``parse``)."""
+
+    PREFIX: ClassVar[str] = ""  # the key prefix of the config node it is read from ("agent.")
+    # traced settings that another part's hyperparameters carry (bonus.beta: the agent's)
+    HPARAMS_ELSEWHERE: ClassVar[tuple[str, ...]] = ()
+    Hparams = _HparamsType()  # no annotation: no dataclass field
+
+    @classmethod
+    def parse(cls, node: Any, prefix: str | None = None, **given: Any) -> Any:
+        """The settings of config node ``node``, its keys named ``prefix + name`` in errors
+        (default ``PREFIX``); ``given``: the plain fields, known already (the rollout's batch size)."""
+        prefix = cls.PREFIX if prefix is None else prefix
+        values = dict(given)
+        for name, d in declared(cls):
+            values[name] = d.rule(select(node, name, prefix), prefix + name, values)
+            if d.check is not None:
+                d.check(values, prefix)
+        return cls(**values)
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every declared setting's default, as written in ``conf/`` (a nested group as a dict)."""
+        return {name: d.default for name, d in declared(cls)}
+
+    def traced_values(self) -> Any:
+        """The traced settings as ``Hparams`` (Python floats; float32 arrays once the part is made)."""
+        hparams = type(self).Hparams
+        return hparams(*(getattr(self, name) for name in hparams._fields))

@@ -1,0 +1,403 @@
+"""Everything ``launch.py`` checks before Hydra starts: nothing is created or compiled first.
+
+- ``--help`` prints the project's own help (envs, bonuses, sweeps, the stable keys, examples).
+- Group choices (``env=``, ``bonus=``, ``agent=``, ``sweep=``) must exist; a sweep preset or
+  a comma-separated value needs ``-m``.
+- Every job of a sweep is expanded as Hydra's basic sweeper would (the preset's
+  ``hydra.sweeper.params`` first, the command line after it), composed, and validated like
+  a single run: the config itself, the env and bonus options, and the results tree (a
+  seed directory holding a run with another config). All bad jobs are reported at once.
+
+Errors are :class:`PreflightError` (exit code 2, one line each); the caller prints them.
+"""
+
+from __future__ import annotations
+
+
+import copy
+import datetime as _dt
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from rfig_exp.config import variants
+from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
+
+if TYPE_CHECKING:
+    from rfig_exp.config.run_spec import RunSpec
+
+CONF_DIR = variants.CONF_DIR
+GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
+# Hydra's own flags: these that take a value, and these that make Hydra do something else than running.
+_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--cfg", "-c",
+                     "--package", "-p", "--experimental-rerun"}
+_FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc",
+                      "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+HELP_WIDTH = 100
+# A full stop that ends a sentence, not one inside "e.g." or a number.
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
+
+
+def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
+    """Hydra flags and overrides of a ``launch.py`` command line."""
+    flags, overrides, skip = set(), [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            flags.add(arg.split("=")[0])
+            skip = arg in _FLAGS_WITH_VALUE
+        else:
+            overrides.append(arg)
+    return flags, overrides
+
+
+def help_text() -> str:
+    from rfig_exp.bonuses import bonus_names
+    from rfig_exp.envs import env_names
+
+    sweeps = []
+    for name in variants.group_options("sweep"):
+        sweeps += textwrap.wrap(preset_summary(name), HELP_WIDTH, initial_indent=f"  {name:<17}",
+                                subsequent_indent=" " * 19)
+    return "\n".join([
+        "rfig-exp: PPO with exploration bonuses (RFIG and baselines), one run or a Hydra sweep.",
+        "",
+        "usage: python launch.py [-m] [group=choice ...] [key=value ...]",
+        "",
+        *textwrap.wrap(", ".join(env_names()), HELP_WIDTH, initial_indent="environments (env=):  ",
+                       subsequent_indent=" " * 22),
+        "bonuses (bonus=):     " + ", ".join(bonus_names()),
+        "sweep presets (-m sweep=NAME):",
+        *sweeps,
+        "",
+        "stable keys (every key is documented in conf/):",
+        "  seed, num_seeds (seeds seed..seed+num_seeds-1 vmapped in one process), experiment, results_dir,",
+        "  eval_frequency, overwrite, checkpoint.every_seconds, checkpoint.every_windows,",
+        "  wandb.mode (online|offline|disabled),",
+        "  agent.total_timesteps, agent.num_envs, agent.num_steps, agent.lr, agent.ext_coef (0 = reward-free), ...",
+        "  bonus.beta, and each bonus's own keys (conf/bonus/<name>.yaml), e.g. bonus.lengthscale for rfig",
+        "",
+        "examples:",
+        "  python launch.py                                              # mountaincar + rfig, 1 seed, 1M steps",
+        "  python launch.py env=minatar_breakout bonus=rnd num_seeds=4   # 4 vmapped seeds",
+        "  python launch.py -m env=minatar_breakout bonus=rfig,rnd 'seed=range(32)'",
+        "  python launch.py -m bonus=rfig 'bonus.lengthscale=0.5,1,2' experiment=sens   # a sensitivity sweep",
+        "  python launch.py -m hydra/launcher=slurm hydra.launcher.partition=gpu sweep=paper",
+        "  PYTHONPATH=. python launch.py 'hydra.searchpath=[file://my_conf]' env=mine bonus=mine",
+        "    # an env and a bonus of your own modules, their YAML in my_conf/env/, my_conf/bonus/ (docs/extending.md)",
+        "",
+        "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
+        "exit codes:",
+        *exit_codes_help(HELP_WIDTH),
+        "Hydra's own help: python launch.py --hydra-help",
+    ])
+
+
+def preset_summary(name: str) -> str:
+    """The first sentence of a sweep preset's header comment, however many lines it spans."""
+    lines = (CONF_DIR / "sweep" / f"{name}.yaml").read_text().splitlines()
+    header = []
+    for line in lines[1:]:  # lines[0] is the "# @package" directive
+        if not line.startswith("#"):
+            break
+        header.append(line.lstrip("#").strip())
+    text = " ".join(header)
+    end = _SENTENCE_END.search(text)
+    return text[:end.start() + 1] if end else text
+
+
+def _check_choice(group: str, value: str, errors: list[str], dirs: variants.ConfDirs = CONF_DIR) -> None:
+    options = variants.group_options(group, dirs)
+    if value not in options:
+        errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
+
+
+def searchpath_of(overrides: Sequence[str]) -> list[str]:
+    """The ``hydra.searchpath`` a command line sets (the user's config folders), else none."""
+    from rfig_exp.launch.hydra_adapter import parse_overrides
+
+    found = [o.value() for o in parse_overrides(overrides) if o.key_or_group == "hydra.searchpath"]
+    return [str(p) for p in found[-1]] if found and isinstance(found[-1], list) else []
+
+
+def _shadowed(dirs: Sequence[Path]) -> list[str]:
+    """A file of the user's folders that a built-in choice hides (Hydra would compose the built-in)."""
+    return [f"hydra.searchpath: {path} has the name of the built-in {group} {path.stem} (Hydra would compose "
+            f"conf/{group}/{path.stem}.yaml): rename it" for group in ("env", "bonus")
+            for path in variants.shadowed_choices(group, dirs)]
+
+
+def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
+                gpu: bool | None = None) -> list[list[str]]:
+    """The override list of every job the command line asks for (one without ``-m``), as the
+    sweeper will run them (:func:`rfig_exp.launch.sweep_plan.plan_sweep`; ``gpu`` None: as on this machine).
+
+    ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
+    :func:`validate_jobs` to report with every other bad job of the sweep."""
+    jobs, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu)
+    if primary_error:
+        raise PreflightError([primary_error])
+    return jobs
+
+
+def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
+                  gpu: bool | None) -> tuple[list[list[str]], DictConfig | None, str | None]:
+    """:func:`expand_jobs`, the sweep's primary config (None without ``-m``), and why Hydra's
+    compose of that config would fail (None: it composes); a job that fails alike is reported
+    with the other bad jobs, so the caller says it only when every job passes."""
+    from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
+
+    try:
+        parsed = parse_overrides(overrides)
+    except HydraException as err:
+        raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
+    dirs = variants.config_dirs(searchpath_of(overrides))
+    errors: list[str] = _shadowed(dirs)
+    for o in parsed:
+        group = o.key_or_group
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        if group in GROUP_LABELS and not o.is_delete() and (check_choices or group == "sweep"):
+            for v in values:
+                _check_choice(group, v, errors, dirs)
+        if group == "sweep":
+            if not multirun:
+                errors.append(f"sweep={','.join(values)} is a sweep preset: add -m "
+                              f"(python launch.py -m sweep={values[0]} ...)")
+        elif o.is_sweep_override() and not multirun:
+            errors.append(f"{o.input_line} sweeps over several values: add -m to run one job per value")
+    if errors:
+        raise PreflightError(errors)
+    if not multirun:
+        return [list(overrides)], None, None
+    from rfig_exp.launch import env_options, sweep_plan
+
+    handed = env_options.for_primary_compose(overrides)  # the command line as launch.py hands it to Hydra
+    primary, primary_error = _primary(handed)
+    try:
+        plan = sweep_plan.plan_sweep(primary, handed, gpu)
+    except HydraException as err:
+        raise PreflightError([str(err).splitlines()[0]]) from None
+    except ValueError as err:  # seeds_per_job
+        raise PreflightError([str(err)]) from None
+    for line in plan.lines:
+        print(line, flush=True)
+    return plan.jobs, primary, primary_error
+
+
+def _primary(handed: Sequence[str]):
+    """The sweep's primary config as Hydra composes it, and why that fails (None: it does not). On
+    a failure the plan's settings come from the defaults, the preset and Hydra's own overrides."""
+    from rfig_exp.launch import sweep_plan
+    from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
+
+    try:
+        return sweep_plan.compose_primary(handed), None
+    except HydraException as err:
+        error = _primary_error(err, handed)
+    kept = [o.input_line for o in parse_overrides(handed) if o.is_hydra_override() or o.key_or_group == "sweep"]
+    try:
+        return sweep_plan.compose_primary(kept), error
+    except HydraException:
+        raise PreflightError([error]) from None
+
+
+def _primary_error(err: Exception, handed: Sequence[str]) -> str:
+    """Hydra's primary compose of a sweep applies the command line's single values to the default
+    choices: a key that only some swept choice has (``-m bonus=rnd,vime bonus.lr=1e-3``) fails there."""
+    from rfig_exp.launch.sweep_plan import primary_overrides
+
+    first = str(err).splitlines()[0]
+    if not first.startswith("Could not override '"):
+        return first
+    key = first.split("'")[1]
+    if key.startswith("hydra."):
+        return f"{key} is not a key of this sweep's Hydra config (its launcher's keys: conf/hydra/launcher/)"
+    typed = next((o for o in handed if o.lstrip("+").partition("=")[0] == key), key)
+    chosen = _job_choices(primary_overrides(handed))
+    group = key.split(".")[0]
+    where = f"{group}={chosen[group]}" if group in chosen else "the defaults"
+    base = variants.flatten(variants.defaults(chosen, variants.config_dirs(searchpath_of(handed))))
+    return (f"{variants.with_suggestion(key, base)} is not a key of {where}, the config Hydra composes a -m sweep "
+            f"with before its jobs: write ++{typed.lstrip('+')} to set it in the jobs")
+
+
+def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
+    """Overrides that are not the same in every job: what tells one job from another."""
+    common = set(jobs[0]).intersection(*map(set, jobs[1:])) if jobs else set()
+    return {o for job in jobs for o in job} - common
+
+
+def _composition_error(err: Exception, job: Sequence[str], dirs: variants.ConfDirs = CONF_DIR) -> str:
+    first = str(err).splitlines()[0]
+    if first.startswith("Could not override '"):
+        key = first.split("'")[1]
+        picked = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
+        base = variants.flatten(variants.defaults(_job_choices(job), dirs))
+        return (f"{variants.with_suggestion(key, base)} is not a key of this job's config ({picked}); "
+                "every key is documented in conf/")
+    return first
+
+
+def _job_choices(job: Sequence[str]) -> dict[str, str]:
+    """The env/bonus/agent files a job composes: conf/config.yaml's defaults, then the job's own."""
+    chosen = {}
+    for item in OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").defaults):
+        if isinstance(item, dict):
+            chosen.update({k: v for k, v in item.items() if k in variants.GROUPS})
+    for o in job:
+        key, _, value = o.lstrip("+").partition("=")
+        if key in variants.GROUPS:
+            chosen[key] = value
+    return chosen
+
+
+def _bad_choices(job: Sequence[str], dirs: variants.ConfDirs) -> list[str]:
+    errors: list[str] = []
+    for o in job:
+        key, _, value = o.lstrip("+").partition("=")
+        if key in GROUP_LABELS and not o.startswith("~"):
+            _check_choice(key, value, errors, dirs)
+    return errors
+
+
+def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = ()) -> list[tuple[list[str], RunSpec]]:
+    """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
+    ``searchpath``: the command line's ``hydra.searchpath`` (the user's config folders).
+
+    The checks that need no environment run first for every job; only the jobs that pass them
+    make their env, once per distinct env setting, which imports its suite (brax: 10-20 s).
+    No bonus is made and nothing is trained: every bonus setting is checked with the config."""
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    from rfig_exp.config.run_spec import build_run_spec
+    from rfig_exp.envs import make_env
+    from rfig_exp.results.seed_plan import plan_seeds
+
+    errors: list[str] = []
+    invalid = 0
+    varying = _varying(jobs)
+    where = {id(job): f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else "" for job in jobs}
+    checked = []
+    composed: dict[tuple, DictConfig] = {}
+    dirs = variants.config_dirs(searchpath)
+    search = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for job in jobs:
+            bad = _bad_choices(job, dirs)
+            if bad:  # one line per unknown choice, however many jobs share it
+                errors.extend(line for line in bad if line not in errors)
+                invalid += 1
+                continue
+            try:
+                spec = build_run_spec(_compose(job, composed, search), searchpath)  # every setting, the bonus's too
+                plan_seeds(spec)
+                checked.append((job, spec))
+            except ConfigError as err:
+                errors.append(f"{where[id(job)]}{err}")
+                invalid += 1
+            except HydraException as err:
+                errors.append(f"{where[id(job)]}{_composition_error(err, job, dirs)}")
+                invalid += 1
+    envs: dict[str, object] = {}
+    good = []
+    for job, spec in checked:
+        try:
+            env_key = repr(spec.env)  # the checked settings: equal settings, one env
+            if env_key not in envs:
+                envs[env_key] = make_env(spec.env)
+            good.append((list(job), spec))
+        except ConfigError as err:
+            errors.append(f"{where[id(job)]}{err}")
+            invalid += 1
+    if errors:
+        if len(jobs) > 1:
+            errors.append(f"{invalid} of {len(jobs)} jobs are invalid; nothing was started")
+        raise PreflightError(errors)
+    return good
+
+
+_SEEDS = ("seed", "num_seeds")
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def _compose(job: Sequence[str], composed: dict[tuple, DictConfig], search: Sequence[str] = ()) -> DictConfig:
+    """A job's config as Hydra composes it (Hydra's own overrides aside). Jobs that differ only in
+    their plain integer ``seed=``/``num_seeds=`` values (a sweep's seeds, a Brax cell split into
+    one-seed jobs) are composed once and given their own values, as Hydra sets a top-level key:
+    the 800 jobs of sweep=paper on a CPU are 240 compositions."""
+    from hydra import compose
+
+    overrides = [*search, *(o for o in job if not o.lstrip("+~").startswith("hydra"))]
+    seeds = {k: v for k, _, v in (o.partition("=") for o in overrides) if k in _SEEDS}
+    rest = tuple(o for o in overrides if o.partition("=")[0] not in _SEEDS)
+    simple = len(seeds) == sum(o.partition("=")[0] in _SEEDS for o in overrides) and all(
+        _INTEGER.match(v) for v in seeds.values())
+    key = (rest, tuple(sorted(seeds)))
+    if not simple:
+        return compose("config", overrides=overrides)
+    if key not in composed:
+        composed[key] = compose("config", overrides=overrides)
+    cfg = copy.deepcopy(composed[key])
+    for k, v in seeds.items():
+        OmegaConf.update(cfg, k, int(v))
+    return cfg
+
+
+def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
+    """Append the runs a sweep expects to ``<results_dir>/<experiment>/manifest.jsonl``
+    (``python -m rfig_exp.results.status`` counts what is missing against it)."""
+    from rfig_exp.results import contract as results
+
+    stamp = _dt.datetime.now().isoformat(timespec="seconds")
+    entries: dict[Path, list] = {}
+    for job, spec in validated:
+        entries.setdefault(Path(spec.results_dir) / spec.experiment, []).append(results.ManifestEntry(
+            spec.env_name, spec.bonus_name, spec.variant, tuple(spec.seeds), tuple(job), stamp))
+    for experiment_dir, launched in entries.items():
+        results.append_manifest(experiment_dir, launched)
+
+
+def check_slurm_request(primary: DictConfig) -> None:
+    """Under the SLURM launcher: refuse a request no node of the partition can meet
+    (rfig_exp.launch.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
+    if "Slurm" not in str(OmegaConf.select(primary, "hydra.launcher._target_", default="")):
+        return
+    from rfig_exp.launch import slurm
+
+    launcher = OmegaConf.to_container(primary.hydra.launcher, resolve=False)
+    errors = slurm.check_request(launcher, slurm.read_nodes())
+    if errors:
+        raise PreflightError(errors)
+
+
+def preflight(argv: Sequence[str]) -> None:
+    """Check a ``launch.py`` command line; raise PreflightError, or return to let Hydra run it."""
+    flags, overrides = split_argv(argv)
+    if flags & _FLAGS_NOT_RUNNING:
+        return
+    multirun = bool(flags & {"-m", "--multirun"})
+    t0 = time.perf_counter()
+    jobs, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
+    if primary is not None:
+        check_slurm_request(primary)
+    validated = validate_jobs(jobs, searchpath_of(overrides))
+    if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
+        raise PreflightError([primary_error])
+    if multirun:
+        write_manifest(validated)
+        print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
+    else:
+        from rfig_exp.launch import grouping
+
+        spec = validated[0][1]
+        warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
+                                            getattr(spec.env, "backend", None))
+        if warning:
+            print(warning, file=sys.stderr, flush=True)

@@ -1,0 +1,139 @@
+"""A ``-m`` command line's jobs, as they will run: one path for preflight and the sweeper.
+
+Hydra runs a sweep in two steps. It composes the sweep's *primary config* (the defaults, a preset
+``sweep=NAME`` and the command line's single values; a sweep ``a,b`` is left for later), then its
+sweeper expands the preset's ``hydra.sweeper.params`` followed by the command line into one
+override list per job. :func:`plan_sweep` is that second step with what this project adds to it:
+per-env options applied to the envs that have them (:mod:`rfig_exp.launch.env_options`) and one-seed
+jobs grouped into vmapped ones (:mod:`rfig_exp.launch.grouping`), whose settings it reads from the primary
+config (:class:`SweepSettings`), so Hydra's precedence decides them. The sweeper calls it with
+Hydra's primary config; preflight composes that same config first (:func:`compose_primary`) and
+gets the same jobs.
+
+Hydra is handed the command line with every per-env option as ``++env.K=V``
+(:func:`rfig_exp.launch.env_options.for_primary_compose`): its primary compose uses the default env,
+which may lack the key; the plan gives each job the option as typed, or leaves it out.
+
+Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from rfig_exp.launch import env_options, grouping
+
+from rfig_exp.config import jobs, variants
+from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
+from rfig_exp.config.variants import CONF_DIR
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What the plan reads of a sweep's primary config."""
+
+    seeds_per_job: Any          # auto or an integer (checked by grouping.plan)
+    num_seeds: int              # of a job that sets none
+    seed: int                   # of a job that sets none
+    default_env: str            # the env of a job without env=
+    env_backend: str | None     # env.backend where a job sets none (a preset's, or the command line's)
+    gpu: bool                   # jobs get a GPU: hydra.launcher.gpus_per_node, or one visible here
+
+    @classmethod
+    def of(cls, primary: DictConfig, gpu: bool | None = None) -> SweepSettings:
+        """From a primary config (its ``hydra`` node included); ``gpu`` None: asked of the config
+        and this machine. A value that is not an integer (a sweep of it) counts as the default."""
+        gpus = OmegaConf.select(primary, "hydra.launcher.gpus_per_node", default=None)
+        return cls(seeds_per_job=OmegaConf.select(primary, "seeds_per_job", default=jobs.AUTO),
+                   num_seeds=_int_or(OmegaConf.select(primary, "num_seeds", default=1), 1),
+                   seed=_int_or(OmegaConf.select(primary, "seed", default=0), 0),
+                   default_env=str(OmegaConf.select(primary, "env.name", default=env_options.default_env())),
+                   env_backend=OmegaConf.select(primary, "env.backend", default=None),
+                   gpu=bool(gpus) or grouping.gpu_visible() if gpu is None else gpu)
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The jobs of a sweep (override lists, in launch order) and the console lines that say what
+    the plan changed (options left out of some envs, seeds grouped, Brax split)."""
+
+    jobs: list[list[str]]
+    lines: list[str]
+
+
+def sweep_params(primary: DictConfig) -> list[str]:
+    """A preset's ``hydra.sweeper.params`` as overrides (``env=a,b``), as Hydra's basic sweeper reads them."""
+    params = OmegaConf.select(primary, "hydra.sweeper.params", default=None) or {}
+    return [f"{key}={value}" for key, value in params.items()]
+
+
+def task_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that reach the jobs (``hydra.overrides.task``): all but Hydra's own, each env
+    option as typed (``env.K=V``: launch.py hands Hydra ``++env.K=V`` for the primary compose only).
+    Hydra's sweeper lets a later override of a key replace an earlier one only when both spell the
+    key alike, so ``-m sweep=deepsea_scaling env.size=40`` must reach it as ``env.size=40`` to
+    replace the preset's ``env.size: 10,20,30,40`` (one size, not four sizes each overridden)."""
+    return [env_options.as_typed(o.input_line) for o in parse_overrides(overrides) if not o.is_hydra_override()]
+
+
+def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None = None,
+               config_loader=None) -> SweepPlan:
+    """Every job of a sweep whose primary config is ``primary`` and whose command line (as Hydra
+    was handed it) is ``overrides``. Raises ``HydraException`` for a sweep Hydra cannot expand and
+    ``ValueError`` for a bad ``seeds_per_job``."""
+    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides), config_loader)
+    jobs, notes = env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))
+    s = SweepSettings.of(primary, gpu)
+    grouped, lines = grouping.plan(jobs, s.seeds_per_job, s.gpu, s.default_env, s.num_seeds, s.seed, s.env_backend)
+    return SweepPlan(grouped, notes + lines)
+
+
+def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:
+    """conf/ and the user's config folders of the sweep (its ``hydra.searchpath``)."""
+    return variants.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
+
+
+def primary_overrides(overrides: Sequence[str]) -> list[str]:
+    """What Hydra's primary compose applies of a ``-m`` command line (as Hydra is handed it): every
+    override but the sweeps, which only the jobs get."""
+    return [o.input_line for o in parse_overrides(overrides) if not o.is_sweep_override()]
+
+
+def compose_primary(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> DictConfig:
+    """The primary config of ``python launch.py -m OVERRIDES``, composed as Hydra will compose it
+    (``hydra`` node included). Raises ``HydraException`` where Hydra would fail."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return compose("config", overrides=primary_overrides(env_options.for_primary_compose(overrides)),
+                       return_hydra_config=True)
+
+
+
+SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep's primary config, in its folder (the sweeper writes it)
+
+
+def varying_keys(primary: DictConfig, overrides: Sequence[str]) -> list[str]:
+    """The keys whose value is not the same in every job of the sweep (what a job's console prefix
+    shows first), per-env options applied; the seeds and the env/bonus choices aside (the prefix
+    names them anyway)."""
+    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides))
+    return variants.varying_keys(env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))[0])
+
+
+def varying_keys_of_sweep(sweep_dir: str | Path | None) -> list[str]:
+    """:func:`varying_keys` of the sweep recorded in ``sweep_dir`` (a job learns them there: its own
+    overrides cannot tell which of them the other jobs share); none without a record."""
+    record = Path(sweep_dir) / SWEEP_RECORD if sweep_dir else None
+    if record is None or not record.is_file():
+        return []
+    primary = OmegaConf.load(record)
+    return varying_keys(primary, list(OmegaConf.select(primary, "hydra.overrides.task", default=None) or []))

@@ -1,0 +1,260 @@
+"""One job's training loop: restore or initialise, then windows handed to observers, then summaries.
+
+A thin Python loop around one compiled window function. Windows are pipelined: window w+1 is
+dispatched before window w's metrics are read, so the host's work (rows, wandb, the progress
+line) overlaps the device's. After each window the observers (:mod:`rfig_exp.run.observers`) write
+the metrics, guard against divergence, mirror to wandb, checkpoint and print progress; nothing
+inside a window touches the host.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import logging
+import signal
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rfig_exp.run import checkpoint, provenance
+
+from rfig_exp.results import contract as results
+from rfig_exp.agents.ppo.train import make_trainer
+from rfig_exp.config.run_spec import RunSpec
+from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
+from rfig_exp.run.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
+                                StopSignals, WandbMirror, Window)
+from rfig_exp.results.seed_plan import SeedPlan
+from rfig_exp.run.tracking import WandbRuns, run_labels
+from rfig_exp.run.watchdog import Watchdog, end_process
+
+log = logging.getLogger("rfig_exp")
+
+
+@dataclass
+class Restored:
+    """Where a job starts: its stacked states, and what its checkpoints carried over."""
+
+    states: Any
+    done_windows: int          # 0: a fresh start
+    extra: dict                # train_time_s, resumed_from_windows of the checkpoint
+    wandb_ids: dict[int, str]  # seed -> its wandb run, continued on resume
+
+
+class JobRun:
+    """One job's seeds trained together; resumable from per-seed checkpoints.
+
+    ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
+    watchdog ends the process; ``after_stall`` ends it then (None: exit 75; a sweep's retry in a
+    sweep job, rfig_exp.launch.retry)."""
+
+    def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
+                 command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
+                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None):
+        self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
+        self.plans, self.tag, self.command_line = plans, tag, list(command_line)
+        self.heartbeat, self.release = heartbeat, release
+        self.after_stall = after_stall or end_process
+        self.seeds = [p.seed for p in plans]
+        self.dirs = {p.seed: p.path for p in plans}
+
+    # -- restore or init ------------------------------------------------------------------
+    def restore_or_init(self, trainer) -> Restored:
+        keys = jnp.stack([jax.random.PRNGKey(s) for s in self.seeds])
+        states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, self.hparams))
+        leaves, treedef = jax.tree.flatten(states)
+        window, found = self._resume_point(leaves)
+        if not window:
+            for p in self.plans:
+                checkpoint.remove(p.path)
+                results.start_run(p.path, p.config_yaml)  # also removes an orphaned wandb run of a dead attempt
+            return Restored(states, 0, {}, {})
+        stacked = [np.stack([c.leaves[i] for c in found]) for i in range(len(leaves))]
+        states = jax.tree.unflatten(treedef, [jnp.asarray(x, dtype=leaf.dtype) for x, leaf in zip(stacked, leaves)])
+        log.info("[%s] resuming from the checkpoint after window %d of %d", self.tag, window, self.spec.num_windows)
+        for p in self.plans:
+            if p.config_damaged:
+                results.atomic_write_text(p.path / results.CONFIG, p.config_yaml)
+        return Restored(states, window, found[0].extra,
+                        {s: c.extra.get("wandb_id") for s, c in zip(self.seeds, found)})
+
+    def _resume_point(self, template_leaves) -> tuple[int, list]:
+        """The window all seeds can resume from and their checkpoints (0 and [] for a fresh start)."""
+        if self.spec.overwrite:
+            return 0, []
+        shapes = [tuple(np.shape(x))[1:] for x in template_leaves]
+        # a checkpoint is only as good as the metrics rows it continues: never past the whole ones
+        rows = {s: results.whole_rows(self.dirs[s]) for s in self.seeds}
+        newest = [checkpoint.latest(self.dirs[s], shapes, at_most=rows[s]) for s in self.seeds]
+        for s in self.seeds:
+            beyond = [w for w in checkpoint.windows(self.dirs[s]) if w > rows[s]]
+            if beyond:
+                log.warning("[%s] seed %d: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
+                            "cannot be resumed without the rows before them", self.tag, s, rows[s],
+                            ", ".join(map(str, beyond)))
+        usable = [c for c in newest if c is not None]
+        if len(usable) < len(newest):
+            if usable:
+                log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
+            return 0, []
+        window = min(c.window for c in usable)
+        found = [c if c.window == window else checkpoint.latest(self.dirs[s], shapes, at_most=window)
+                 for s, c in zip(self.seeds, usable)]
+        if any(c is None or c.window != window for c in found):
+            log.warning("[%s] the seeds' checkpoints are at different windows; starting all afresh", self.tag)
+            return 0, []
+        return window, found
+
+    # -- the loop -------------------------------------------------------------------------
+    def train(self) -> list[results.RunSummary]:
+        spec = self.spec
+        start = time.perf_counter()
+        trainer = make_trainer(spec.train, self.env, self.bonus)
+        restored = self.restore_or_init(trainer)
+        done = restored.done_windows
+        resumed_from = list(restored.extra.get("resumed_from_windows", [])) + ([done] if done else [])
+        self._window = done
+        with ExitStack() as stack:
+            wandb_runs = self._wandb(restored.wandb_ids)
+            self.completed = False  # wandb marks the runs failed unless the job got to its summaries
+            stack.callback(lambda: wandb_runs.finish_all(failed=not self.completed))
+            files = MetricsFiles(self.dirs, keep_rows=done)
+            stack.callback(files.close)
+            signals = stack.enter_context(StopSignals())
+            guard = DivergenceGuard(self.tag)
+            saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
+            progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
+                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note)
+            try:
+                window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
+                compile_time = time.perf_counter() - start
+                self._describe(restored.states)
+                # the watchdog starts after compiling: a long compile is not a stall
+                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release,
+                                                        end=self.after_stall))
+                stack.callback(saver.close, self.tag)  # closed first, still watched: a write can hang too
+                observers = [Heartbeat(watchdog, self.heartbeat), files, guard, WandbMirror(wandb_runs), FaultPoint(),
+                             saver, progress]
+                states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
+                saver.wait()  # before the summaries remove the checkpoints
+                summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,
+                                         train_time, start, resumed_from, wandb_runs)
+                self.completed = not guard.failures
+            except KeyboardInterrupt:
+                last = saver.wait()  # a write in flight lands before the message names its window
+                at = f"interrupted at window {self._window + 1} of {spec.num_windows}; relaunch the same command"
+                raise Interrupted(f"{at} to resume from window {last}" if last else f"{at} to start it again",
+                                  ExitCode.INTERRUPTED) from None
+        if guard.failures:
+            raise RunFailed("; ".join(f"seed {s} {why}" for s, why in sorted(guard.failures.items()))
+                            + f" (status failed in its summary.json under {self.dirs[self.seeds[0]].parent})")
+        return summaries
+
+    def _windows(self, window_fn, restored: Restored, observers, signals: StopSignals, saver: Checkpointer,
+                 start: float):
+        """Windows ``done+1 .. num_windows``, each handed to the observers; the final states and
+        the training time (earlier attempts' included)."""
+        spec, seeds, done = self.spec, self.seeds, restored.done_windows
+        train_time = float(restored.extra.get("train_time_s", 0.0))
+        states = restored.states
+        pending = window_fn(states, self.hparams) if done < spec.num_windows else None
+        last_arrival = time.perf_counter()
+        for w in range(done + 1, spec.num_windows + 1):
+            assert pending is not None  # dispatched by the window before (or above, for the first)
+            states, metrics = pending
+            stopping = signals.received  # read once: a signal from now on is seen after window w+1
+            saver.snapshot(w, states, last=w == spec.num_windows, stopping=stopping)
+            pending = window_fn(states, self.hparams) if w < spec.num_windows and stopping is None else None
+            metrics = jax.device_get(metrics)  # the only host round-trip: [S] scalars per metric
+            now = time.perf_counter()
+            train_time += now - last_arrival
+            last_arrival = now
+            self._window = w
+            env_steps = w * spec.eval_frequency
+            rows = {s: {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
+                        **{k: float(v[i]) for k, v in metrics.items()}, "wall_time_s": now - start}
+                    for i, s in enumerate(seeds)}
+            window = Window(w, env_steps, rows, metrics, train_time, stopping)
+            for observer in observers:
+                observer.on_window(window)
+            if stopping is not None:
+                signals.hand_over(self.tag, w, stopping)
+                if stopping == signal.SIGINT:
+                    raise Interrupted(f"interrupted (Ctrl-C) after window {w} of {spec.num_windows}; its checkpoint "
+                                      f"is saved: relaunch the same command to resume from window {w}",
+                                      ExitCode.INTERRUPTED)
+                raise Interrupted(f"terminated (signal {stopping}) after window {w} of {spec.num_windows}; its "
+                                  "checkpoint is saved: relaunch the same command to resume", 128 + stopping)
+        return states, train_time
+
+    def _wandb(self, run_ids: dict) -> WandbRuns:
+        spec, settings = self.spec, self.spec.wandb
+        labels = run_labels(spec.experiment, spec.env_name, spec.bonus_name, spec.variant, settings.group,
+                            settings.tags)
+        return WandbRuns(settings.mode, settings.project, settings.entity, labels, init_timeout=settings.init_timeout,
+                         runs={s: (str(self.dirs[s]), {**spec.resolved_config, "seed": s}, run_ids.get(s))
+                               for s in self.seeds})
+
+    def _describe(self, states) -> None:
+        if self.bonus.describe is not None:
+            for key, values in jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)).items():
+                if not np.any(np.ravel(values)):  # counters that start at 0 say nothing yet
+                    continue
+                log.info("[%s] %s: %s", self.tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
+
+    # -- the end --------------------------------------------------------------------------
+    def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
+                wandb_runs) -> list[results.RunSummary]:
+        spec, seeds = self.spec, self.seeds
+        described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
+        grid = self.env.coverage
+        visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
+        origin = provenance.describe(jax.devices())  # host, machine, placement, git_dirty, versions
+        wall = time.perf_counter() - start
+        steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
+        for s in seeds:  # a summary is only ever written over the whole metrics of its run
+            rows = results.whole_rows(self.dirs[s])
+            if rows != spec.num_windows:
+                raise FileNotFoundError(errno.ENOENT, f"has {rows} whole rows of "
+                                        f"{spec.num_windows} at the end of the run (its folder deleted or "
+                                        "replaced while it ran?)", str(self.dirs[s] / results.METRICS))
+        summaries = []
+        for i, s in enumerate(seeds):
+            if grid is not None:
+                assert visits is not None
+                results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
+            summary = results.RunSummary(
+                status="failed" if s in failures else "complete", failure=failures.get(s),
+                experiment=spec.experiment, env=spec.env_name, bonus=spec.bonus_name,
+                variant=spec.variant, variant_overrides=spec.variant_overrides,
+                seed=s, num_seeds_in_process=len(seeds),
+                env_steps=spec.total_env_steps, num_windows=spec.num_windows,
+                requested_timesteps=spec.requested_timesteps, final_return=final_returns[s],
+                wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
+                checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
+                env_steps_per_second=steps_trained * len(seeds) / max(train_time, 1e-9),
+                warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
+                # a window's return averages the episodes that ended in it; until each env has run
+                # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
+                num_envs=spec.train.num_envs, max_episode_steps=int(self.env.max_episode_steps),
+                finished_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                resumed_from_windows=tuple(resumed_from), overrides=tuple(self.command_line), **origin,
+                bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
+                coverage_grid=grid.describe() if grid is not None else None,
+                final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
+            )
+            results.write_summary(self.dirs[s], summary)
+            checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
+            wandb_runs.finish(s, summary.to_json(), failed=s in failures)
+            if s not in failures:
+                summaries.append(summary)
+        log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",
+                 self.tag, wall, compile_time, steps_trained * len(seeds) / max(train_time, 1e-9), len(seeds),
+                 self.dirs[seeds[0]].parent)
+        return summaries
