@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Mapping, MutableMapping, Sequence
 
 from rfig_exp.config.jobs import memory_share, validate_placement
+from rfig_exp.results.status import seed_ranges
 
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 # JAX's memory-fraction variable under its long-standing name and the newer one that its latest docs
@@ -117,18 +118,8 @@ def cpu_block(cores: Sequence[int], slot: int, jobs_in_parallel: int | None,
 
 
 def format_cores(cores: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (taskset's notation)."""
-    parts, run = [], []
-    for c in sorted(cores):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(parts)
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``: taskset's notation, which is how status writes seed ranges."""
+    return seed_ranges(cores)
 
 
 def slurm_grant(env: Mapping[str, str], usable_cores: int) -> str:
