@@ -133,12 +133,7 @@ def compare(case: str, args) -> bool:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--old-tree", required=True, help="a checkout, or a git commit/ref to check out")
-    parser.add_argument("--new-tree", type=Path, required=True)
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES), metavar="CASE",
-                        help=f"default: all of {', '.join(CASES)}")
-    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/identical_metrics"))
+    parser = tree_pair_parser(__doc__, CASES, Path("/tmp/identical_metrics"))
     parser.add_argument("--reuse-old", action="store_true", help="keep the old tree's results of an earlier call")
     parser.add_argument("--old-only", action="store_true", help="only run the old tree (for a later --reuse-old)")
     parser.add_argument("--python", default=sys.executable)
@@ -151,6 +146,17 @@ def main(argv=None) -> int:
         ok = [compare(case, args) for case in args.cases]
     print(f"{sum(ok)}/{len(ok)} identical ({time.time() - start:.0f} s)")
     return 0 if all(ok) else 1
+
+
+def tree_pair_parser(doc: str, cases, work_dir: Path) -> argparse.ArgumentParser:
+    """The options of a script that compares an old tree with a new one, case by case."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--old-tree", required=True, help="a checkout, or a git commit/ref to check out")
+    parser.add_argument("--new-tree", type=Path, required=True)
+    parser.add_argument("--cases", nargs="+", default=list(cases), choices=list(cases), metavar="CASE",
+                        help=f"default: all of {', '.join(cases)}")
+    parser.add_argument("--work-dir", type=Path, default=work_dir)
+    return parser
 
 
 @contextlib.contextmanager

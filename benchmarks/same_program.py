@@ -20,7 +20,6 @@ Exit status 1 if any case is DIFFERENT.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import os
 import re
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from identical_metrics import old_checkout  # noqa: E402
+from identical_metrics import old_checkout, tree_pair_parser  # noqa: E402
 
 CASES = {"mountaincar-none": ("mountaincar", "none"), "mountaincar-rfig": ("mountaincar", "rfig"),
          "mountaincar-vime": ("mountaincar", "vime"), "mountaincar-hashexplo": ("mountaincar", "hashexplo"),
@@ -90,12 +89,7 @@ def verdict(old: list[str], new: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--old-tree", required=True, help="a checkout, or a git commit/ref to check out")
-    parser.add_argument("--new-tree", type=Path, required=True)
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES), metavar="CASE",
-                        help=f"default: all of {', '.join(CASES)}")
-    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/same_program"))
+    parser = tree_pair_parser(__doc__, CASES, Path("/tmp/same_program"))
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per compile")
     args = parser.parse_args(argv)
