@@ -142,9 +142,12 @@ def make_brax_env(opts: BraxSettings) -> Env:
             episode_info={"distance": distance.astype(jnp.float32), "milestones": milestone.astype(jnp.float32)},
         )
 
+    # the shape of a reset's observation without running one: brax's observation_size runs a reset
+    # op by op, 20 s of small compiles per env on a CPU, paid by preflight and by every Brax job
+    obs_dim = int(jax.eval_shape(env.reset, jax.random.PRNGKey(0)).obs.shape[-1])
     return Env(
         name=name,
-        obs_shape=(int(env.observation_size),),
+        obs_shape=(obs_dim,),
         action_space=action_space,
         max_episode_steps=episode_length,
         reset=reset,
