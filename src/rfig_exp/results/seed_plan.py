@@ -8,8 +8,9 @@ may have changed in between). Nothing here imports JAX.
 
 from __future__ import annotations
 
+import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -25,9 +26,16 @@ log = logging.getLogger("rfig_exp")
 class SeedPlan:
     seed: int
     path: Path
-    config_yaml: str
+    spec: RunSpec = field(repr=False)
     action: str  # "skip" (complete), "run" (fresh or resumed from a checkpoint)
     config_damaged: bool = False  # its saved config.yaml is rewritten when the run resumes
+
+    @functools.cached_property
+    def config_yaml(self) -> str:
+        """The config.yaml this seed's run writes. Rendered when first asked for: preflight plans
+        every seed of a sweep (1,920 of sweep=paper) and needs the text only where a saved config
+        is there to compare with."""
+        return seed_config_yaml(self.spec, self.seed)
 
 
 def seed_config_yaml(spec: RunSpec, seed: int) -> str:
@@ -44,7 +52,7 @@ def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
     plans, conflicts = [], []
     for s in spec.seeds:
         path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
-        text = seed_config_yaml(spec, s)
+        plan = SeedPlan(s, path, spec, "run")
         saved = path / results.CONFIG
         damaged = None if spec.overwrite else results.damaged_config(path)
         if damaged:
@@ -52,14 +60,15 @@ def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
             log.warning("%s is damaged (%s): the run there is not taken as complete, and the file is rewritten "
                         "from this job's config", saved, damaged)
         elif saved.exists() and not spec.overwrite:
-            diffs = results.config_differences(saved.read_text(), text)
+            diffs = results.config_differences(saved.read_text(), plan.config_yaml)
             if diffs:
                 conflicts.append(f"{path}: {'; '.join(diffs)}")
         complete = not spec.overwrite and not damaged and results.is_complete(path)
         if not complete and not spec.overwrite and (path / results.SUMMARY).exists():
             log.warning("%s: its summary.json, metrics.csv or config.yaml is damaged or says it did not complete; "
                         "running it again", path)
-        plans.append(SeedPlan(s, path, text, "skip" if complete else "run", bool(damaged)))
+        plan.action, plan.config_damaged = "skip" if complete else "run", bool(damaged)
+        plans.append(plan)
     if conflicts:
         raise ConfigError("results with a different config already exist (" + " | ".join(conflicts)
                           + "); choose another experiment=, or overwrite=true to replace them")
