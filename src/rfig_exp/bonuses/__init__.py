@@ -90,7 +90,6 @@ def declared_bonuses() -> dict[str, type[BonusSettings]]:
 def parse_bonus(node, batch_size: int) -> BonusSettings:
     """The ``bonus`` config node's settings for a rollout batch of ``batch_size`` states."""
     name, module = node.get("name"), node.get("module")
-    names = bonus_names()
     if module is not None:
         variants.check_own_name("bonus", name, module)
         declared_class = settings_class(str(name), module)
@@ -99,9 +98,15 @@ def parse_bonus(node, batch_size: int) -> BonusSettings:
         if extra:  # a built-in's YAML is held to its declaration by the tests; a user's, here
             raise ConfigError(f"bonus.{extra[0]} is not a setting of {name}; {module} declares {', '.join(settings)}")
         return declared_class.parse(node, batch_size=batch_size)
+    return settings_class(_known_bonus(name)).parse(node, batch_size=batch_size)
+
+
+def _known_bonus(name) -> str:
+    """``name`` when it is a bonus of this package; ConfigError listing the valid names otherwise."""
+    names = bonus_names()
     if name not in names:
         raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(names)}")
-    return settings_class(name).parse(node, batch_size=batch_size)
+    return name
 
 
 def make_bonus(settings: BonusSettings, obs_shape, action_space):
@@ -134,10 +139,7 @@ def create(name: str, obs_shape: Sequence[int], action_space: Any, batch_size: i
     """
     from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
-    names = bonus_names()
-    if name not in names:
-        raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(names)}")
-    cls = settings_class(name)
+    cls = settings_class(_known_bonus(name))
     defaults = cls.defaults()
     for key in overrides:
         if key in cls.HPARAMS_ELSEWHERE:
