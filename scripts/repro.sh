@@ -5,13 +5,15 @@
 # watchdog) or is killed is relaunched without a person.
 #
 #   scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
+#   CAMPAIGN=paper32 NICE=19 scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
 #   scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
 #   scripts/repro.sh --list                # the stages, in the order the lanes take them
 #   RESULTS=/data/rfig PY=python scripts/repro.sh deepsea-40
 #   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" scripts/repro.sh core   # on a cluster
 #
-# Each stage is one env (or one DeepSea size, or one bonus's sensitivity knobs), so a stage
-# half-done when the machine goes away costs only that stage. On two lanes, each lane takes the
+# CAMPAIGN=repro (the default) is the 8-seed reproduction: each stage one env (or one DeepSea size, or
+# one bonus's sensitivity knobs). CAMPAIGN=paper32 is the 32-seed grid: each stage one panel x one
+# block of 8 seeds. A stage half-done when the machine goes away costs only that stage. On two lanes, each lane takes the
 # next stage that no lane has taken yet. A stage's line `[repro] stage NAME complete` is the cue
 # to publish it (README: the reproduction).
 set -uo pipefail
@@ -20,18 +22,23 @@ PY=${PY:-.venv/bin/python}
 RESULTS=${RESULTS:-results}
 TRIES=${TRIES:-4}
 EXTRA=${EXTRA:-}
+CAMPAIGN=${CAMPAIGN:-repro}
+DATA=${DATA:-docs/results/$CAMPAIGN/data}  # the committed runs of the campaign, put back first
+# The lanes' niceness: 19 lets tests and development on the same cores go first (the lanes take
+# what is left) without stopping the campaign.
+NICE=${NICE:-0}
 # wandb off: the CSV files are the record; stall_timeout_s 300: a wedged job costs 5 minutes, not 15.
 COMMON="results_dir=$RESULTS wandb.mode=disabled stall_timeout_s=300"
 
 # The stages and their commands are declared once, in analysis/repro/stages.py.
-STAGES=$($PY -m analysis.repro.stages list) || exit 2
+STAGES=$($PY -m analysis.repro.stages list --campaign "$CAMPAIGN") || exit 2
 
 sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at most TRIES times)
     local try code
     for try in $(seq 1 "$TRIES"); do
         echo "[repro] $(date -u +%FT%TZ) try $try/$TRIES: launch.py -m $* $COMMON $EXTRA"
         # shellcheck disable=SC2086
-        $PY launch.py -m "$@" $COMMON $EXTRA
+        nice -n "$NICE" $PY launch.py -m "$@" $COMMON $EXTRA
         code=$?
         echo "[repro] $(date -u +%FT%TZ) exit $code"
         case $code in
@@ -83,8 +90,8 @@ fi
 
 # Committed runs are put back into RESULTS first (as complete runs), so every sweep below skips
 # the cells the published data already holds and runs only what is missing.
-if [ -z "${NO_RESTORE:-}" ]; then
-    $PY -m analysis.repro restore --results "$RESULTS" || exit $?
+if [ -z "${NO_RESTORE:-}" ] && [ -f "$DATA/runs.json.gz" ]; then
+    $PY -m analysis.repro restore --results "$RESULTS" --data "$DATA" || exit $?
 fi
 
 # No stages named: every stage, on two lanes of one core each (placed processes ran faster than two
@@ -92,13 +99,13 @@ fi
 if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     claims=$(mktemp -d "${TMPDIR:-/tmp}/repro-claims.XXXXXX")
     trap 'rm -rf "$claims"' EXIT
-    echo "[repro] two lanes (cores 0 and 1), each taking the next stage: $STAGES"
+    echo "[repro] campaign $CAMPAIGN, two lanes (cores 0 and 1), each taking the next stage: $STAGES"
     ( taskset -c 0 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
-        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane A] /' ) &
+        EXTRA='$EXTRA' TRIES='$TRIES' NICE='$NICE' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane A] /' ) &
     lane_a=$!
     sleep 5  # lane A claims the first stage first
     ( taskset -c 1 bash -c "$(declare -f sweep run_stage stage lane); PY='$PY' COMMON='$COMMON' \
-        EXTRA='$EXTRA' TRIES='$TRIES' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane B] /' ) &
+        EXTRA='$EXTRA' TRIES='$TRIES' NICE='$NICE' STAGES='$STAGES'; lane '$claims'" 2>&1 | sed -u 's/^/[lane B] /' ) &
     lane_b=$!
     wait "$lane_a"; code_a=$?
     wait "$lane_b"; code_b=$?

@@ -313,7 +313,8 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     assert counts["runs"] == 64 and counts["held_back"] == ["paper32/acrobot/none/base: 0 of 1 seeds complete"]
     text = build(data, out, reps=REPS, experiment="paper32").read_text()
     assert "58 of 60 cells of `sweep=paper32`, `sweep=paper32_brax`" in text  # 40 non-Brax cells and 20 Brax ones
-    assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text and "- Sparse-Hopper: PPO, RFIG, RND, VIME, #Explo" in text
+    assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text
+    assert "- Sparse-Hopper (backend=spring): PPO, RFIG, RND, VIME, #Explo" in text  # the CPU grid's physics
     assert "| MountainCar | PPO 32, RFIG 32 | 0123456 | 1 x H100 (gpu), 16 CPU cores | 0.11.2 |" in text
     assert "Verdict at 8 seeds on the CPU (docs/results/repro)" in text
     row = next(line for line in text.splitlines() if line.startswith("| PPO+RFIG beats PPO (final score) |"))
@@ -335,3 +336,59 @@ def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp
               summary={"wall_time_s": 99.0})       # a field both have, with another value
     with pytest.raises(Exception, match="differ"):
         export_tree(tmp_path / "other", tmp_path / "data")
+
+
+def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decisive_panels_first():
+    import subprocess
+    import sys
+
+    from analysis.repro.stages import PAPER32_FIRST, panel_name, paper32_envs, preset_envs, stage_of, stages
+
+    p32 = stages("paper32")
+    names = [s.name for s in p32]
+    assert len(names) == len(set(names)) == 12 * 3
+    assert not set(names) & {s.name for s in stages()}  # one namespace for `commands NAME`
+    assert sorted(paper32_envs()) == sorted(preset_envs("paper"))  # the paper's 12 panels, no DeepSea
+    seen: dict[str, list[int]] = {}
+    for stage in p32:
+        (command,) = stage.commands
+        words = dict(w.split("=", 1) for w in command.split())
+        env, seed = words["env"], int(words["seed"])
+        assert words["num_seeds"] == "8" and seed in (8, 16, 24)
+        assert words["sweep"] == ("paper32_brax" if env.startswith("sparse_") else "paper32")
+        seen.setdefault(env, []).append(seed)
+        for s in range(seed, seed + 8):  # every seed the stage makes is attributed to it
+            assert stage_of("paper32", env, "rfig", {}, seed=s) == stage.name
+    assert all(blocks == [8, 16, 24] for blocks in seen.values())
+    # the six decisive panels reach 16, 24 and 32 seeds before any other panel gets a block
+    assert [n.rsplit("-", 1)[0] for n in names[:6]] == [f"p32-{panel_name(e)}" for e in PAPER32_FIRST]
+    assert all(stage_of("paper32", e, "none", {}, seed=s) is None for e in PAPER32_FIRST for s in (0, 7, 32))
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+                            env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "paper32"},
+                            check=True).stdout.split()
+    assert listed == names
+
+
+def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_papers_cells(tmp_path):
+    from analysis.repro.build import main as repro_main
+    from analysis.repro.data import read_data
+
+    raw, repro, p32 = tmp_path / "raw", tmp_path / "repro", tmp_path / "p32"
+    for s in range(2):
+        write_run(raw, "repro", "mountaincar", "rfig", s, STEPS, np.full(T, -120.0 - s))
+        write_run(raw, "repro", "deepsea", "rfig", s, STEPS, np.full(T, 0.5))       # not a panel of the paper
+        write_run(raw, "repro", "mountaincar", "rfig", s, STEPS, np.full(T, -130.0), overrides={"bonus.reg": 10})
+    write_run(raw, "sensitivity", "mountaincar", "rfig", 0, STEPS, np.full(T, -110.0))
+    export_tree(raw, repro)
+    args = ["merge", "--from", str(repro), "--data", str(p32), "--relabel", "repro:paper32"]
+    assert repro_main(args) == 0
+    held = read_data(p32)
+    assert sorted(held) == [("paper32", "mountaincar", "rfig", "base", s) for s in range(2)]
+    source = read_data(repro)
+    for key, run in held.items():
+        before = source[("repro", *key[1:])]
+        assert run.rows == before.rows and run.record["origin"] == before.record["origin"]
+        assert run.record["relabelled_from"] == "repro" and run.record["summary"]["experiment"] == "paper32"
+    assert repro_main(args) == 0 and read_data(p32).keys() == held.keys()  # again: kept once, identical
+    assert repro_main(["merge", "--from", str(repro), "--data", str(p32), "--relabel", "repro:nope"]) == 1

@@ -34,7 +34,8 @@ from ..claims import claims_table
 from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
 from ..names import env_label, method_label, sort_methods, split_task
 from .cells import compare_claims, missing_md, origins_md
-from .data import DataConflict, export_tree, merge_data, read_data, rebuild_tree, restore_tree
+from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
+from .stages import preset_envs
 from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
 from ..report import build_report
@@ -354,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="add the runs of another data folder (an export from another machine)")
     m.add_argument("--from", dest="source", type=Path, required=True)
     m.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
+    m.add_argument("--relabel", metavar="FROM:TO", default=None,
+                   help="take only FROM's main-grid runs on the envs of TO's sweep presets, filed under experiment "
+                        "TO (repro:paper32: the reproduction's seeds 0-7 into the 32-seed grid)")
     r = sub.add_parser("restore", help="put the committed complete runs back into a results tree (missing ones "
                                        "only), so that a sweep there runs only what the data lacks")
     r.add_argument("--results", type=Path, required=True)
@@ -375,6 +379,14 @@ def main(argv: list[str] | None = None) -> int:
             for cell in counts["held_back"]:
                 print(f"left for a later export (not every run complete): {cell}")
             print(_stored_line(counts, f"{', '.join(exps)} of {args.results}", args.data))
+        elif args.command == "merge" and args.relabel:
+            source, _, target = args.relabel.partition(":")
+            if target not in EXPECTED_PRESETS:
+                raise AnalysisError(f"--relabel {args.relabel}: {target!r} is not a grid; valid: "
+                                    + ", ".join(EXPECTED_PRESETS))
+            envs = [e for preset in EXPECTED_PRESETS[target] for e in preset_envs(preset)]
+            counts = merge_relabelled(args.source, args.data, source, target, envs, MAIN_VARIANTS)
+            print(_stored_line(counts, f"{source} runs of {args.source} as {target}", args.data))
         elif args.command == "merge":
             print(_stored_line(merge_data(args.source, args.data), str(args.source), args.data))
         elif args.command == "restore":

@@ -279,6 +279,33 @@ def merge_data(source: str | Path, data_dir: str | Path) -> dict:
     return {**write_data(stored, data_dir), **merged}
 
 
+def relabel_runs(runs: dict[RunKey, StoredRun], source: str, target: str, envs, variants) -> dict[RunKey, StoredRun]:
+    """The runs of experiment ``source`` on ``envs`` x ``variants``, as runs of experiment ``target``:
+    the same runs (numbers, config, origin), filed under another experiment, and each record says
+    which one it was made in (``relabelled_from``). This is how the 32-seed grid holds the
+    reproduction's seeds 0-7: a run's experiment names the grid it belongs to, never its numbers."""
+    out = {}
+    for key, run in runs.items():
+        exp, env, _bonus, variant, _seed = key
+        if exp != source or env not in envs or variant not in variants:
+            continue
+        record = {**run.record, "experiment": target, "relabelled_from": run.record.get("relabelled_from", source)}
+        if isinstance(record.get("summary"), dict):
+            record["summary"] = {**record["summary"], "experiment": target}
+        moved = replace(run, record=record)
+        out[moved.key] = moved
+    return out
+
+
+def merge_relabelled(source: str | Path, data_dir: str | Path, from_experiment: str, to_experiment: str, envs,
+                     variants) -> dict:
+    """:func:`merge_data` of the ``from_experiment`` runs of ``source`` on ``envs`` x ``variants``,
+    filed under ``to_experiment`` (:func:`relabel_runs`)."""
+    stored = read_data(data_dir)
+    merged = merge_runs(stored, relabel_runs(read_data(source), from_experiment, to_experiment, envs, variants))
+    return {**write_data(stored, data_dir), **merged}
+
+
 def rebuild_tree(data_dir: str | Path, results: str | Path, only_missing_complete: bool = False) -> Path:
     """Write the compact data of ``data_dir`` back as a results tree under ``results``.
 

@@ -1,16 +1,25 @@
-"""The reproduction's stages: what each one runs, and which runs it made.
+"""The campaigns' stages: what each one runs, and which runs it made.
 
 A stage is a unit of work that lands on its own (its data exported and committed when it
-completes): the six core envs, one MinAtar game, one sparse Brax env, one DeepSea size, or one
-bonus's sensitivity knobs. ``scripts/repro.sh`` runs them (two lanes each take the next stage)
-by asking this module for the stage list and each stage's ``launch.py -m`` commands, and the
-report attributes every run to its stage with :func:`stage_of` for the table of who made what.
+completes). Two campaigns are declared here:
 
-    python -m analysis.repro.stages list               # the names, in the order the lanes take them
-    python -m analysis.repro.stages commands brax-ant  # one line of launch.py -m arguments per sweep
+- ``repro``, the 8-seed reproduction (``docs/results/repro/``): the six core envs, one MinAtar
+  game, one sparse Brax env, one DeepSea size, or one bonus's sensitivity knobs;
+- ``paper32``, the paper's 12 panels at its 32 seeds (``docs/results/paper32/``): one panel x one
+  block of 8 seeds (5 jobs of 8 vmapped seeds, one per bonus: the jobs of ``sweep=paper``), seeds
+  8-31; seeds 0-7 are the reproduction's own runs, taken into the 32-seed data as they are
+  (``python -m analysis.repro merge --relabel repro:paper32``).
 
-The env lists come from the sweep presets (``conf/sweep/repro*.yaml``), so a preset is the one
-place an env joins the reproduction. Nothing here imports JAX.
+``scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
+for the stage list and each stage's ``launch.py -m`` commands, and the report attributes every run
+to its stage with :func:`stage_of` for the table of who made what.
+
+    python -m analysis.repro.stages list                        # the names, in the order the lanes take them
+    python -m analysis.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
+    python -m analysis.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
+
+The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
+preset is the one place an env joins a campaign. Nothing here imports JAX.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ from omegaconf import OmegaConf
 
 from rfig_exp.config.variants import CONF_DIR
 
-MAIN, SENS = "repro", "sensitivity"
+MAIN, SENS, PAPER32 = "repro", "sensitivity", "paper32"
+CAMPAIGNS = (MAIN, PAPER32)
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
 # One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
@@ -34,6 +44,19 @@ SENSITIVITY = {
     "vime": {"lr": "1e-5,1e-4,1e-3", "step_size": "0.001,0.1"},
     "hashexplo": {"lr": "1e-5,1e-4,1e-3", "hash_bits": "16,64"},
 }
+
+
+# The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
+# ('seed=range(0,32,8)' num_seeds=8: a seed's numbers depend, to float32 rounding, on the seeds
+# vmapped beside it, so the blocks are those a user rerunning sweep=paper gets), and the panels in
+# the order the lanes take them: first those where a claim of the paper turned at 8 seeds (RFIG
+# below PPO on Sparse-HalfCheetah, its best on Breakout, VIME's on Sparse-Ant and Sparse-Walker2d,
+# the MountainCar flag, RFIG below PPO on Asterix), each to 16 seeds, then 24, then 32; then the
+# other six panels alike.
+PAPER_SEEDS, SEED_BLOCK = 32, 8
+PAPER32_FIRST = ("sparse_halfcheetah", "minatar_breakout", "sparse_ant", "sparse_walker2d", "mountaincar",
+                 "minatar_asterix")
+PAPER32_PRESETS = ("paper32", "paper32_brax")
 
 
 @dataclass(frozen=True)
@@ -48,9 +71,41 @@ def preset_envs(preset: str) -> list[str]:
     return [e.strip() for e in str(params.get("env", "")).split(",") if e.strip()]
 
 
-def stages() -> list[Stage]:
-    """Every stage, in the order the lanes take them: the cheap panels first, the Brax envs
-    interleaved so a long one starts early on the second lane, the sensitivity study last."""
+def stages(campaign: str = MAIN) -> list[Stage]:
+    """Every stage of ``campaign``, in the order the lanes take them."""
+    if campaign == PAPER32:
+        return paper32_stages()
+    if campaign != MAIN:
+        raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
+    return repro_stages()
+
+
+def panel_name(env: str) -> str:
+    """A panel's short name in stage names: ``sparse_ant`` -> ``ant``, ``minatar_breakout`` -> ``breakout``."""
+    return env.removeprefix("sparse_").removeprefix("minatar_")
+
+
+def paper32_envs() -> list[str]:
+    """The paper's 12 panels (the envs of the 32-seed presets), in the order the lanes take them."""
+    envs = [e for preset in PAPER32_PRESETS for e in preset_envs(preset)]
+    return [e for e in PAPER32_FIRST if e in envs] + [e for e in envs if e not in PAPER32_FIRST]
+
+
+def paper32_stages() -> list[Stage]:
+    """One stage per panel x block of 8 seeds beyond the reproduction's 0-7: the decisive panels
+    (:data:`PAPER32_FIRST`) block by block, then the others block by block."""
+    brax = set(preset_envs("paper32_brax"))
+    envs = paper32_envs()
+    first, rest = [e for e in envs if e in PAPER32_FIRST], [e for e in envs if e not in PAPER32_FIRST]
+    blocks = range(SEED_BLOCK, PAPER_SEEDS, SEED_BLOCK)
+    return [Stage(f"p32-{panel_name(e)}-{b}",
+                  (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} seed={b} num_seeds={SEED_BLOCK}",))
+            for group in (first, rest) for b in blocks for e in group]
+
+
+def repro_stages() -> list[Stage]:
+    """The reproduction's stages: the cheap panels first, the Brax envs interleaved so a long one
+    starts early on the second lane, the sensitivity study last."""
     minatar = [Stage(f"minatar-{e.removeprefix('minatar_')}", (f"sweep=repro_minatar env={e}",))
                for e in preset_envs("repro_minatar")]
     brax = [Stage(f"brax-{e.removeprefix('sparse_')}", (f"sweep=repro_brax env={e}",))
@@ -63,9 +118,13 @@ def stages() -> list[Stage]:
     return order
 
 
-def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict) -> str | None:
-    """The stage that makes a run (folder names and its variant's overrides); None for a run that
-    no stage makes."""
+def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, seed: int | None = None) -> str | None:
+    """The stage that makes a run (folder names, its variant's overrides and its seed); None for a
+    run that no stage makes (a 32-seed run of seeds 0-7 is the reproduction's)."""
+    if experiment == PAPER32:
+        if seed is None or not SEED_BLOCK <= seed < PAPER_SEEDS or env not in paper32_envs():
+            return None
+        return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
     if experiment != MAIN:
@@ -82,17 +141,58 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict) -> 
     return None
 
 
+def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int = 0) -> dict[str, float]:
+    """bonus -> minutes of wall time of the job that made ``seed`` of ``env`` (its main-grid variant)
+    in ``stored`` (analysis.repro.data.read_data): what a block of the same jobs cost on this
+    machine kind, compile included."""
+    out = {}
+    for (exp, e, bonus, variant, s), run in stored.items():
+        wall = (run.record.get("summary") or {}).get("wall_time_s")
+        if exp == experiment and e == env and s == seed and variant in ("base", "env.backend=spring") and wall:
+            out[bonus] = float(wall) / 60
+    return out
+
+
+def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
+    """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
+    what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); None
+    where that is not known (the reproduction's own stages are estimated by scripts/repro_meta.py)."""
+    out: dict[str, float | None] = {}
+    for stage in stages(campaign):
+        env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
+        cost = measured_minutes(stored, env) if campaign == PAPER32 and env else {}
+        out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 5 else None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the stage names, in the order the lanes take them")
+    ls = sub.add_parser("list", help="the stage names, in the order the lanes take them")
+    ls.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
+    ls.add_argument("--estimate", action="store_true",
+                    help="one line per stage with its estimated minutes on one core (from the reproduction's data)")
+    ls.add_argument("--data", default="docs/results/repro/data", help="the reproduction's data, for --estimate")
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
     c.add_argument("stage")
     args = p.parse_args(argv)
-    known = {s.name: s for s in stages()}
     if args.command == "list":
-        print(" ".join(known))
+        if not args.estimate:
+            print(" ".join(s.name for s in stages(args.campaign)))
+            return 0
+        from .data import read_data
+
+        estimates = stage_estimates(args.campaign, read_data(args.data))
+        total = 0.0
+        for stage in stages(args.campaign):
+            est = estimates[stage.name]
+            total += est or 0.0
+            print(f"{stage.name:24s} {'?' if est is None else f'{est:6.1f}'} min  "
+                  + " ; ".join(f"launch.py -m {cmd}" for cmd in stage.commands))
+        print(f"{'total':24s} {total:6.1f} min on one core ({total / 60:.1f} core-hours; two lanes: "
+              f"{total / 120:.1f} h)")
         return 0
+    known = {s.name: s for campaign in CAMPAIGNS for s in stages(campaign)}
     if args.stage not in known:
         print(f"error: unknown stage {args.stage!r}; valid: {', '.join(known)}", file=sys.stderr)
         return 2
