@@ -1,24 +1,30 @@
-"""Hydra entry point: one experiment, or a sweep with ``-m`` (``python launch.py --help``).
+"""The command line: one experiment, or a sweep with ``-m`` (``python launch.py --help``).
 
     python launch.py                                   # mountaincar + rfig, 1 seed, 1M steps
     python launch.py env=minatar_breakout bonus=none num_seeds=4
     python launch.py -m env=minatar_breakout bonus=rfig,none 'seed=range(4)'
 
-Before Hydra starts, ``rfig_exp.launch.preflight`` validates every job of the command line
-(exit 2, one line per error, nothing created); then Hydra composes and runs each job.
+The way to the trainer: ``rfig_exp.launch.preflight`` checks every job of the command line and
+plans a sweep (exit 2, one line per error, nothing created); Hydra composes each job's config and
+runs it (``rfig_exp.launch.hydra_adapter``: the command line and the plan are handed to it); each
+job (:func:`job`) makes its run spec and trains it (``rfig_exp.run.experiment.run_spec``).
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))  # runs from a plain checkout too
 
-import rfig_exp  # noqa: E402,F401  (sets the XLA CPU flags before jax is imported)
-import hydra  # noqa: E402
+import rfig_exp  # noqa: E402
+
+rfig_exp.set_cpu_flags()  # before anything imports jax
+
+import functools  # noqa: E402
+import logging  # noqa: E402
+from typing import Sequence  # noqa: E402
+
 from omegaconf import DictConfig  # noqa: E402
 
 from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, PreflightError, RunFailed  # noqa: E402
@@ -45,51 +51,60 @@ def _fail(message: str, code: int, multirun: bool):
     sys.exit(code)
 
 
-@hydra.main(config_path="conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig):
+def job(cfg: DictConfig, varying: Sequence[str] = ()):
     """One Hydra job: its config becomes a run spec (validated, JAX-free), then it trains.
-
-    Returns a :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweeper to count."""
+    ``varying``: the keys its sweep's plan found not the same in every job, which its console
+    label shows first. Returns a :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweeper."""
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from rfig_exp.launch import hydra_adapter, retry
+    from rfig_exp.config.run_spec import build_run_spec
+    from rfig_exp.launch import hydra_adapter
 
-    job = hydra_adapter.current_job()
+    this = hydra_adapter.current_job()
     spec = None
     try:
-        from rfig_exp.config.run_spec import build_run_spec
-
-        spec = build_run_spec(cfg, job.searchpath)
-        if job.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
+        spec = build_run_spec(cfg, this.searchpath)
+        if this.multirun:  # a local sweep job gets its own GPU or cores, before JAX starts its threads
             from rfig_exp.run.placement import place_job
 
-            log.info(place_job(job.index, job.jobs_in_parallel, mode=spec.placement.mode,
+            log.info(place_job(this.index, this.jobs_in_parallel, local=this.launcher == hydra_adapter.LOCAL,
+                               mode=spec.placement.mode,
                                cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
                                gpus=None if spec.placement.gpus is None else list(spec.placement.gpus)))
-        after_stall = None  # a stalled single run ends with exit 75; a sweep job's sweep retries it
-        if job.multirun and os.environ.get("SUBMITIT_EXECUTOR"):  # a task of its own: it requeues itself
-            after_stall = retry.submitit_stall_action(
-                spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error))
-        elif job.multirun:  # in the sweep's process: the sweep is re-executed
-            after_stall = retry.in_process_stall_action(job.sweep_dir or ".", job.index)
-        from rfig_exp.run.experiment import run_spec
-        from rfig_exp.launch.sweep_plan import varying_keys_of_sweep
-
-        varies = varying_keys_of_sweep(job.sweep_dir) if job.multirun else []
-        summaries = run_spec(spec, command_line=job.overrides, sweep_varies=varies, after_stall=after_stall)
-        return hydra_adapter.JobOutcome(skipped=not summaries,
-                                        resumed=any(s.resumed_from_windows for s in summaries),
-                                        stall_retries=retry.submitit_retries_used())
+        return _train(cfg, spec, this, varying)
     except ConfigError as err:
-        _fail(str(err), ExitCode.BAD_CONFIG, job.multirun)
+        _fail(str(err), ExitCode.BAD_CONFIG, this.multirun)
     except RunFailed as err:
-        _fail(f"run failed: {err}", ExitCode.RUN_FAILED, job.multirun)
+        _fail(f"run failed: {err}", ExitCode.RUN_FAILED, this.multirun)
     except OSError as err:  # a full disk, a folder gone or read-only: the run is not complete, resumable
         results_dir = spec.results_dir if spec is not None else cfg.results_dir  # cfg: only before a spec exists
         _fail(f"cannot write the results under results_dir={results_dir}: {err}; the run is not marked "
-              "complete: fix that and relaunch the same command to resume it", ExitCode.RUN_FAILED, job.multirun)
+              "complete: fix that and relaunch the same command to resume it", ExitCode.RUN_FAILED, this.multirun)
     except Interrupted as stop:
         print(str(stop), file=sys.stderr)
         sys.exit(stop.exit_code)
+
+
+def _train(cfg, spec, this, varying: Sequence[str]):
+    """Train ``spec`` as the job ``this`` is run: a single run ends with exit 75 when it stalls;
+    a submitit task requeues itself; a job in the sweep's own process trains on a thread of its
+    own, which a stall leaves behind for the sweeper to launch the job again (rfig_exp.launch.retry)."""
+    from rfig_exp.launch import hydra_adapter, retry
+    from rfig_exp.run.experiment import run_spec
+    from rfig_exp.run.observers import StopSignals
+    from rfig_exp.run.watchdog import on_own_thread
+
+    run = functools.partial(run_spec, spec, command_line=this.overrides, sweep_varies=varying)
+    if not this.multirun:
+        summaries = run()
+    elif this.submitit:
+        with StopSignals(submitit=True) as signals:
+            summaries = run(signals=signals, after_stall=retry.submitit_stall_action(
+                spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error)))
+    else:
+        with StopSignals() as signals:
+            summaries = on_own_thread(lambda end: run(signals=signals, after_stall=end))
+    return hydra_adapter.JobOutcome(skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries),
+                                    stall_retries=retry.submitit_retries_used() if this.submitit else 0)
 
 
 def cli(argv: list[str]) -> None:
@@ -98,12 +113,11 @@ def cli(argv: list[str]) -> None:
 
         print(help_text())
         return
+    from rfig_exp.launch import hydra_adapter
     from rfig_exp.launch.preflight import preflight
-    from rfig_exp.launch.retry import RESUME_ENV
 
     try:
-        if RESUME_ENV not in os.environ:  # a sweep re-executed after a stall was checked already
-            preflight(argv)
+        plan = preflight(argv)
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -111,12 +125,12 @@ def cli(argv: list[str]) -> None:
     except KeyboardInterrupt:
         print("interrupted before any job started", file=sys.stderr)
         sys.exit(ExitCode.INTERRUPTED)
-    if {"-m", "--multirun"} & set(argv):
-        # Hydra composes a sweep with the default env first: per-env options must not fail there.
-        from rfig_exp.launch.env_options import for_primary_compose
-
-        sys.argv = [sys.argv[0], *for_primary_compose(argv)]
-    main()
+    if plan is None:  # one run, or what Hydra does besides running (--cfg, --info)
+        hydra_adapter.run(job, argv)
+    else:
+        here = Path(__file__).resolve()
+        hydra_adapter.run_sweep(functools.partial(job, varying=plan.varying), plan.jobs, plan.overrides,
+                                here.parent / "conf", task_name=here.stem)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
+import rfig_exp  # noqa: E402
+
+rfig_exp.set_cpu_flags()  # before jax is imported
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 

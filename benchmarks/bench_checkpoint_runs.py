@@ -28,7 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
+import rfig_exp  # noqa: E402
+
+rfig_exp.set_cpu_flags()  # before jax is imported
 
 CADENCES = {
     "off": ["checkpoint.every_seconds=null", "checkpoint.every_windows=null"],

@@ -32,7 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import rfig_exp  # noqa: E402,F401  (XLA CPU flags before jax)
+import rfig_exp  # noqa: E402
+
+rfig_exp.set_cpu_flags()  # before jax is imported
+
 import flax.linen as nn  # noqa: E402
 import gymnax  # noqa: E402
 import jax  # noqa: E402

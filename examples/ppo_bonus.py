@@ -16,14 +16,18 @@ import ast
 import json
 import time
 
-from rfig_exp.bonuses import BonusBatch, DiscreteSpace, bonus_names, create  # first: rfig_exp sets XLA's CPU flags
+import rfig_exp
 
-import flax.linen as nn
-import gymnax
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
+rfig_exp.set_cpu_flags()  # XLA's CPU flags and one OpenBLAS thread, before jax is imported
+
+import flax.linen as nn  # noqa: E402
+import gymnax  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+from rfig_exp.bonuses import BonusBatch, DiscreteSpace, bonus_names, create  # noqa: E402
 
 CONFIG = dict(total_timesteps=1_000_000, num_envs=32, num_steps=128, update_epochs=4, num_minibatches=32,
               lr=3e-4, anneal_lr=True, clip_eps=0.2, vf_coef=0.5, ent_coef=0.01, max_grad_norm=0.5, gamma=0.99,

@@ -63,6 +63,9 @@ def device(allow_cpu: bool) -> int:
 def brax_probe(env_name: str, seeds: int, steps: int) -> int:
     """Reset ``seeds`` copies of a sparse Brax env and step them ``steps`` times with random actions
     in one jitted scan; print versions, compile time and env steps/s. 0 when it ran."""
+    import rfig_exp
+
+    rfig_exp.set_cpu_flags()  # a dry run on a CPU: before jax is imported
     import jax
     import jax.numpy as jnp
 

@@ -92,7 +92,9 @@ def _prop43_eps(T, jnp, d, Ds, sigma_p, diam, delta, iters=100):
 
 def compute(grid: dict, lambda0: float, delta: float, log=print) -> list[dict]:
     """The CSV rows of one grid (see the module docstring)."""
-    import rfig_exp  # noqa: F401  (XLA CPU flags before jax)
+    import rfig_exp
+
+    rfig_exp.set_cpu_flags()  # before jax is imported
     import jax
     import jax.numpy as jnp
 

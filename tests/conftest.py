@@ -1,4 +1,4 @@
-"""Shared helpers. Importing rfig_exp first sets the XLA CPU flag before jax loads."""
+"""Shared helpers; the test process's CPU flags (``rfig_exp.set_cpu_flags``), set before jax loads."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import os
 import tempfile
 from pathlib import Path
 
-import rfig_exp  # noqa: F401  (must precede any jax import)
-import numpy as np
-import pytest
-from hydra import compose, initialize_config_dir
+import rfig_exp
+
+rfig_exp.set_cpu_flags()  # before numpy, jax or anything importing them
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

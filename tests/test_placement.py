@@ -17,7 +17,6 @@ from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, fo
                                     slot_of)
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCAL = {"SUBMITIT_EXECUTOR": "local"}
 
 
 def _no_affinity(*_):
@@ -88,34 +87,34 @@ def test_job_slot_reads_job_num_and_batch_size():
 @pytest.mark.parametrize("num_gpus", [1, 2, 4])
 def test_each_job_of_a_batch_gets_its_own_gpu(num_gpus):
     for job in range(3 * num_gpus):
-        env = dict(LOCAL, CUDA_VISIBLE_DEVICES="")  # what submitit_local sets without gpus_per_node
-        line = place_job(job, num_gpus, environ=env, num_gpus=num_gpus, set_affinity=_no_affinity)
+        env = dict(CUDA_VISIBLE_DEVICES="")  # what submitit_local sets without gpus_per_node
+        line = place_job(job, num_gpus, local=True, environ=env, num_gpus=num_gpus, set_affinity=_no_affinity)
         assert env["CUDA_VISIBLE_DEVICES"] == str(job % num_gpus), line
         assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in env
         assert f"GPU {job % num_gpus} of {num_gpus}" in line
 
 
 def test_more_jobs_than_gpus_share_them_without_preallocating_memory():
-    env = dict(LOCAL)
-    line = place_job(3, 4, environ=env, num_gpus=2, set_affinity=_no_affinity)
+    env = {}
+    line = place_job(3, 4, local=True, environ=env, num_gpus=2, set_affinity=_no_affinity)
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert "share" in line
-    mine = dict(LOCAL, XLA_PYTHON_CLIENT_PREALLOCATE="true")
-    place_job(0, None, environ=mine, num_gpus=2, set_affinity=_no_affinity)
+    mine = dict(XLA_PYTHON_CLIENT_PREALLOCATE="true")
+    place_job(0, None, local=True, environ=mine, num_gpus=2, set_affinity=_no_affinity)
     assert mine["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"  # the user's choice stands
 
 
 def test_an_explicit_gpu_list_is_used_in_order():
-    env = dict(LOCAL)
-    place_job(1, 2, environ=env, gpus=["GPU-aaa", "GPU-bbb"], set_affinity=_no_affinity)
+    env = {}
+    place_job(1, 2, local=True, environ=env, gpus=["GPU-aaa", "GPU-bbb"], set_affinity=_no_affinity)
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-bbb"
-    place_job(2, 2, environ=env, gpus=[4, 6], set_affinity=_no_affinity)  # ids as a YAML list of ints
+    place_job(2, 2, local=True, environ=env, gpus=[4, 6], set_affinity=_no_affinity)  # ids as a YAML list of ints
     assert env["CUDA_VISIBLE_DEVICES"] == "4"
 
 
 def test_without_gpus_each_job_is_pinned_to_its_cores():
     calls = []
-    line = place_job(1, 2, environ=dict(LOCAL), num_gpus=0, set_affinity=lambda pid, cores: calls.append(cores),
+    line = place_job(1, 2, local=True, environ={}, num_gpus=0, set_affinity=lambda pid, cores: calls.append(cores),
                      get_affinity=lambda pid: {0, 1, 2, 3})
     assert calls == [[2, 3]] and "CPU cores 2-3 (2 of 4)" in line
 
@@ -132,9 +131,9 @@ def test_jobs_sharing_one_gpu_split_its_memory_and_the_cores(per_gpu, share):
     cores = set(range(16))
     placed = []
     for job in range(2 * per_gpu):  # two batches: the second reuses the first's slots
-        env = dict(LOCAL, CUDA_VISIBLE_DEVICES="")
+        env = dict(CUDA_VISIBLE_DEVICES="")
         pinned = []
-        line = place_job(job, None, jobs_per_gpu=per_gpu, environ=env, num_gpus=1,
+        line = place_job(job, None, local=True, jobs_per_gpu=per_gpu, environ=env, num_gpus=1,
                          set_affinity=lambda pid, c: pinned.append(c), get_affinity=lambda pid: cores)
         assert env["CUDA_VISIBLE_DEVICES"] == "0" and env.get("XLA_PYTHON_CLIENT_MEM_FRACTION") == share, line
         assert "XLA_CLIENT_MEM_FRACTION" not in env and "XLA_PYTHON_CLIENT_PREALLOCATE" not in env
@@ -150,16 +149,16 @@ def test_jobs_sharing_one_gpu_split_its_memory_and_the_cores(per_gpu, share):
 def test_jobs_per_gpu_spreads_jobs_over_every_gpu():
     seen = []
     for job in range(6):  # 3 per GPU on 2 GPUs: 6 at once
-        env = dict(LOCAL)
-        place_job(job, None, jobs_per_gpu=3, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
+        env = {}
+        place_job(job, None, local=True, jobs_per_gpu=3, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
                   get_affinity=lambda pid: set(range(12)))
         seen.append((env["CUDA_VISIBLE_DEVICES"], env["XLA_PYTHON_CLIENT_MEM_FRACTION"]))
     assert seen == [("0", "0.30"), ("1", "0.30")] * 3
     # a batch size that does not fill the GPUs evenly: each job's share follows the jobs on its GPU
     shares = []
     for job in range(3):
-        env = dict(LOCAL)
-        place_job(job, 3, jobs_per_gpu=2, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
+        env = {}
+        place_job(job, 3, local=True, jobs_per_gpu=2, environ=env, num_gpus=2, set_affinity=lambda pid, c: None,
                   get_affinity=lambda pid: {0, 1, 2})
         shares.append(env.get("XLA_PYTHON_CLIENT_MEM_FRACTION"))
     assert shares == ["0.45", None, "0.45"]
@@ -167,8 +166,8 @@ def test_jobs_per_gpu_spreads_jobs_over_every_gpu():
 
 @pytest.mark.parametrize("var", MEM_FRACTION_VARS)
 def test_a_memory_fraction_the_user_set_stands_under_either_name(var):
-    env = dict(LOCAL, **{var: "0.1"})
-    line = place_job(1, None, jobs_per_gpu=4, environ=env, num_gpus=1, set_affinity=lambda pid, c: None,
+    env = dict(**{var: "0.1"})
+    line = place_job(1, None, local=True, jobs_per_gpu=4, environ=env, num_gpus=1, set_affinity=lambda pid, c: None,
                      get_affinity=lambda pid: {0, 1, 2, 3})
     assert env[var] == "0.1" and not any(v in env for v in MEM_FRACTION_VARS if v != var), env
     assert f"{var}=0.1" in line
@@ -176,7 +175,7 @@ def test_a_memory_fraction_the_user_set_stands_under_either_name(var):
 
 def test_jobs_per_gpu_without_a_gpu_divides_the_cores():
     calls = []
-    line = place_job(3, None, jobs_per_gpu=2, environ=dict(LOCAL), num_gpus=0,
+    line = place_job(3, None, local=True, jobs_per_gpu=2, environ={}, num_gpus=0,
                      set_affinity=lambda pid, c: calls.append(c), get_affinity=lambda pid: {0, 1, 2, 3})
     assert calls == [[2, 3]] and "(slot 1, 2 in parallel) -> CPU cores 2-3 (2 of 4)" in line
 
@@ -207,29 +206,29 @@ def test_the_sweeper_batches_jobs_per_gpu_jobs_for_local_jobs_only():
 
 
 @pytest.mark.parametrize("env,fragment", [
-    ({"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2", "SUBMITIT_EXECUTOR": "slurm",
+    ({"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2",
       "SLURM_CPUS_PER_TASK": "1", "SLURMD_NODENAME": "vm"},
      "SLURM job 40_2 on vm: 1 CPU(s) granted (the process may run on"),
     ({}, "not a local sweep job"),
 ])
 def test_slurm_jobs_and_plain_runs_are_left_alone(env, fragment):
     before = dict(env)
-    line = place_job(3, 2, environ=env, num_gpus=2, set_affinity=_no_affinity)
+    line = place_job(3, 2, local=False, environ=env, num_gpus=2, set_affinity=_no_affinity)
     assert fragment in line and env == before
 
 
 def test_placement_off_and_bad_values():
-    env = dict(LOCAL)
-    assert "off" in place_job(0, 2, mode="off", environ=env, num_gpus=2, set_affinity=_no_affinity)
-    assert env == LOCAL
+    env = {}
+    assert "off" in place_job(0, 2, local=True, mode="off", environ=env, num_gpus=2, set_affinity=_no_affinity)
+    assert env == {}
     with pytest.raises(ConfigError, match="placement.mode='pin' is not one of: auto, off"):
-        place_job(0, 2, mode="pin", environ=dict(LOCAL))
+        place_job(0, 2, local=True, mode="pin", environ={})
     with pytest.raises(ConfigError, match=r"hydra.sweeper.max_batch_size=0 must be >= 1"):
-        place_job(0, 0, environ=dict(LOCAL))
+        place_job(0, 0, local=True, environ={})
     with pytest.raises(ConfigError, match=r"placement.cores_per_job=0 must be >= 1"):
-        place_job(0, 2, cores_per_job=0, environ=dict(LOCAL))
+        place_job(0, 2, local=True, cores_per_job=0, environ={})
     with pytest.raises(ConfigError, match=r"placement.gpus='0,1' must be null or a non-empty list"):
-        place_job(0, 2, gpus="0,1", environ=dict(LOCAL))
+        place_job(0, 2, local=True, gpus="0,1", environ={})
     with pytest.raises(ConfigError, match=r"placement.gpus=\[\] must be null"):
         validate_placement(gpus=[])
     validate_placement("auto", 4, 2, [0, 1])  # integers from a YAML list are fine
@@ -239,7 +238,7 @@ def _placed_job():
     """Runs inside a submitit_local job: place it, report what the OS now says."""
     from rfig_exp.run.placement import place_job
 
-    line = place_job(int(os.environ["JOB"]), 2, num_gpus=0)
+    line = place_job(int(os.environ["JOB"]), 2, local=True, num_gpus=0)
     return line, sorted(os.sched_getaffinity(0)), os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
@@ -268,8 +267,7 @@ def test_the_pinning_lasts_for_threads_started_later():
     test process itself unpinned)."""
     code = ("import os, threading\n"
             "from rfig_exp.run.placement import place_job\n"
-            "os.environ['SUBMITIT_EXECUTOR'] = 'local'\n"
-            "place_job(1, 2, num_gpus=0)\n"
+            "place_job(1, 2, local=True, num_gpus=0)\n"
             "out = []\n"
             "t = threading.Thread(target=lambda: out.append(sorted(os.sched_getaffinity(0))))\n"
             "t.start(); t.join()\n"

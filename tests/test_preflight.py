@@ -119,9 +119,9 @@ def test_a_sweep_that_hydra_could_not_compose_is_refused_with_the_way_out(tmp_pa
 def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
     """``-m sweep=deepsea_scaling env.size=40`` runs DeepSea 40 only: the command line's single value
     replaces the preset's ``env.size: 10,20,30,40`` (Hydra's rule for one key given twice), in the
-    plan that preflight and the sweeper share, though launch.py hands Hydra the option as ``++env.size``."""
+    plan that preflight makes for the sweeper, though Hydra composes the sweep with the option as ``++env.size``."""
     from rfig_exp.launch.preflight import expand_jobs
-    from rfig_exp.launch.sweep_plan import varying_keys, compose_primary
+    from rfig_exp.launch.sweep_plan import compose_primary, plan_sweep
     from rfig_exp.launch.env_options import for_primary_compose
 
     line = ["sweep=deepsea_scaling", "env=deepsea", "env.size=40"]
@@ -132,6 +132,6 @@ def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
     assert sorted(o.split("=")[1] for job in jobs for o in job if o.startswith("bonus=")) == \
         sorted(["none", "rfig", "rnd", "vime", "hashexplo"])
     handed = for_primary_compose(line)
-    assert "env.size" not in varying_keys(compose_primary(handed), handed)
+    assert "env.size" not in plan_sweep(compose_primary(handed), handed).varying
     # without the single value the preset's four sizes stay
     assert len(expand_jobs(line[:2], multirun=True)) == 20

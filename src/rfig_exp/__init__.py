@@ -1,6 +1,17 @@
-"""rfig-exp: PPO with exploration bonuses (RFIG and baselines) in JAX."""
+"""rfig-exp: PPO with exploration bonuses (RFIG and baselines) in JAX.
 
-import os as _os
+Importing the package changes nothing in the process. The settings this project runs JAX on a
+CPU with are process-wide and must come before jax is imported, so each entry point sets them
+first with :func:`set_cpu_flags` (``launch.py``, the scripts, benchmarks and example, and the
+test suite's ``conftest.py``); a program of one's own that uses the bonuses on a CPU does the
+same (docs/library.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
 
 __version__ = "0.1.0"
 
@@ -9,18 +20,28 @@ __version__ = "0.1.0"
 # - the multi-threaded Eigen pool inside batched LAPACK kernels (vmapped linalg);
 # - the concurrency-optimised scheduler on vmapped graphs with nested loops (our
 #   2-seed init wedged about half the time without this flag, never with it).
-# Both flags only affect the CPU backend and must be set before jax is imported.
-_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "--xla_cpu_enable_concurrency_optimized_scheduler=false")
-for _flag in _FLAGS:
-    if _flag.split("=")[0] not in _os.environ.get("XLA_FLAGS", ""):
-        _os.environ["XLA_FLAGS"] = (_os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+# Both flags only affect the CPU backend.
+XLA_CPU_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "--xla_cpu_enable_concurrency_optimized_scheduler=false")
 
 # JAX runs its CPU Cholesky and triangular solves through scipy's OpenBLAS, which starts one
 # thread per core when it loads. When the cores are shared (a sweep's concurrent runs, other
 # jobs) those threads spin-wait for each other: on the 2-core machine a rank-256 Woodbury update
 # took 140-190 ms instead of 24-31 ms, a 1024 x 1024 exact inverse 410-430 ms instead of 120-130 ms
-# (docs/rfig_speed.md); on a quiet machine one thread was no slower. It must be set before
-# OpenBLAS loads, so here with the XLA flags: set later (it was in linalg.py), it held or not
-# depending on what the process had imported first, and RFIG's metrics differed in the last bits
-# between entry points. An explicit setting is respected.
-_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# (docs/rfig_speed.md); on a quiet machine one thread was no slower. Its rounding also depends on
+# the thread count: set in one entry point and not in another, RFIG's metrics differed in the last
+# bits between them.
+OPENBLAS_THREADS = "1"
+
+
+def set_cpu_flags() -> None:
+    """Add :data:`XLA_CPU_FLAGS` to ``XLA_FLAGS`` and set ``OPENBLAS_NUM_THREADS=1`` (a setting
+    already in the environment is kept), before jax, numpy or scipy is imported: XLA reads its
+    flags and OpenBLAS its thread count once, as they start. Called after jax was imported it
+    still sets them, with a warning that they may come too late."""
+    if "jax" in sys.modules:
+        warnings.warn("rfig_exp.set_cpu_flags() after jax was imported: XLA may have read XLA_FLAGS already; "
+                      "call it before importing jax (docs/library.md)", RuntimeWarning, stacklevel=2)
+    for flag in XLA_CPU_FLAGS:
+        if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", OPENBLAS_THREADS)

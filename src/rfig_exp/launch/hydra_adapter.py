@@ -2,9 +2,13 @@
 
 An upgrade has this one file to read. What it reaches into, and why:
 
+- Hydra's command line (``hydra._internal.utils``): :func:`run` is ``@hydra.main`` given the
+  arguments as a value instead of reading ``sys.argv``; :func:`run_sweep` is Hydra's multirun
+  with the jobs planned already (``Hydra.multirun`` asks its sweeper to expand the command line
+  again): it hands the sweeper the plan.
 - Hydra's basic sweeper and launcher (``hydra._internal.core_plugins``): the resilient sweeper
-  extends the basic sweeper, asks whether the launcher runs jobs in this process, and preflight
-  expands a sweep exactly as that sweeper will (:func:`expand_sweep`).
+  extends the basic sweeper, asks whether the launcher runs jobs in this process, and the plan
+  expands a sweep exactly as that sweeper would (:func:`expand_sweep`).
 - A job's result: ``JobReturn.return_value`` re-raises a failed job's exception; the sweeper
   reads the exception itself (``_return_value``) to count it and go on (:func:`job_result`), and a
   submitit task that ends itself writes such a result (:func:`failed_job_return`).
@@ -18,7 +22,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import hydra
 
@@ -45,6 +50,10 @@ class JobOutcome:
     stall_retries: int = 0
 
 
+# Where a sweep's jobs run (``launcher_kind``): in the sweep's own process, or each a submitit task.
+IN_PROCESS, LOCAL, SLURM = "in-process", "local", "slurm"
+
+
 @dataclass(frozen=True)
 class CurrentJob:
     """The Hydra job this process runs."""
@@ -53,8 +62,13 @@ class CurrentJob:
     overrides: list[str]          # the job's overrides as typed
     index: int                    # its index in the sweep (0 outside one)
     jobs_in_parallel: int | None  # jobs that run at once (None: all, or not a sweep)
-    sweep_dir: str | None = None  # the sweep's folder (its multirun.yaml), None outside a sweep
     searchpath: tuple[str, ...] = ()  # hydra.searchpath: the user's config folders (envs, bonuses of their own)
+    launcher: str = IN_PROCESS    # where the sweep runs it: IN_PROCESS, LOCAL or SLURM (a single run: IN_PROCESS)
+
+    @property
+    def submitit(self) -> bool:
+        """A task of its own under submitit (hydra/launcher=local or slurm)."""
+        return self.launcher in (LOCAL, SLURM)
 
 
 def current_job() -> CurrentJob:
@@ -63,8 +77,17 @@ def current_job() -> CurrentJob:
 
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
-    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), sweep_dir=hc.sweep.dir if multirun else None,
-                      searchpath=tuple(hc.searchpath))
+    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), searchpath=tuple(hc.searchpath),
+                      launcher=launcher_kind(hc.launcher) if multirun else IN_PROCESS)
+
+
+def launcher_kind(launcher) -> str:
+    """Where a config's ``hydra.launcher`` node runs a sweep's jobs: :data:`LOCAL` or :data:`SLURM`
+    (each a submitit task), else :data:`IN_PROCESS` (Hydra's basic launcher: the sweep's own process)."""
+    from omegaconf import OmegaConf
+
+    target = str(OmegaConf.select(launcher, "_target_", default=""))
+    return LOCAL if target.endswith(".LocalLauncher") else SLURM if target.endswith(".SlurmLauncher") else IN_PROCESS
 
 
 def job_slot(hydra_cfg) -> tuple[int, int | None]:
@@ -76,6 +99,49 @@ def job_slot(hydra_cfg) -> tuple[int, int | None]:
     num = OmegaConf.select(hydra_cfg, "job.num", default=-1)
     batch = OmegaConf.select(hydra_cfg, "sweeper.max_batch_size", default=None)
     return max(int(num if num is not None else 0), 0), (int(batch) if batch else None)
+
+
+def run(task_function: Callable, argv: Sequence[str], config_path: str = "conf") -> None:
+    """Hydra's command line ``argv`` with ``task_function`` as its job, as ``@hydra.main`` runs it
+    (``config_path`` relative to the task function's file), given the arguments instead of
+    reading them from ``sys.argv``."""
+    from hydra._internal.utils import _run_hydra, get_args_parser
+
+    parser = get_args_parser()
+    _run_hydra(args=parser.parse_args(list(argv)), args_parser=parser, task_function=task_function,
+               config_path=config_path, config_name="config")
+
+
+def run_sweep(task_function: Callable, jobs: Sequence[Sequence[str]], overrides: Sequence[str], conf_dir: Path,
+              task_name: str) -> None:
+    """Hydra's multirun of ``jobs`` (override lists, in launch order): the sweep's config composed
+    from ``overrides`` (the command line's, as Hydra's first composition of a sweep reads them) in
+    ``conf_dir``, its sweeper given the jobs. ``task_name``: Hydra's job name (its log file's)."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import create_config_search_path, run_and_report
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.plugins import Plugins
+    from hydra.types import HydraContext, RunMode
+
+    hydra = run_and_report(lambda: Hydra.create_main_hydra2(task_name=task_name,
+                                                             config_search_path=create_config_search_path(str(conf_dir))))
+
+    def multirun() -> None:
+        cfg = hydra.compose_config("config", [*overrides, "hydra.mode=MULTIRUN"], run_mode=RunMode.MULTIRUN,
+                                   with_log_configuration=True)
+        callbacks = Callbacks(cfg)
+        callbacks.on_multirun_start(config=cfg, config_name="config")
+        sweeper = Plugins.instance().instantiate_sweeper(
+            config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks),
+            task_function=task_function)
+        sweeper.run_jobs(jobs)  # type: ignore[attr-defined]  # the resilient sweeper of conf/config.yaml
+        callbacks.on_multirun_end(config=cfg, config_name="config")
+
+    try:
+        run_and_report(multirun)
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def basic_sweeper():
@@ -169,5 +235,5 @@ def quiet_sacct() -> None:
 
 
 __all__ = ["CurrentJob", "HydraException", "JobOutcome", "basic_sweeper", "current_job", "expand_sweep",
-           "failed_job_return", "job_result", "job_slot", "parse_overrides", "quiet_sacct", "requeue_submitit_task",
-           "runs_in_process", "write_submitit_result"]
+           "failed_job_return", "job_result", "job_slot", "launcher_kind", "parse_overrides", "quiet_sacct",
+           "requeue_submitit_task", "run", "run_sweep", "runs_in_process", "write_submitit_result"]

@@ -8,7 +8,9 @@
   a single run: the config itself, the env and bonus options, and the results tree (a
   seed directory holding a run with another config). All bad jobs are reported at once.
 
-Errors are :class:`PreflightError` (exit code 2, one line each); the caller prints them.
+Errors are :class:`PreflightError` (exit code 2, one line each); the caller prints them. A
+sweep that passes comes back as its plan (:class:`rfig_exp.launch.sweep_plan.SweepPlan`), which
+launch.py hands to Hydra: the sweep is expanded once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
 
 if TYPE_CHECKING:
     from rfig_exp.config.run_spec import RunSpec
+    from rfig_exp.launch.sweep_plan import SweepPlan
 
 CONF_DIR = variants.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
@@ -140,17 +143,17 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
     :func:`validate_jobs` to report with every other bad job of the sweep."""
-    jobs, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu)
+    plan, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu)
     if primary_error:
         raise PreflightError([primary_error])
-    return jobs
+    return plan.jobs if plan is not None else [list(overrides)]
 
 
 def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
-                  gpu: bool | None) -> tuple[list[list[str]], DictConfig | None, str | None]:
-    """:func:`expand_jobs`, the sweep's primary config (None without ``-m``), and why Hydra's
-    compose of that config would fail (None: it composes); a job that fails alike is reported
-    with the other bad jobs, so the caller says it only when every job passes."""
+                  gpu: bool | None) -> tuple[SweepPlan | None, DictConfig | None, str | None]:
+    """The sweep's plan and primary config (None, None without ``-m``), and why Hydra's compose of
+    that config would fail (None: it composes); a job that fails alike is reported with the other
+    bad jobs, so the caller says it only when every job passes."""
     from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
 
     try:
@@ -174,10 +177,10 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
     if errors:
         raise PreflightError(errors)
     if not multirun:
-        return [list(overrides)], None, None
+        return None, None, None
     from rfig_exp.launch import env_options, sweep_plan
 
-    handed = env_options.for_primary_compose(overrides)  # the command line as launch.py hands it to Hydra
+    handed = env_options.for_primary_compose(overrides)  # the command line as Hydra composes the sweep from it
     primary, primary_error = _primary(handed)
     try:
         plan = sweep_plan.plan_sweep(primary, handed, gpu)
@@ -187,7 +190,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
         raise PreflightError([str(err)]) from None
     for line in plan.lines:
         print(line, flush=True)
-    return plan.jobs, primary, primary_error
+    return plan, primary, primary_error
 
 
 def _primary(handed: Sequence[str]):
@@ -367,9 +370,10 @@ def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
 def check_slurm_request(primary: DictConfig) -> None:
     """Under the SLURM launcher: refuse a request no node of the partition can meet
     (rfig_exp.launch.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
-    if "Slurm" not in str(OmegaConf.select(primary, "hydra.launcher._target_", default="")):
+    from rfig_exp.launch import hydra_adapter, slurm
+
+    if hydra_adapter.launcher_kind(primary.hydra.launcher) != hydra_adapter.SLURM:
         return
-    from rfig_exp.launch import slurm
 
     launcher = OmegaConf.to_container(primary.hydra.launcher, resolve=False)
     errors = slurm.check_request(launcher, slurm.read_nodes())
@@ -377,27 +381,29 @@ def check_slurm_request(primary: DictConfig) -> None:
         raise PreflightError(errors)
 
 
-def preflight(argv: Sequence[str]) -> None:
-    """Check a ``launch.py`` command line; raise PreflightError, or return to let Hydra run it."""
+def preflight(argv: Sequence[str]) -> SweepPlan | None:
+    """Check a ``launch.py`` command line: raise PreflightError, or return the plan of its sweep
+    (None for a single run, or a command line that Hydra runs some other way: ``--cfg``, ``--info``)."""
     flags, overrides = split_argv(argv)
     if flags & _FLAGS_NOT_RUNNING:
-        return
+        return None
     multirun = bool(flags & {"-m", "--multirun"})
     t0 = time.perf_counter()
-    jobs, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
+    plan, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
     if primary is not None:
         check_slurm_request(primary)
-    validated = validate_jobs(jobs, searchpath_of(overrides))
+    validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides))
     if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
         raise PreflightError([primary_error])
-    if multirun:
+    if plan is not None:
         write_manifest(validated)
-        print(f"[sweep] {len(jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
-    else:
-        from rfig_exp.launch import grouping
+        print(f"[sweep] {len(plan.jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
+        return plan
+    from rfig_exp.launch import grouping
 
-        spec = validated[0][1]
-        warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
-                                            getattr(spec.env, "backend", None))
-        if warning:
-            print(warning, file=sys.stderr, flush=True)
+    spec = validated[0][1]
+    warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
+                                        getattr(spec.env, "backend", None))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    return None

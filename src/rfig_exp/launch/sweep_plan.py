@@ -1,4 +1,4 @@
-"""A ``-m`` command line's jobs, as they will run: one path for preflight and the sweeper.
+"""A ``-m`` command line's jobs, as they will run: planned once, by preflight, and handed to the sweeper.
 
 Hydra runs a sweep in two steps. It composes the sweep's *primary config* (the defaults, a preset
 ``sweep=NAME`` and the command line's single values; a sweep ``a,b`` is left for later), then its
@@ -6,13 +6,13 @@ sweeper expands the preset's ``hydra.sweeper.params`` followed by the command li
 override list per job. :func:`plan_sweep` is that second step with what this project adds to it:
 per-env options applied to the envs that have them (:mod:`rfig_exp.launch.env_options`) and one-seed
 jobs grouped into vmapped ones (:mod:`rfig_exp.launch.grouping`), whose settings it reads from the primary
-config (:class:`SweepSettings`), so Hydra's precedence decides them. The sweeper calls it with
-Hydra's primary config; preflight composes that same config first (:func:`compose_primary`) and
-gets the same jobs.
+config (:class:`SweepSettings`), so Hydra's precedence decides them. Preflight composes that
+config (:func:`compose_primary`) and plans the sweep; launch.py hands the plan to Hydra's sweeper
+(``hydra_adapter.run_sweep``) and each job its label's keys (:attr:`SweepPlan.varying`).
 
-Hydra is handed the command line with every per-env option as ``++env.K=V``
-(:func:`rfig_exp.launch.env_options.for_primary_compose`): its primary compose uses the default env,
-which may lack the key; the plan gives each job the option as typed, or leaves it out.
+Hydra composes the primary config from the command line with every per-env option as ``++env.K=V``
+(:attr:`SweepPlan.overrides`, :func:`rfig_exp.launch.env_options.for_primary_compose`): it uses the
+default env, which may lack the key; the plan gives each job the option as typed, or leaves it out.
 
 Nothing here imports JAX.
 """
@@ -62,11 +62,16 @@ def _int_or(value: Any, default: int) -> int:
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """The jobs of a sweep (override lists, in launch order) and the console lines that say what
-    the plan changed (options left out of some envs, seeds grouped, Brax split)."""
+    """The jobs of a sweep (override lists, in launch order), the console lines that say what the
+    plan changed (options left out of some envs, seeds grouped, Brax split), the keys whose value
+    is not the same in every job (each job's console label shows them first: its own overrides
+    cannot tell which of them the other jobs share), and the command line as Hydra composes the
+    sweep's primary config from it."""
 
     jobs: list[list[str]]
     lines: list[str]
+    varying: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
 
 
 def sweep_params(primary: DictConfig) -> list[str]:
@@ -87,13 +92,14 @@ def task_overrides(overrides: Sequence[str]) -> list[str]:
 def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None = None,
                config_loader=None) -> SweepPlan:
     """Every job of a sweep whose primary config is ``primary`` and whose command line (as Hydra
-    was handed it) is ``overrides``. Raises ``HydraException`` for a sweep Hydra cannot expand and
-    ``ValueError`` for a bad ``seeds_per_job``."""
+    composes ``primary`` from it) is ``overrides``. Raises ``HydraException`` for a sweep Hydra
+    cannot expand and ``ValueError`` for a bad ``seeds_per_job``."""
     expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides), config_loader)
     jobs, notes = env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))
     s = SweepSettings.of(primary, gpu)
     grouped, lines = grouping.plan(jobs, s.seeds_per_job, s.gpu, s.default_env, s.num_seeds, s.seed, s.env_backend)
-    return SweepPlan(grouped, notes + lines)
+    # the seeds and the env/bonus choices aside: the label names them anyway
+    return SweepPlan(grouped, notes + lines, tuple(variants.varying_keys(jobs)), tuple(overrides))
 
 
 def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:
@@ -116,24 +122,3 @@ def compose_primary(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> Dict
         return compose("config", overrides=primary_overrides(env_options.for_primary_compose(overrides)),
                        return_hydra_config=True)
 
-
-
-SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep's primary config, in its folder (the sweeper writes it)
-
-
-def varying_keys(primary: DictConfig, overrides: Sequence[str]) -> list[str]:
-    """The keys whose value is not the same in every job of the sweep (what a job's console prefix
-    shows first), per-env options applied; the seeds and the env/bonus choices aside (the prefix
-    names them anyway)."""
-    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides))
-    return variants.varying_keys(env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))[0])
-
-
-def varying_keys_of_sweep(sweep_dir: str | Path | None) -> list[str]:
-    """:func:`varying_keys` of the sweep recorded in ``sweep_dir`` (a job learns them there: its own
-    overrides cannot tell which of them the other jobs share); none without a record."""
-    record = Path(sweep_dir) / SWEEP_RECORD if sweep_dir else None
-    if record is None or not record.is_file():
-        return []
-    primary = OmegaConf.load(record)
-    return varying_keys(primary, list(OmegaConf.select(primary, "hydra.overrides.task", default=None) or []))

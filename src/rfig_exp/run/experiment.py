@@ -20,6 +20,7 @@ from rfig_exp.config import variants
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config.run_spec import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
+from rfig_exp.run.observers import StopSignals
 from rfig_exp.run.run_loop import JobRun
 from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
 from rfig_exp.run.tracking import log
@@ -50,8 +51,10 @@ def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence
 
 
 def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
-             after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
-    """:func:`run_experiment` for a spec already built."""
+             after_stall: Callable[[str], None] | None = None,
+             signals: StopSignals | None = None) -> list[results.RunSummary]:
+    """:func:`run_experiment` for a spec already built; ``signals``: the stop signals, entered by
+    the caller (None: the job's own)."""
     plans = plan_seeds(spec)
     env = make_env(spec.env)
     bonus, bonus_hparams = make_bonus(spec.bonus, env.obs_shape, env.action_space)
@@ -83,7 +86,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
         return JobRun(spec, env, bonus, hparams, mine, f"{name} seeds {_seed_range([p.seed for p in mine])}",
                       command_line, heartbeat=lambda: [lock.beat() for lock in locks.values()],
                       release=lambda: [lock.release() for lock in locks.values()],
-                      after_stall=after_stall).train()
+                      after_stall=after_stall, signals=signals).train()
     finally:
         for lock in locks.values():
             lock.release()

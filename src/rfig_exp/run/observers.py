@@ -58,6 +58,8 @@ class Heartbeat:
         self.watchdog, self.beat_locks = watchdog, beat_locks
 
     def on_window(self, window: Window) -> None:
+        if self.watchdog.fired:  # a stalled thread left behind woke up: its retry owns the run now
+            raise RuntimeError(f"window {window.index} came after the watchdog gave this job up")
         self.watchdog.beat()
         self.beat_locks()
 
@@ -228,20 +230,22 @@ class ProgressLine:
 
 class StopSignals:
     """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) end training after the current
-    window, with a checkpoint, instead of killing it mid-window; under submitit, SIGUSR2 (time
-    limit, preemption) likewise, after which submitit's own handler requeues the job. A Ctrl-C
-    while a stop is already pending quits at once (``KeyboardInterrupt``: no checkpoint waited for).
+    window, with a checkpoint, instead of killing it mid-window; in a submitit task
+    (``submitit=True``), SIGUSR2 (time limit, preemption) likewise, after which submitit's own
+    handler requeues the job. A Ctrl-C while a stop is already pending quits at once
+    (``KeyboardInterrupt``: no checkpoint waited for).
 
     ``received`` is the signal number once one came. Outside the main thread (where Python
     cannot install handlers) it does nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, submitit: bool = False) -> None:
         self.received: int | None = None
+        self.submitit = submitit
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> "StopSignals":
         if threading.current_thread() is threading.main_thread():
-            wanted = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if os.environ.get("SUBMITIT_EXECUTOR") else [])
+            wanted = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if self.submitit else [])
             for signum in wanted:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self

@@ -133,7 +133,7 @@ def slurm_grant(env: Mapping[str, str], usable_cores: int) -> str:
             f"{binding}, CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', 'unset')}")
 
 
-def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto",
+def place_job(job_index: int, jobs_in_parallel: int | None, *, local: bool, mode: str = "auto",
               gpus: Sequence[str] | None = None, cores_per_job: int | None = None, jobs_per_gpu: int | None = None,
               environ: MutableMapping[str, str] | None = None, num_gpus: int | None = None,
               set_affinity=os.sched_setaffinity, get_affinity=os.sched_getaffinity) -> str:
@@ -142,8 +142,9 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
     Call it before JAX is imported. ``job_index``: the job's index in the sweep (Hydra's
     ``job.num``); ``jobs_in_parallel``: how many jobs run at once (``max_batch_size``; None
     when unknown, then one device per job is assumed, unless ``jobs_per_gpu`` says how many
-    jobs share each GPU: :func:`jobs_at_once`). ``gpus``: the GPU ids to use (default: all GPUs
-    of the machine). ``mode``: ``auto`` places only submitit_local jobs; ``off`` never.
+    jobs share each GPU: :func:`jobs_at_once`). ``local``: the job is a submitit_local task (its
+    sweep's ``hydra/launcher=local``), the only kind placed. ``gpus``: the GPU ids to use
+    (default: all GPUs of the machine). ``mode``: ``auto`` places the local tasks; ``off`` none.
     ``environ``, ``num_gpus`` and the affinity functions are for tests.
 
     Returns one line describing what was done (for the job's log). Bad arguments raise
@@ -155,7 +156,7 @@ def place_job(job_index: int, jobs_in_parallel: int | None, *, mode: str = "auto
         return "placement: off (placement.mode=off)"
     if env.get("SLURM_JOB_ID"):
         return slurm_grant(env, len(get_affinity(0)))
-    if env.get("SUBMITIT_EXECUTOR") != "local":
+    if not local:
         return "placement: not a local sweep job; left to the OS"
 
     warn = ""

@@ -51,16 +51,19 @@ class JobRun:
     """One job's seeds trained together; resumable from per-seed checkpoints.
 
     ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
-    watchdog ends the process; ``after_stall`` ends it then (None: exit 75; a sweep's retry in a
-    sweep job, rfig_exp.launch.retry)."""
+    watchdog finds the job stalled; ``after_stall`` ends the job then (None: the process, exit 75;
+    a sweep's retry in a sweep job, rfig_exp.launch.retry). ``signals``: the stop signals, entered
+    by the caller (None: the job's own, ``StopSignals()``)."""
 
     def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
                  command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
-                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None):
+                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None,
+                 signals: StopSignals | None = None):
         self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
         self.plans, self.tag, self.command_line = plans, tag, list(command_line)
         self.heartbeat, self.release = heartbeat, release
         self.after_stall = after_stall or end_process
+        self.signals = signals
         self.seeds = [p.seed for p in plans]
         self.dirs = {p.seed: p.path for p in plans}
 
@@ -126,7 +129,7 @@ class JobRun:
             stack.callback(lambda: wandb_runs.finish_all(failed=not self.completed))
             files = MetricsFiles(self.dirs, keep_rows=done)
             stack.callback(files.close)
-            signals = stack.enter_context(StopSignals())
+            signals = self.signals or stack.enter_context(StopSignals())
             guard = DivergenceGuard(self.tag)
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,

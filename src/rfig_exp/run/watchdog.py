@@ -9,34 +9,37 @@ happened and ends the process with :attr:`ExitCode.STALLED`. Checkpoints already
 no summary is written, so the run never looks complete and relaunching the same command resumes it.
 
 A sweep retries a stalled job by itself (``stall_retries``, rfig_exp.launch.retry): its job passes the
-watchdog an ``end`` (re-execute the sweep, requeue the task), which runs once the run's owner
-locks are released and the log is flushed, in place of :func:`end_process`.
+watchdog an ``end`` (requeue the submitit task; in the sweep's own process, leave the job's thread
+behind: :func:`on_own_thread`), which runs once the run's owner locks are released and the log is
+flushed, in place of :func:`end_process`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, TypeVar
 
-from rfig_exp.config.errors import ExitCode
+from rfig_exp.config.errors import ExitCode, Stalled
 
 log = logging.getLogger("rfig_exp")
 
 
 def end_process(message: str) -> None:
     """What ends a stalled process by default. An ``end`` is called from the watchdog thread while
-    the main thread is stuck in XLA, so it must end (or replace) the process itself: nothing can
-    unwind the main thread."""
+    the training thread is stuck in XLA: nothing can unwind that thread, so an ``end`` ends the
+    process itself, or returns where the process can go on without the thread (:func:`on_own_thread`)."""
     os._exit(ExitCode.STALLED)
 
 
 class Watchdog:
     """Calls ``on_stall(message)`` once no :meth:`beat` has come for too long (default: log it,
-    ``release()``, then ``end(message)``, and ``os._exit(ExitCode.STALLED)`` if that returned).
-    ``min_s <= 0`` disables it."""
+    ``release()``, then ``end(message)``, which ends the process or returns to leave the stalled
+    thread behind). ``min_s <= 0`` disables it. :attr:`fired` is True from then on: a stalled
+    thread that wakes up after all must not go on (``rfig_exp.run.observers.Heartbeat``)."""
 
     def __init__(self, tag: str, min_s: float, factor: float = 20.0, first_s: float | None = None,
                  on_stall: Callable[[str], None] | None = None, poll_s: float = 1.0,
@@ -44,8 +47,9 @@ class Watchdog:
         self.tag, self.min_s, self.factor = tag, float(min_s), float(factor)
         self.first_s = float(first_s) if first_s is not None else 3.0 * self.min_s
         # release: the run's owner locks, freed before the process ends, so the retry (a requeued
-        # task on another node, or this process re-executed) need not wait for them to go stale
-        self.on_stall = on_stall or (lambda message: _exit(message, release, end))
+        # task on another node, or the job again on a fresh thread) need not wait for them to go stale
+        self.on_stall = on_stall or (lambda message: _stalled(message, release, end))
+        self.fired = False
         self.poll_s = poll_s
         self.windows = 0
         self.slowest = 0.0
@@ -87,6 +91,7 @@ class Watchdog:
             idle, limit = time.monotonic() - self.last, self.limit()
             if idle > limit:
                 done = f"after window {self.windows}" if self.windows else "before its first window"
+                self.fired = True
                 self.on_stall(
                     f"[{self.tag}] no progress for {idle:.0f} s {done} (limit {limit:.0f} s = "
                     f"max(stall_timeout_s, {self.factor:g} x the slowest window)): the process looks wedged "
@@ -95,13 +100,59 @@ class Watchdog:
                 return
 
 
-def _exit(message: str, release: Callable[[], None], end: Callable[[str], None]) -> None:
+def _stalled(message: str, release: Callable[[], None], end: Callable[[str], None]) -> None:
     log.error(message)
     try:
         release()
     except Exception as err:  # noqa: BLE001 - a lock left behind goes stale; the exit must happen
         log.error("could not release the run's owner locks: %s", err)
+    flush_logs()
+    end(message)
+
+
+def flush_logs() -> None:
     for handler in logging.getLogger().handlers + log.handlers:
         handler.flush()
-    end(message)
-    os._exit(ExitCode.STALLED)  # an end that returned
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+T = TypeVar("T")
+
+
+def on_own_thread(work: Callable[[Callable[[str], None]], T]) -> T:
+    """``work(end)`` run on a thread of its own while this thread waits: its result, or its
+    exception raised here. ``end`` is the ``end`` to give its watchdog: a stalled ``work`` is left
+    behind on its thread (nothing can unwind it) and :class:`Stalled` is raised here instead, so
+    the process goes on (an in-process sweep retries the job, rfig_exp.launch.retry). Signals still
+    come to this thread, the main one: ``work`` reads what they asked for from a
+    ``rfig_exp.run.observers.StopSignals`` entered here. A second Ctrl-C, which quits at once, ends
+    the process (exit 130): the job's thread cannot be stopped mid-window."""
+    done = threading.Event()
+    outcome: dict[str, object] = {}
+
+    def end(message: str) -> None:
+        outcome["stalled"] = message
+        done.set()
+
+    def target() -> None:
+        try:
+            outcome["value"] = work(end)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="rfig-job", daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        log.error("interrupted (Ctrl-C again) while the job trained; relaunch the same command to resume from its "
+                  "last checkpoint")
+        flush_logs()
+        os._exit(ExitCode.INTERRUPTED)
+    if "stalled" in outcome:
+        raise Stalled(str(outcome["stalled"]), 0)
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
