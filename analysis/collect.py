@@ -44,7 +44,7 @@ from rfig_exp.config.variants import BASE
 from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, reference_grid
 from .issues import AnalysisError, Issue, fmt_list
 from .methods import Method, build_methods, format_overrides
-from .names import declare_user_bonuses, env_sort_key, method_label, sort_envs, sort_methods
+from .names import BUILT_IN, Names, env_sort_key, sort_envs
 from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 # Re-exported: what analysis.collect offered before analysis.runs and analysis.align split off.
 from .runs import EPISODES_COLUMN, RETURN_COLUMN, STEPS_COLUMN, load_run  # noqa: F401
@@ -59,6 +59,7 @@ class Collection:
     name for a bonus's base variant, ``<bonus>/<variant>`` for the others).
     env_data: env -> EnvData. method_info: key -> Method (label, colour,
     overrides). common_overrides: overrides shared by every selected method.
+    names: how the report names its bonuses (those of users' own modules too).
     """
 
     results_dir: Path
@@ -76,19 +77,16 @@ class Collection:
     common_overrides: dict = field(default_factory=dict)
     requested_variants: list[str] | None = None
     requested_methods: list[str] | None = None
+    names: Names = BUILT_IN
 
     def label(self, method: str) -> str:
         """Display label of a method key (the bonus label for unknown keys)."""
         m = self.method_info.get(method)
-        return m.label if m else method_label(method)
+        return m.label if m else self.names.label(method)
 
     def colour(self, method: str) -> str:
         m = self.method_info.get(method)
-        if m:
-            return m.colour
-        from .names import method_colour
-
-        return method_colour(method)
+        return m.colour if m else self.names.colour(method)
 
     def linestyle(self, method: str):
         m = self.method_info.get(method)
@@ -233,21 +231,21 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
     want_envs, want_bonuses = _split(envs), _split(bonuses)
     issues: list[Issue] = []
     all_runs = scan_runs(results_dir, experiment)
-    _declare_user_bonuses(all_runs, issues)
+    names = _names(all_runs, issues)
     want_variants = _split_known(variants, {r.variant for r in all_runs})
     runs = _select_runs(all_runs, experiment, want_envs, want_bonuses, want_variants, issues)
     resolve_variant_overrides(runs, issues)
     split_env_options(runs)
-    runs, want_methods = _select_methods(runs, methods, experiment, issues)
+    runs, want_methods = _select_methods(runs, methods, experiment, issues, names)
     if not runs:
         raise AnalysisError(f"no runs in experiment {experiment!r} match envs={want_envs} bonuses={want_bonuses} "
                             f"variants={want_variants} methods={want_methods}; "
                             f"present envs: {', '.join(sort_envs({r.env for r in all_runs}))}; "
-                            f"bonuses: {', '.join(sort_methods({r.bonus for r in all_runs}))}; "
+                            f"bonuses: {', '.join(names.sort({r.bonus for r in all_runs}))}; "
                             f"variants: {', '.join(sorted({r.variant for r in all_runs}))}")
     groups = _method_groups(runs)
     _report_variant_clashes(runs, groups, issues)
-    method_list, common = build_methods(groups)
+    method_list, common = build_methods(groups, names)
     key_of = {(m.bonus, m.variant): m.key for m in method_list}
     for r in runs:
         r.method = key_of[(r.bonus, r.variant)]
@@ -258,7 +256,7 @@ def collect(results_dir: str | Path, experiment: str | None = None, envs=None, b
     _report_missing_seeds(runs, env_names, method_list, issues)
     return Collection(Path(results_dir), experiment, env_names, method_keys, env_data, runs, issues,
                       include_incomplete, keep_failed, want_envs, want_bonuses,
-                      {m.key: m for m in method_list}, common, want_variants, want_methods)
+                      {m.key: m for m in method_list}, common, want_variants, want_methods, names)
 
 
 def _select_runs(all_runs: list[Run], experiment: str, want_envs, want_bonuses, want_variants,
@@ -287,12 +285,12 @@ def _method_groups(runs: list[Run]) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _select_methods(runs: list[Run], methods, experiment: str, issues: list[Issue]):
+def _select_methods(runs: list[Run], methods, experiment: str, issues: list[Issue], names: Names):
     """(the runs of the requested methods, the requests as read); every run without a request."""
     want_methods = _split(methods)
     if methods is None or not runs:
         return runs, want_methods
-    before, _ = build_methods(_method_groups(runs))
+    before, _ = build_methods(_method_groups(runs), names)
     labels_before = {m.key: m.label for m in before}
     want_methods = _split_known(methods, [m.key for m in before] + [m.label for m in before])
     if not want_methods:
@@ -301,7 +299,7 @@ def _select_methods(runs: list[Run], methods, experiment: str, issues: list[Issu
     for item in want_methods:
         hit = [m for m in before if item in (m.key, labels_before.get(m.key))]
         if not hit:  # a bonus name (or its label): every variant of that bonus
-            hit = [m for m in before if item in (m.bonus, method_label(m.bonus))]
+            hit = [m for m in before if item in (m.bonus, names.label(m.bonus))]
         if not hit:
             issues.append(Issue("missing_method", "error", None, None, None,
                                 f"requested method {item!r} matches nothing in experiment {experiment!r} "
@@ -359,13 +357,15 @@ def _env_data(env: str, env_runs: list[Run], method_keys: list[str], include_inc
     return ed
 
 
-def _declare_user_bonuses(runs: list[Run], issues: list[Issue]) -> None:
-    """The label and colour of each bonus of a user's own module (its runs' ``bonus.module``), or
-    an issue saying that it is shown by its name."""
+def _names(runs: list[Run], issues: list[Issue]) -> Names:
+    """The report's names: the built-in bonuses' and each of a user's own module (its runs'
+    ``bonus.module``), or an issue saying that it is shown by its name."""
     modules = {r.bonus: str(r.config["bonus"]["module"]) for r in runs if isinstance(r.config, dict)
                and isinstance(r.config.get("bonus"), dict) and r.config["bonus"].get("module")}
-    for bonus, why in declare_user_bonuses(modules).items():
+    names, unknown = BUILT_IN.with_user_bonuses(modules)
+    for bonus, why in unknown.items():
         issues.append(Issue("bonus", "warning", None, bonus, None, why, "shown by its name"))
+    return names
 
 
 def _report_missing_seeds(runs: list[Run], env_names: list[str], method_list: list[Method],

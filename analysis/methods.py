@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from rfig_exp.config.variants import BASE, format_value
 
-from .names import OTHER_COLOURS, PALETTE, method_colour, method_label, method_sort_key
+from .names import BUILT_IN, OTHER_COLOURS, Names
 
 # Below this "redmean" RGB distance two palette colours read as one on a plot
 # (e.g. #56B4E9 and #88CCEE, both light blue, are 92 apart; most pairs are over 200).
@@ -53,9 +53,10 @@ def colour_distance(a: str, b: str) -> float:
     return math.sqrt((2 + rm / 256) * (r1 - r2) ** 2 + 4 * (g1 - g2) ** 2 + (2 + (255 - rm) / 256) * (b1 - b2) ** 2)
 
 
-def _variant_colour(start: int, taken: set[str]) -> str:
+def _variant_colour(start: int, taken: set[str], names: Names) -> str:
     n = len(OTHER_COLOURS)
-    free = [c for i in range(n) if (c := OTHER_COLOURS[(start + i) % n]) not in taken and c not in PALETTE.values()]
+    declared = {names.colour(b) for b in names.declared}
+    free = [c for i in range(n) if (c := OTHER_COLOURS[(start + i) % n]) not in taken and c not in declared]
     if not free:
         return OTHER_COLOURS[start]
     gap = {c: min((colour_distance(c, t) for t in taken), default=math.inf) for c in free}
@@ -132,10 +133,12 @@ def short_names(keys) -> dict[str, str]:
     return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}
 
 
-def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[list[Method], dict[str, Any]]:
+def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]],
+                  names: Names = BUILT_IN) -> tuple[list[Method], dict[str, Any]]:
     """Methods of one report.
 
-    groups: (bonus, variant) -> overrides of that variant (``{}`` for base).
+    groups: (bonus, variant) -> overrides of that variant (``{}`` for base); names: how the
+    report names its bonuses (analysis.names).
     Returns (methods in report order, common overrides); see the module
     docstring for the key, label and colour rules.
     """
@@ -157,21 +160,21 @@ def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[
         is_primary = primary.get(bonus) == variant
         key = bonus if is_primary else f"{bonus}/{variant}"
         shown = {k: v for k, v in ov.items() if k in differing}
-        label = method_label(bonus) + (f" ({format_overrides(shown, short)})" if shown else "")
+        label = names.label(bonus) + (f" ({format_overrides(shown, short)})" if shown else "")
         drafts.append((bonus, variant, key, tuple(sorted(ov.items())), label, is_primary))
 
-    taken = {method_colour(b) for b, _, _, _, _, p in drafts if p}
+    taken = {names.colour(b) for b, _, _, _, _, p in drafts if p}
     colours = {}
     for bonus, variant, key, _, _, is_primary in sorted(drafts, key=lambda d: d[2]):
         if is_primary:
-            colours[key] = method_colour(bonus)
+            colours[key] = names.colour(bonus)
             continue
-        colours[key] = _variant_colour(zlib.crc32(f"{bonus}/{variant}".encode()) % len(OTHER_COLOURS), taken)
+        colours[key] = _variant_colour(zlib.crc32(f"{bonus}/{variant}".encode()) % len(OTHER_COLOURS), taken, names)
         taken.add(colours[key])
 
     methods = [Method(key, bonus, variant, ov, label, colours[key], is_primary)
                for bonus, variant, key, ov, label, is_primary in drafts]
-    methods.sort(key=lambda m: (method_sort_key(m.bonus), 0 if m.primary else 1, _variant_sort_key(dict(m.overrides)),
+    methods.sort(key=lambda m: (names.sort_key(m.bonus), 0 if m.primary else 1, _variant_sort_key(dict(m.overrides)),
                                 m.variant))
     drawn: dict[str, int] = {}
     for i, m in enumerate(methods):

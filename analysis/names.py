@@ -10,27 +10,13 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Mapping
 
-from rfig_exp.bonuses import ROLES, declared_bonuses, settings_class
+from rfig_exp.bonuses import ROLES, BonusSettings, declared_bonuses, settings_class
 from rfig_exp.config.errors import ConfigError
 
-# Each bonus's label, colour, role and row of the paper's Table 1 are declared with its settings
-# (rfig_exp.bonuses: its module; no JAX). Legend / table order: plain PPO first, then the baselines
-# in the paper's order, the proposed method last so it is drawn on top and reads as "the new row"
-# in tables (as in the paper).
-_DECLARED = declared_bonuses()
-METHOD_ORDER: tuple[str, ...] = tuple(sorted(
-    _DECLARED, key=lambda b: (ROLES.index(_DECLARED[b].role),
-                              getattr(_DECLARED[b].paper, "row", None) or math.inf, b)))
-# Label used in figures and tables for each bonus name.
-METHOD_LABELS: dict[str, str] = {b: _DECLARED[b].label for b in METHOD_ORDER}
-# Each bonus's declared colour (Okabe-Ito, colour-blind safe), the same in every report.
-PALETTE: dict[str, str] = {b: _DECLARED[b].colour for b in METHOD_ORDER}
-REFERENCES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "reference")  # plain PPO
-BASELINES: tuple[str, ...] = tuple(b for b in METHOD_ORDER if _DECLARED[b].role == "baseline")
-# the bonuses of the paper's Table 1, in its order
-PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(_DECLARED[b].paper, "row", None))
 # Every colour that no bonus declares: a method that is a variant of a bonus (analysis.methods picks
 # one per variant), or a bonus this checkout does not declare (picked by a stable hash of its name,
 # so the choice does not depend on which other methods are in the report). Colour-blind-friendly
@@ -39,6 +25,74 @@ OTHER_COLOURS: tuple[str, ...] = (
     "#E69F00", "#56B4E9", "#882255", "#44AA99", "#332288", "#999933", "#AA4499", "#117733",
     "#88CCEE", "#DDCC77", "#8C564B", "#17BECF", "#BCBD22", "#9467BD", "#EE6677", "#228833",
 )
+
+
+@dataclass(frozen=True)
+class Names:
+    """How a report names and colours each bonus, from the bonuses' declarations (label, colour,
+    role and row of the paper's Table 1, declared with their settings: rfig_exp.bonuses; no JAX).
+
+    ``declared``: bonus name -> its settings class, the built-in bonuses (:data:`BUILT_IN`) and,
+    for a report whose runs used bonuses of users' own modules, those too
+    (:meth:`with_user_bonuses` makes a new ``Names``; nothing here changes). Legend / table order
+    (:attr:`order`, the built-in bonuses): plain PPO first, then the baselines in the paper's
+    order, the proposed method last so it is drawn on top and reads as "the new row" in tables
+    (as in the paper). A user's bonus follows the built-ins of its role."""
+
+    declared: Mapping[str, type[BonusSettings]]
+    order: tuple[str, ...]
+
+    @classmethod
+    def of(cls, declared: Mapping[str, type[BonusSettings]]) -> Names:
+        order = tuple(sorted(declared, key=lambda b: (ROLES.index(declared[b].role),
+                                                      getattr(declared[b].paper, "row", None) or math.inf, b)))
+        return cls(MappingProxyType(dict(declared)), order)
+
+    def label(self, bonus: str) -> str:
+        return self.declared[bonus].label if bonus in self.declared else bonus
+
+    def colour(self, bonus: str) -> str:
+        if bonus in self.declared:
+            return self.declared[bonus].colour
+        return OTHER_COLOURS[zlib.crc32(bonus.encode()) % len(OTHER_COLOURS)]
+
+    def sort_key(self, bonus: str) -> tuple[float, str]:
+        if bonus in self.order:
+            return (float(self.order.index(bonus)), "")
+        # A user's bonus follows the built-ins of its role; an unknown one sits between the baselines
+        # and the proposed method; either alphabetically.
+        rank = ROLES.index(self.declared[bonus].role if bonus in self.declared else "baseline")
+        before = [i for i, b in enumerate(self.order) if ROLES.index(self.declared[b].role) <= rank]
+        return ((before[-1] if before else -1) + 0.5, bonus)
+
+    def sort(self, bonuses) -> list[str]:
+        return sorted(set(bonuses), key=self.sort_key)
+
+    def with_role(self, role: str) -> tuple[str, ...]:
+        return tuple(b for b in self.order if self.declared[b].role == role)
+
+    def with_user_bonuses(self, modules: Mapping[str, str]) -> tuple[Names, dict[str, str]]:
+        """These names and those of the bonuses of users' own modules (bonus name -> ``bonus.module``,
+        from the runs' saved configs). A module that cannot be imported here leaves its bonus shown
+        by its name: the second value says why, by bonus."""
+        declared, unknown = dict(self.declared), {}
+        for bonus, module in sorted(modules.items()):
+            if bonus in self.order:
+                continue
+            try:
+                declared[bonus] = settings_class(bonus, module)
+            except ConfigError as err:
+                unknown[bonus] = str(err)
+        return Names(MappingProxyType(declared), self.order), unknown
+
+
+BUILT_IN = Names.of(declared_bonuses())
+METHOD_ORDER: tuple[str, ...] = BUILT_IN.order
+PALETTE: Mapping[str, str] = MappingProxyType({b: BUILT_IN.colour(b) for b in METHOD_ORDER})
+REFERENCES: tuple[str, ...] = BUILT_IN.with_role("reference")  # plain PPO
+BASELINES: tuple[str, ...] = BUILT_IN.with_role("baseline")
+# the bonuses of the paper's Table 1, in its order
+PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(BUILT_IN.declared[b].paper, "row", None))
 
 # The paper's figure order: classic control, sparse Brax locomotion, PointMaze,
 # MinAtar, then the other envs this project ships (CartPole, DeepSea). Bare
@@ -89,50 +143,24 @@ ENV_LABELS: dict[str, str] = {
 QUALITATIVE: dict[str, dict[str, str | bool | None]] = {
     b: {"principle": p.principle, "representation": p.representation, "computation": p.computation,
         "sensitivity": p.sensitivity}
-    for b in METHOD_ORDER if (p := _DECLARED[b].paper) is not None}
+    for b in METHOD_ORDER if (p := BUILT_IN.declared[b].paper) is not None}
 
 
 def method_label(bonus: str) -> str:
-    return METHOD_LABELS.get(bonus, bonus)
+    """A built-in bonus's label (a report's own bonuses: its ``Collection.names``)."""
+    return BUILT_IN.label(bonus)
 
 
 def method_colour(bonus: str) -> str:
-    if bonus in PALETTE:
-        return PALETTE[bonus]
-    return OTHER_COLOURS[zlib.crc32(bonus.encode()) % len(OTHER_COLOURS)]
+    return BUILT_IN.colour(bonus)
 
 
 def method_sort_key(bonus: str) -> tuple[float, str]:
-    if bonus in METHOD_ORDER:
-        return (float(METHOD_ORDER.index(bonus)), "")
-    # A user's bonus follows the built-ins of its role; an unknown one sits between the baselines
-    # and the proposed method; either alphabetically.
-    rank = ROLES.index(_DECLARED[bonus].role if bonus in _DECLARED else "baseline")
-    before = [i for i, b in enumerate(METHOD_ORDER) if ROLES.index(_DECLARED[b].role) <= rank]
-    return ((before[-1] if before else -1) + 0.5, bonus)
-
-
-def declare_user_bonuses(modules: Mapping[str, str]) -> dict[str, str]:
-    """Learn the label, colour and role of the bonuses of users' own modules (bonus name ->
-    ``bonus.module``, from the runs' saved configs), for every figure and table of this report.
-    A module that cannot be imported here leaves its bonus shown by its name: returns why, by bonus."""
-    unknown = {}
-    for bonus, module in sorted(modules.items()):
-        if bonus in METHOD_ORDER:
-            continue
-        try:
-            declared = settings_class(bonus, module)
-        except ConfigError as err:
-            unknown[bonus] = str(err)
-            continue
-        _DECLARED[bonus] = declared
-        METHOD_LABELS[bonus] = declared.label
-        PALETTE[bonus] = declared.colour
-    return unknown
+    return BUILT_IN.sort_key(bonus)
 
 
 def sort_methods(bonuses) -> list[str]:
-    return sorted(set(bonuses), key=method_sort_key)
+    return BUILT_IN.sort(bonuses)
 
 
 def _canonical_env(env: str) -> str:

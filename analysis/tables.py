@@ -20,7 +20,7 @@ from rfig_exp.results.contract import RunSummary
 
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table
-from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key, method_label, sort_methods
+from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key
 from .maker import ReportContext, Section
 
 DASH = "—"
@@ -270,7 +270,7 @@ def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     speed = _speed_stats(coll)
     bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
     bonuses += PAPER_TABLE
-    bonuses += [b for b in sort_methods({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
+    bonuses += [b for b in coll.names.sort({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
     # One row per paper bonus (measured columns from its primary method), then its other variants.
     rows_for = []
     for bonus in bonuses:
@@ -329,7 +329,7 @@ def _issue_method(coll: Collection, bonus, variant) -> str:
     key = coll.method_key(bonus, variant if isinstance(variant, str) else None)
     if key is not None:
         return coll.label(key)
-    return method_label(bonus) + (f" [{variant}]" if isinstance(variant, str) and variant != "base" else "")
+    return coll.names.label(bonus) + (f" [{variant}]" if isinstance(variant, str) and variant != "base" else "")
 
 
 def data_maker(ctx: ReportContext, out_dir: Path):

@@ -12,32 +12,26 @@ blocks). float32 throughout, like training. ``benchmarks/bench_rfig.py`` times t
 bonus against its floor.
 """
 
-import os
-
-# Before importing jax: avoids the XLA CPU Eigen-pool hang (specs/tooling.md).
-if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-    ).strip()
-
 import argparse
+import os
 import functools
 import math
 import sys
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # runs from a plain checkout too
 
-try:
-    from rfig_exp.bonuses.rfig import features as T
-    from rfig_exp.bonuses.rfig import precision as P
-except ImportError:  # not installed: run from a checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from rfig_exp.bonuses.rfig import features as T
-    from rfig_exp.bonuses.rfig import precision as P
+import rfig_exp  # noqa: E402
+
+rfig_exp.set_cpu_flags()  # before jax is imported: avoids the XLA CPU hangs (specs/tooling.md)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rfig_exp.bonuses.rfig import features as T  # noqa: E402
+from rfig_exp.bonuses.rfig import precision as P  # noqa: E402
 
 
 def timeit(fn, *args, repeats):

@@ -10,6 +10,8 @@ dropped. One line per case:
 - ``IDENTICAL``: the same optimised program, instruction for instruction;
 - ``SAME UP TO ARGUMENT ORDER``: the same instructions, with the compiled function's scalar arguments
   numbered in another order (a NamedTuple of hyperparameters whose fields were reordered);
+- ``SAME UP TO ARGUMENT NAMES``: the same instructions on the same arguments in the same order,
+  which JAX named otherwise (their pytree paths: ``hparams.lr`` become ``hparams.agent.lr``);
 - ``DIFFERENT``: anything else, with the first differing line.
 
     python benchmarks/same_program.py --old-tree 5be1a3a --new-tree .
@@ -65,6 +67,25 @@ def program_lines(hlo: str) -> list[str]:
     return [line for line in text.splitlines() if not re.match(r'\d+ ("|\{file_name_id)', line)]
 
 
+def argument_names_free(lines: list[str]) -> list[str]:
+    """``lines`` with the entry computation's parameters named by their numbers (``arg.3``) and
+    listed first in it. JAX names each parameter after its argument's pytree path
+    (``hparams_agent_lr``), and where the printer puts a parameter line follows that name; a
+    parameter computes nothing, so two programs differing only there run the same instructions."""
+    text = "\n".join(lines)
+    start = text.find("\nENTRY ")
+    entry = text[start:text.find("\n}", start)]
+    for name, number in re.findall(r"^\s*%(\S+) = .*? parameter\((\d+)\)", entry, re.M):
+        text = re.sub(rf"(%?)(?<![\w.]){re.escape(name)}(?![\w.])", rf"\g<1>arg.{number}", text)
+    out = text.splitlines()
+    head = next(i for i, line in enumerate(out) if line.startswith("ENTRY "))
+    end = out.index("}", head)
+    body = out[head + 1:end]
+    params = sorted((line for line in body if " parameter(" in line),
+                    key=lambda line: int(line.rsplit("parameter(", 1)[1].split(")")[0]))
+    return [*out[:head + 1], *params, *(line for line in body if " parameter(" not in line), *out[end:]]
+
+
 def argument_order_free(lines: list[str]) -> list[str]:
     """``lines`` with each parameter's number dropped and the entry computation's signature sorted,
     so that two programs differing only in the order of their arguments compare equal."""
@@ -83,6 +104,8 @@ def verdict(old: list[str], new: list[str]) -> str:
         return "IDENTICAL"
     if argument_order_free(old) == argument_order_free(new):
         return "SAME UP TO ARGUMENT ORDER"
+    if argument_names_free(old) == argument_names_free(new):
+        return "SAME UP TO ARGUMENT NAMES"
     diff = [d for d in difflib.unified_diff(old, new, lineterm="", n=0)
             if d[:1] in "+-" and d[:3] not in ("---", "+++")]
     return f"DIFFERENT ({len(diff)} lines; first: {diff[0][:160]!r})"

@@ -42,6 +42,14 @@ def installed(name: str) -> bool:
         return False
 
 
+def _cpu_flags() -> None:
+    """The CPU flags of a dry run on a CPU (``--allow-cpu``), before jax is imported; ``missing``
+    runs before anything is installed, so rfig_exp is imported only here."""
+    import rfig_exp
+
+    rfig_exp.set_cpu_flags()
+
+
 def missing(wheels: list[str]) -> list[str]:
     """The wheels (paths) whose distribution this interpreter does not have, in the order given."""
     return [w for w in wheels if not installed(wheel_name(w))]
@@ -49,6 +57,7 @@ def missing(wheels: list[str]) -> list[str]:
 
 def device(allow_cpu: bool) -> int:
     """Print jax's version and devices; 3 when no GPU is there (0 with ``allow_cpu``)."""
+    _cpu_flags()
     import jax
 
     devices = jax.devices()
@@ -63,9 +72,7 @@ def device(allow_cpu: bool) -> int:
 def brax_probe(env_name: str, seeds: int, steps: int) -> int:
     """Reset ``seeds`` copies of a sparse Brax env and step them ``steps`` times with random actions
     in one jitted scan; print versions, compile time and env steps/s. 0 when it ran."""
-    import rfig_exp
-
-    rfig_exp.set_cpu_flags()  # a dry run on a CPU: before jax is imported
+    _cpu_flags()
     import jax
     import jax.numpy as jnp
 

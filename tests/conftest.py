@@ -45,6 +45,20 @@ TINY = [
 TINY_RFIG = ["bonus.num_features=64", "bonus.lengthscale_samples=32"]
 
 
+def command_line_value(value) -> str:
+    """A setting's value as a command line writes it (a tuple of widths as ``[16,16]``)."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(map(command_line_value, value)) + "]"
+    return str(value)
+
+
+def small_bonus(bonus: str) -> list[str]:
+    """The overrides of a small model of ``bonus``, as its module declares them (``small``)."""
+    from rfig_exp.bonuses import settings_class
+
+    return [f"bonus.{k}={command_line_value(v)}" for k, v in settings_class(bonus).small.items()]
+
+
 def compose_config(*overrides: str):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -129,7 +130,7 @@ def test_config_and_results_modules_import_no_jax(module):
 
 
 def test_a_full_config_validates_without_jax():
-    jobs = [[f"bonus={bonus}", "env=minatar_breakout"] for bonus in ("none", "rfig", "rnd", "vime", "hashexplo")]
+    jobs = [[f"bonus={bonus}", "env=minatar_breakout"] for bonus in bonus_names()]
     assert _python(_build_specs(jobs)) == ["False"]  # no ConfigError printed, and no JAX
 
 
@@ -165,3 +166,31 @@ def test_preflight_imports_only_the_env_suites_of_the_sweep(tmp_path):
             "      'rfig_exp.agents.ppo.train', 'rfig_exp.bonuses.base', 'rfig_exp.bonuses.rfig.bonus',\n"
             "      'rfig_exp.bonuses.nets') if m in sys.modules))")
     assert _python(code)[-1] == "['gymnax']"
+
+
+def test_importing_the_package_changes_nothing_in_the_process():
+    """The XLA and OpenBLAS settings are the entry points' to make (rfig_exp.set_cpu_flags)."""
+    code = ("import os; before = dict(os.environ)\n"
+            "import rfig_exp, rfig_exp.bonuses, rfig_exp.envs, rfig_exp.launch.preflight\n"
+            "print(dict(os.environ) == before)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "OPENBLAS_NUM_THREADS")}
+                         | {"PYTHONPATH": str(SRC)})
+    assert out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+# What runs JAX: an entry point that imports any of these sets the CPU flags before it does.
+_RUNS_JAX = re.compile(r"^\s*(import|from) (jax|flax|gymnax|optax|brax)\b|^\s*from rfig_exp\.(envs|bonuses|agents)\b"
+                       r"|^\s*from rfig_exp\.run\.(experiment|run_loop)\b")
+
+
+@pytest.mark.parametrize("path", [ROOT / "launch.py", ROOT / "tests" / "conftest.py", *ROOT.glob("examples/*.py"),
+                                  *ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/*.py")],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_entry_point_sets_the_cpu_flags_before_it_imports_jax(path):
+    lines = path.read_text().splitlines()
+    first = next((i for i, line in enumerate(lines) if _RUNS_JAX.search(line)), None)
+    if first is None:
+        return  # runs no JAX in this process
+    flags = next((i for i, line in enumerate(lines) if "rfig_exp.set_cpu_flags()" in line), None)
+    assert flags is not None and flags < first, f"{path.name}:{first + 1} imports JAX before rfig_exp.set_cpu_flags()"

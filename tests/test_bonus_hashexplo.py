@@ -1,6 +1,7 @@
 """The #Exploration (AE-SimHash) bonus: hashing and counting against a Python dict of hash
 codes, count-min bounds, and the autoencoder step against a float64 numpy backprop."""
 
+import dataclasses
 from collections import Counter
 
 import jax
@@ -131,7 +132,7 @@ def test_count_min_never_under_counts_with_tiny_colliding_tables():
 def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at):
     lam, a = 10.0, 0.3
     bonus, hp = make(**SMALL, noise_at=noise_at, table_sizes=[101])
-    hp = hp._replace(lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))  # scale-sensitive steps
+    hp = dataclasses.replace(hp, lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))  # scale-sensitive steps
     state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
     enc, dec = to_numpy(state.encoder), to_numpy(state.decoder)
     adam = Adam(flatten(enc) + flatten(dec), lr=0.05, eps=1.0)

@@ -1,5 +1,6 @@
 """The RND bonus against a float64 numpy reference (forward, backward and Adam by hand)."""
 
+import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,7 +50,7 @@ def test_shapes_finiteness_and_reward_matches_float64():
 def test_predictor_steps_match_numpy_backprop_and_adam(proportion):
     # Large eps makes the step depend on the gradient's scale, not only its sign.
     bonus, hp = make(**TINY_NET, update_proportion=proportion)
-    hp = hp._replace(lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))
+    hp = dataclasses.replace(hp, lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))
     state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
     target, predictor = to_numpy(state.target), to_numpy(state.predictor)
     adam = Adam(flatten(predictor), lr=0.05, eps=1.0)
@@ -75,7 +76,7 @@ def test_predictor_steps_match_numpy_backprop_and_adam(proportion):
 
 def test_target_is_bit_identical_after_many_updates_and_not_in_optimiser():
     bonus, hp = make(**TINY_NET)
-    hp = hp._replace(lr=jnp.float32(1e-2))
+    hp = dataclasses.replace(hp, lr=jnp.float32(1e-2))
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     before_target = jax.tree.map(np.asarray, state.target)
     before_predictor = jax.tree.map(np.asarray, state.predictor)
@@ -93,7 +94,7 @@ def test_target_is_bit_identical_after_many_updates_and_not_in_optimiser():
 
 def test_reward_uses_the_pre_update_predictor_and_agent_order():
     bonus, hp = make(**TINY_NET)
-    hp = hp._replace(lr=jnp.float32(1e-2))
+    hp = dataclasses.replace(hp, lr=jnp.float32(1e-2))
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     batch = batch_of(random_states(1))
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
@@ -105,7 +106,7 @@ def test_reward_uses_the_pre_update_predictor_and_agent_order():
 
 def test_bonus_of_a_trained_batch_falls_well_below_novel_states():
     bonus, hp = make(**TINY_NET)
-    hp = hp._replace(lr=jnp.float32(3e-3))
+    hp = dataclasses.replace(hp, lr=jnp.float32(3e-3))
     state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
     seen, novel = batch_of(random_states(0)), batch_of(random_states(1, shift=3.0))
     reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)

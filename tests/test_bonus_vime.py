@@ -2,6 +2,7 @@
 diagonal-Hessian information gain against the exact KL of the one-step posterior, learning
 behaviour, jit/vmap over seeds, validation, and one end-to-end run."""
 
+import dataclasses
 import math
 
 import jax
@@ -171,7 +172,8 @@ def test_information_gain_is_the_kl_of_the_second_order_step(x64):
 
     errors = {}
     for step in (0.01, 0.001):
-        ig = np.asarray(jax.jit(information_gain)(params, [eps], x, y, to64(hp)._replace(step_size=jnp.float64(step))))
+        stepped = dataclasses.replace(to64(hp), step_size=jnp.float64(step))
+        ig = np.asarray(jax.jit(information_gain)(params, [eps], x, y, stepped))
         exact = np.array([exact_kl_after_step(step, i) for i in range(len(x))])
         assert np.all(exact > 0) and np.all(ig > 0)
         errors[step] = np.max(np.abs(ig / exact - 1.0))
@@ -181,7 +183,7 @@ def test_information_gain_is_the_kl_of_the_second_order_step(x64):
 
 def test_reward_uses_the_pre_update_model_and_agent_order():
     bonus, hp = make(**SMALL)
-    hp = hp._replace(lr=jnp.float32(1e-2))
+    hp = dataclasses.replace(hp, lr=jnp.float32(1e-2))
     state = bonus.init(jax.random.PRNGKey(0), None, hp)
     batch = transitions(1)
     alone, _ = jax.jit(bonus.reward)(state, batch, hp)
@@ -198,7 +200,7 @@ def test_reward_uses_the_pre_update_model_and_agent_order():
 
 def test_information_gain_shrinks_as_the_model_sees_the_same_data():
     bonus, hp = make(**SMALL)
-    hp = hp._replace(lr=jnp.float32(3e-3))
+    hp = dataclasses.replace(hp, lr=jnp.float32(3e-3))
     batch = transitions(0)
     levels = [mean_reward(bonus, hp, trained_state(bonus, hp, batch, steps), batch) for steps in (0, 100, 300)]
     assert levels[0] > 0
@@ -208,7 +210,7 @@ def test_information_gain_shrinks_as_the_model_sees_the_same_data():
 
 def test_bonus_of_a_trained_batch_falls_well_below_novel_transitions():
     bonus, hp = make(**SMALL)
-    hp = hp._replace(lr=jnp.float32(1e-2))
+    hp = dataclasses.replace(hp, lr=jnp.float32(1e-2))
     seen, novel = transitions(0, center=-1.0), transitions(1, center=1.0)   # inputs of equal norm
     fresh = bonus.init(jax.random.PRNGKey(0), None, hp)
     r_seen0, r_novel0 = mean_reward(bonus, hp, fresh, seen), mean_reward(bonus, hp, fresh, novel)
@@ -226,7 +228,7 @@ def test_clip_and_non_finite_guard():
     batch = transitions(0, scale=30.0)
     raw, _ = jax.jit(bonus.reward)(state, batch, hp)
     cap = float(np.median(np.asarray(raw)))
-    clipped, metrics = jax.jit(bonus.reward)(state, batch, hp._replace(clip=jnp.float32(cap)))
+    clipped, metrics = jax.jit(bonus.reward)(state, batch, dataclasses.replace(hp, clip=jnp.float32(cap)))
     assert float(clipped.max()) == pytest.approx(cap) and 0.3 < float(metrics["clipped_fraction"]) < 0.7
     bad = batch._replace(next_obs=batch.next_obs.at[0, 0, 0].set(jnp.nan))
     r, metrics = jax.jit(bonus.reward)(state, bad, hp)

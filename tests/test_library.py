@@ -14,17 +14,15 @@ import numpy as np
 import pytest
 
 from rfig_exp.config import variants
-from rfig_exp.bonuses import BonusBatch, BoxSpace, DiscreteSpace, bonus_names, create, declaring_modules, make_bonus
+from rfig_exp.bonuses import (BonusBatch, BoxSpace, DiscreteSpace, bonus_names, create, declaring_modules, make_bonus,
+                              settings_class)
 from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
 
-from conftest import ROOT, compose_config
+from conftest import ROOT, compose_config, small_bonus
 
-# small enough to run eagerly in seconds; each is a setting of that bonus
-SMALL = {"rfig": {"num_features": 64, "lengthscale_samples": 32}, "rnd": {"hidden": [32, 32]},
-         "vime": {"hidden": [16]}, "hashexplo": {"hidden": [16]}, "none": {}}
 T, B = 16, 4
 
 
@@ -55,13 +53,11 @@ def test_the_bonus_names_are_its_modules_and_its_yaml_files():
     assert declaring_modules() == variants.group_options("bonus") == bonus_names()
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", bonus_names())
 def test_create_gives_the_trainers_bonus_state_and_rewards(name):
-    assert sorted(SMALL) == bonus_names()
-    settings = SMALL[name]
-    overrides = [f"bonus.{k}={v}".replace(" ", "") for k, v in settings.items()]
+    settings = settings_class(name).small  # small enough to run eagerly in seconds
     spec = build_run_spec(compose_config("env=mountaincar", f"bonus={name}", "agent.num_envs=4",
-                                         "agent.num_steps=16", "agent.num_minibatches=2", *overrides))
+                                         "agent.num_steps=16", "agent.num_minibatches=2", *small_bonus(name)))
     env = make_env(spec.env)
     ours, our_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     lib, lib_hp = create(name, (2,), DiscreteSpace(3), T * B, **settings)
@@ -87,7 +83,7 @@ def test_create_gives_the_trainers_bonus_state_and_rewards(name):
         new_state, _ = ours.update(state, batch, k_up, our_hp)
         _equal_trees(new_state, lib.update(state, batch, k_up, lib_hp)[0])
         state = new_state
-    if name != "none":
+    if ours.intrinsic:
         assert float(jnp.abs(r_ours).max()) > 0.0  # not a comparison of two zero arrays
 
 
@@ -118,7 +114,7 @@ def test_create_keeps_every_default_it_is_not_given():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: create("ucb", (2,), DiscreteSpace(3), 4096), "bonus.name='ucb' is not a known bonus; valid names: "
-                                                           "hashexplo, none, rfig, rnd, vime"),
+                                                           + ", ".join(bonus_names())),
     (lambda: create("rfig", (2,), DiscreteSpace(3), 4096, rho=2.0), "bonus.rho=2.0 must be in (0, 1]"),
     (lambda: create("rfig", (2,), DiscreteSpace(3), 8, rho=0.0625), "bonus.rho=0.0625 keeps floor(8 * rho) = 0"),
     (lambda: create("rnd", (2,), DiscreteSpace(3), 4096, activation="gelu"), "bonus.activation='gelu'"),

@@ -1,6 +1,8 @@
 """A new bonus is one module, one YAML and its doc page (docs/architecture.md): a toy bonus written
 into a copy of the project, with nothing else of it edited, is listed by launch.py, refused by its
-own declared rule, trained, and drawn by ``python -m analysis`` with its declared label and colour."""
+own declared rule, trained, drawn by ``python -m analysis`` with its declared label and colour, and
+taken through the tests that run every bonus (they read the declared bonuses, so the copy's tests
+pass with it unedited)."""
 
 from __future__ import annotations
 
@@ -80,9 +82,10 @@ def _toy_tree(root: Path) -> Path:
     """A copy of the project's code and configs with the toy bonus's three files added."""
     tree = root / "tree"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for part in ("src", "conf", "analysis"):
+    for part in ("src", "conf", "analysis", "tests"):
         shutil.copytree(REPO / part, tree / part, ignore=skip)
-    shutil.copy(REPO / "launch.py", tree / "launch.py")
+    for part in ("launch.py", "pyproject.toml"):
+        shutil.copy(REPO / part, tree / part)
     for path, text in (("src/rfig_exp/bonuses/toy.py", TOY_MODULE), ("conf/bonus/toy.yaml", TOY_YAML),
                        ("docs/bonuses/toy.md", TOY_DOC)):
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
@@ -122,3 +125,15 @@ def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     assert "| Toy " in (report / "method_comparison.md").read_text()
     names = _run(tree, "-c", "from analysis import names; print(names.method_colour('toy'), *names.METHOD_ORDER)")
     assert names.stdout.split() == ["#123456", "none", "rnd", "vime", "hashexplo", "toy", "rfig"], names.stderr
+
+    # the tests that run every bonus: its cells of the bonus x env matrix, the library's create,
+    # and the lists of bonus names that the settings, the YAML files and the modules must agree on
+    every_bonus = _run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                       "tests/test_bonus_env_matrix.py", "tests/test_library.py", "tests/test_settings.py",
+                       "-k", "toy or bonus_names or every_bonus or unknown_bonus")
+    assert every_bonus.returncode == 0, every_bonus.stdout[-3000:] + every_bonus.stderr[-3000:]
+    assert " passed" in every_bonus.stdout and "deselected" in every_bonus.stdout
+    ran = _run(tree, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "-m", "not slow",
+               "tests/test_bonus_env_matrix.py", "tests/test_library.py", "-k", "toy").stdout
+    assert "test_one_update_of_every_bonus_on_every_observation_kind[toy-obs2d]" in ran, ran[-2000:]
+    assert "test_create_gives_the_trainers_bonus_state_and_rewards[toy]" in ran, ran[-2000:]

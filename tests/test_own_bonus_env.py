@@ -117,7 +117,7 @@ def test_a_users_settings_are_read_by_their_declaration(monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
     node = {"name": "count", "module": "my_bonus", "beta": 0.5, "bits": 4, "scale": 2.0}
     settings = parse_bonus(node, batch_size=64)
-    assert (settings.bits, settings.hparams.scale, type(settings).label) == (4, 2.0, "SimHash count")
+    assert (settings.bits, settings.scale, type(settings).label) == (4, 2.0, "SimHash count")
     with pytest.raises(ConfigError, match=r"^bonus\.sclae is not a setting of count; my_bonus declares beta, bits, "):
         parse_bonus({**node, "sclae": 2.0}, batch_size=64)
     with pytest.raises(ConfigError, match=r"^bonus\.bits=0 must be an integer >= 1$"):

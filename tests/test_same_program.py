@@ -52,6 +52,21 @@ def test_reordered_hyperparameter_fields_are_the_same_program_up_to_argument_ord
     assert verdict(old, new) == "SAME UP TO ARGUMENT ORDER"
 
 
+class Nested(NamedTuple):
+    inner: AB
+
+
+def _nested_step(x, hp):
+    return jnp.tanh(x * hp.inner.a) + hp.inner.b
+
+
+def test_the_same_arguments_at_other_pytree_paths_are_the_same_program_up_to_their_names():
+    old = _compiled(_step, AB(jnp.float32(2.0), jnp.float32(1.0)))
+    new = _compiled(_nested_step, Nested(AB(jnp.float32(2.0), jnp.float32(1.0))))
+    assert old != new
+    assert verdict(old, new) == "SAME UP TO ARGUMENT NAMES"
+
+
 def test_another_op_is_different():
     hp = AB(jnp.float32(2.0), jnp.float32(1.0))
     assert verdict(_compiled(_step, hp), _compiled(_other_step, hp)).startswith("DIFFERENT")

@@ -13,7 +13,9 @@ from conftest import CONF, compose_config
 from rfig_exp.config import variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, PPOStructure, TrainSpec
 from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
+from rfig_exp.agents.ppo.train import as_arrays
 from rfig_exp.bonuses.rfig import RFIGSettings
+from rfig_exp.bonuses.rnd import RNDSettings
 from rfig_exp.config.run_spec import RunSettings, build_run_spec
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
@@ -22,18 +24,20 @@ from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
 def test_a_whole_config_is_checked_without_importing_jax():
     code = ("import sys, rfig_exp; from conftest import compose_config; "
             "from rfig_exp.config.run_spec import build_run_spec; "
-            "[build_run_spec(compose_config(f'bonus={b}')) for b in ('none', 'rfig', 'rnd', 'vime', 'hashexplo')]; "
+            "from rfig_exp.bonuses import bonus_names; "
+            "[build_run_spec(compose_config(f'bonus={b}')) for b in bonus_names()]; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'optax', 'flax'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="tests")
     assert out.stdout.strip() == "[]"
 
 
 def test_every_bonus_has_settings_and_the_run_spec_carries_them():
-    assert sorted(declared_bonuses()) == bonus_names() == ["hashexplo", "none", "rfig", "rnd", "vime"]
+    assert sorted(declared_bonuses()) == bonus_names() == variants.group_options("bonus")
     for name in bonus_names():
         spec = build_run_spec(compose_config(f"bonus={name}"))
         assert spec.bonus.name == name and spec.bonus.beta == 0.5
-        assert all(isinstance(v, float) for v in spec.bonus.hparams)
+        leaves, _ = type(spec.bonus).pytree_fields()
+        assert all(isinstance(getattr(spec.bonus, leaf), float) for leaf in leaves)
         assert spec.agent.batch_size == spec.train.batch_size == spec.bonus.batch_size
 
 
@@ -72,15 +76,24 @@ def test_each_declared_default_passes_its_own_rule(name):
 
 
 def test_kinds_make_the_compiled_functions_arguments():
-    """Traced settings are the Hparams (in declaration order), static ones the TrainSpec; nothing else."""
+    """Traced settings are the hyperparameters' leaves (in declaration order), static ones the
+    TrainSpec; nothing else."""
+    import jax
+
     for name, cls in declared_bonuses().items():
         traced = [n for n, d in declared(cls) if d.kind == TRACED and n != "beta"]
-        assert list(cls.Hparams._fields) == traced, name
+        assert cls.pytree_fields()[0] == traced, name
         assert all(d.kind in (STATIC, TRACED) for _, d in declared(cls)), name
     agent = dict(declared(AgentSettings))
     assert [n for n, d in declared(PPOStructure)] == [n for n, d in agent.items() if d.kind == STATIC]
     assert [n for n, d in agent.items() if d.kind == RUN] == ["total_timesteps"]
-    assert PPOHparams._fields == (*[n for n, d in agent.items() if d.kind == TRACED], "beta", "bonus")
+    assert PPOHparams._fields == ("agent", "beta", "bonus")
+    # the compiled function's arguments: the agent's traced settings, beta, the bonus's, in that order
+    spec = build_run_spec(compose_config("bonus=rnd"))
+    hp = as_arrays(spec.hparams(spec.bonus))
+    paths = [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(hp)[0]]
+    assert paths == [*(f".agent.{n}" for n, d in agent.items() if d.kind == TRACED), ".beta",
+                     *(f".bonus.{n}" for n in RNDSettings.pytree_fields()[0])]
     assert [f.name for f in dataclasses.fields(TrainSpec)] == [*dict(declared(PPOStructure)), "num_updates",
                                                                "updates_per_window"]
 
@@ -94,7 +107,8 @@ def test_what_names_a_variant_is_declared_with_the_run_settings():
 
 
 def test_an_unknown_bonus_name_lists_the_known_ones():
-    with pytest.raises(ConfigError, match="bonus.name='ucb' is not a known bonus; valid names: hashexplo, none, rfig"):
+    valid = ", ".join(bonus_names())
+    with pytest.raises(ConfigError, match=f"bonus.name='ucb' is not a known bonus; valid names: {valid}$"):
         parse_bonus({"name": "ucb"}, 4096)
 
 
@@ -102,8 +116,8 @@ def test_rfig_checks_the_float32_values_it_computes_with():
     cfg = compose_config("bonus=rfig", "bonus.rho=0.1")
     settings = parse_bonus(cfg.bonus, 4096)
     assert isinstance(settings, RFIGSettings)
-    assert settings.subsample == 409 and settings.hparams.reg == 1.0 and settings.auto_lengthscale
-    assert math.isnan(settings.hparams.lengthscale)
+    assert settings.subsample == 409 and settings.reg == 1.0 and settings.auto_lengthscale
+    assert math.isnan(settings.lengthscale)  # auto: a number, estimated when the bonus starts
     with pytest.raises(ConfigError, match=r"bonus.rho=0.10000000149011612 keeps floor\(4 \* rho\) = 0"):
         parse_bonus(cfg.bonus, 4)
 
@@ -129,6 +143,7 @@ def test_each_setting_refuses_a_bad_value_by_its_own_rule(override, message):
 
 def test_agent_hyperparameters_are_named_floats():
     agent = AgentSettings.parse(compose_config().agent)
-    hp = agent.hparams(0.25, bonus=())
-    assert isinstance(hp, PPOHparams) and hp.beta == 0.25 and hp.lr == 3e-4 and hp.gamma == 0.99
-    assert all(isinstance(v, float) for v in hp[:-1])
+    bonus = parse_bonus(compose_config("bonus=none").bonus, agent.batch_size)
+    hp = agent.hparams(0.25, bonus)
+    assert isinstance(hp, PPOHparams) and hp.beta == 0.25 and hp.agent.lr == 3e-4 and hp.agent.gamma == 0.99
+    assert all(isinstance(getattr(hp.agent, leaf), float) for leaf in AgentSettings.pytree_fields()[0])

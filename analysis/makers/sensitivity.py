@@ -20,7 +20,7 @@ import numpy as np
 
 from ..collect import Collection
 from ..methods import format_value, swept_key
-from ..names import env_label, method_colour, method_label
+from ..names import env_label
 from ..plots import _figure_md, _panel_grid, _save, fit_legend, tidy_axis
 from ..maker import ReportContext, Section
 from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown
@@ -101,7 +101,7 @@ def draw_sensitivity(coll: Collection, agg, key: str, by_bonus: dict[str, dict[s
     for ax, (env, lines) in zip(axes.flat, panels, strict=False):
         drawn = []
         for b, (x, y, lo, hi, _n) in lines.items():
-            c = method_colour(b)
+            c = coll.names.colour(b)
             ax.fill_between(x, lo, hi, color=c, alpha=0.15, linewidth=0)
             ax.errorbar(x, y, yerr=[y - lo, hi - y], color=c, marker="o", markersize=4, linewidth=1.6, capsize=3)
             drawn += [y, lo, hi]
@@ -120,15 +120,15 @@ def draw_sensitivity(coll: Collection, agg, key: str, by_bonus: dict[str, dict[s
     fig.supxlabel(key + (" (log scale)" if log else ""), fontsize=11)
     fig.supylabel("Final score (IQM, 95% CI)", fontsize=11)
     bonuses = [b for b in by_bonus if any(b in lines for _, lines in panels)]
-    handles = [plt.Line2D([], [], color=method_colour(b), marker="o", linewidth=1.6) for b in bonuses]
-    fit_legend(fig, handles, [sweep_label(b, key) for b in bonuses], len(bonuses), loc="outside upper center",
-               frameon=False, fontsize=10)
+    handles = [plt.Line2D([], [], color=coll.names.colour(b), marker="o", linewidth=1.6) for b in bonuses]
+    fit_legend(fig, handles, [sweep_label(coll.names.label(b), key) for b in bonuses], len(bonuses),
+               loc="outside upper center", frameon=False, fontsize=10)
     return fig
 
 
-def sweep_label(bonus: str, key: str) -> str:
-    """A legend entry that says what was swept (a bonus's name alone, "RFIG", did not)."""
-    return f"{method_label(bonus)}, {key.rsplit('.', 1)[-1]} swept"
+def sweep_label(label: str, key: str) -> str:
+    """A legend entry that says what was swept (a bonus's label alone, "RFIG", did not)."""
+    return f"{label}, {key.rsplit('.', 1)[-1]} swept"
 
 
 def _slug(key: str) -> str:
@@ -147,7 +147,7 @@ def sensitivity_table(coll: Collection, agg, key: str, by_bonus: dict[str, dict[
                 continue
             n_min = int(n.min()) if n_min is None else min(n_min, int(n.min()))
             at = {float(xx): (yy, ll, hh, nn) for xx, yy, ll, hh, nn in zip(x, y, lo, hi, n, strict=True)}
-            row: list[Cell | str] = [env_label(env), method_label(b)]
+            row: list[Cell | str] = [env_label(env), coll.names.label(b)]
             for v in all_x:
                 if v in at:
                     yy, ll, hh, nn = at[v]
@@ -172,7 +172,7 @@ def sensitivity_maker(ctx: ReportContext, out_dir: Path):
         name = f"sensitivity_{_slug(key)}"
         files = _save(fig, out_dir / name)
         header, rows, n_min = sensitivity_table(coll, agg, key, by_bonus)
-        sweep_text = "; ".join(f"{method_label(b)}: {', '.join(format_value(v) for v in sorted(vals.values()))}"
+        sweep_text = "; ".join(f"{coll.names.label(b)}: {', '.join(format_value(v) for v in sorted(vals.values()))}"
                                for b, vals in by_bonus.items())
         log = use_log_x([v for vals in by_bonus.values() for v in vals.values()])
         caption = (f"*Final score against `{key}` ({sweep_text}): IQM over seeds of each run's final score, "

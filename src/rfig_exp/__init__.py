@@ -36,12 +36,13 @@ OPENBLAS_THREADS = "1"
 def set_cpu_flags() -> None:
     """Add :data:`XLA_CPU_FLAGS` to ``XLA_FLAGS`` and set ``OPENBLAS_NUM_THREADS=1`` (a setting
     already in the environment is kept), before jax, numpy or scipy is imported: XLA reads its
-    flags and OpenBLAS its thread count once, as they start. Called after jax was imported it
-    still sets them, with a warning that they may come too late."""
-    if "jax" in sys.modules:
-        warnings.warn("rfig_exp.set_cpu_flags() after jax was imported: XLA may have read XLA_FLAGS already; "
-                      "call it before importing jax (docs/library.md)", RuntimeWarning, stacklevel=2)
-    for flag in XLA_CPU_FLAGS:
-        if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    flags and OpenBLAS its thread count once, as they start. One that has to be added after jax
+    was imported is added with a warning that it may come too late."""
+    missing = [flag for flag in XLA_CPU_FLAGS if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")]
+    if missing and "jax" in sys.modules:
+        warnings.warn(f"rfig_exp.set_cpu_flags() after jax was imported: XLA may have read XLA_FLAGS already, "
+                      f"without {' '.join(missing)}; call it before importing jax (docs/library.md)",
+                      RuntimeWarning, stacklevel=2)
+    if missing:
+        os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *missing]).strip()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", OPENBLAS_THREADS)

@@ -111,12 +111,12 @@ def _known_bonus(name) -> str:
 
 def make_bonus(settings: BonusSettings, obs_shape, action_space):
     """``(Bonus, hparams)`` for ``settings`` (from ``parse_bonus``): the bonus its module makes for
-    observations of ``obs_shape`` and ``action_space``, and its hyperparameters as the float32
-    scalars the compiled function takes."""
+    observations of ``obs_shape`` and ``action_space``, and its hyperparameters as the compiled
+    function takes them: ``settings`` with its traced settings as float32 scalars."""
     from rfig_exp.bonuses.base import float32_hparams
 
     bonus = importlib.import_module(type(settings).__module__).make(settings, obs_shape, action_space)
-    return bonus, float32_hparams(settings.hparams)
+    return bonus, float32_hparams(settings)
 
 
 def create(name: str, obs_shape: Sequence[int], action_space: Any, batch_size: int,
@@ -128,8 +128,9 @@ def create(name: str, obs_shape: Sequence[int], action_space: Any, batch_size: i
     ``batch_size``: the states of one rollout, ``num_steps * num_envs`` (a bonus that keeps a
     fraction of each batch, RFIG's ``rho``, sizes its buffers by it); ``overrides``: the bonus's
     settings by name (``num_features=512``), the rest keep their declared defaults, those of
-    ``conf/bonus/<name>.yaml``. ``hparams`` is the bonus's NamedTuple of float32 scalars, the
-    last argument of ``init``, ``reward``, ``update`` and ``refresh``.
+    ``conf/bonus/<name>.yaml``. ``hparams`` is the bonus's settings object with its numeric
+    settings as float32 scalars (a JAX pytree), the last argument of ``init``, ``reward``,
+    ``update`` and ``refresh``.
 
     The settings go through the same checks as a config's (``parse_bonus``), and the bonus is the
     one ``make_bonus`` makes for this project's trainer: ConfigError for an unknown name (listing

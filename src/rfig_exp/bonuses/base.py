@@ -4,24 +4,29 @@ A bonus is a bundle of pure functions over its own pytree state. The agent owns
 observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
 only its model. ``reward`` always sees the state *before* this batch's ``update``.
 
-Numeric hyperparameters (``hparams``, a NamedTuple of float32 scalars per bonus: its traced
-settings) are arguments of the compiled function, so a sweep can vmap over them; anything
-that sets a shape is a static setting, fixed when the bonus is made (each bonus declares its
-settings in its own module: ``rfig_exp.bonuses``).
+Numeric hyperparameters are arguments of the compiled function, so a sweep can vmap over them:
+``hparams`` is the bonus's settings object (:data:`Hparams`) as a JAX pytree whose leaves are its
+traced settings, float32 scalars (:func:`float32_hparams`); anything that sets a shape is a static
+setting, fixed when the bonus is made (each bonus declares its settings in its own module:
+``rfig_exp.bonuses``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Generic, Mapping, NamedTuple, Optional, TypeVar
 
 import jax
 import jax.numpy as jnp
 
+from rfig_exp.bonuses.settings import BonusSettings
+from rfig_exp.config.settings import Settings
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
 BonusState = Any
-Hparams = Any  # the bonus's NamedTuple of float32 scalars (its settings' Hparams)
+# A bonus's settings as the compiled function's argument, its traced settings float32 scalars:
+# each bonus's functions take its own subclass (``Bonus[RFIGSettings]``: ``hp.reg``)
+Hparams = TypeVar("Hparams", bound=BonusSettings)
 Metrics = dict[str, jax.Array]
 
 
@@ -40,7 +45,7 @@ class BonusBatch(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Bonus:
+class Bonus(Generic[Hparams]):
     """``init(key, warmup_obs [N, *obs], hparams) -> state``;
     ``reward(state, batch, hparams) -> (r_int [T, B], metrics)``;
     ``update(state, batch, key, hparams) -> (state, metrics)``.
@@ -107,7 +112,23 @@ def action_features(actions: jax.Array, action_space) -> jax.Array:
     raise TypeError(f"unknown action space {action_space!r}")
 
 
-def float32_hparams(hparams):
-    """A settings' ``hparams`` NamedTuple (Python floats) as float32 scalars, the arguments of the
-    compiled function (``rfig_exp.bonuses.make_bonus`` returns them with the bonus)."""
-    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)
+S = TypeVar("S", bound=Settings)
+
+
+def _as_pytree(cls: type[Settings]) -> None:
+    """``cls`` registered as a JAX pytree, once (JAX's registry is the process's): its traced
+    settings the leaves, every other field static (``Settings.pytree_fields``)."""
+    if cls not in _PYTREES:
+        leaves, static = cls.pytree_fields()
+        jax.tree_util.register_dataclass(cls, data_fields=leaves, meta_fields=static)
+        _PYTREES.add(cls)
+
+
+_PYTREES: set[type] = set()
+
+
+def float32_hparams(settings: S) -> S:
+    """``settings`` as the compiled function's argument: its traced settings float32 scalars, the
+    rest as it was (``rfig_exp.bonuses.make_bonus`` returns it with the bonus)."""
+    _as_pytree(type(settings))
+    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), settings)

@@ -27,13 +27,16 @@ See docs/bonuses/vime.md for the derivation and the sources; the bonus is ``rfig
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from rfig_exp.bonuses.nets import mlp_init
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
+
+if TYPE_CHECKING:
+    from rfig_exp.bonuses.vime import VIMESettings
 
 Layers = tuple  # ({"w": [in, out], "b": [out]}, ...) one dict per dense layer, as nets.mlp_init
 
@@ -58,7 +61,7 @@ def softplus_inverse(sigma: jax.Array) -> jax.Array:
     return sigma + jnp.log(-jnp.expm1(-sigma))
 
 
-def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: jax.Array) -> dict:
+def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: float | jax.Array) -> dict:
     """Means as ``nets.mlp_init`` (variance 2 / fan_in, zero biases), every ``sigma = init_sigma``."""
     mu = mlp_init(key, sizes)
     rho0 = softplus_inverse(jnp.asarray(init_sigma, jnp.float32))
@@ -123,7 +126,7 @@ def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likel
     return inputs, errors
 
 
-def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp) -> jax.Array:
+def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp: VIMESettings) -> jax.Array:
     """``[N]``: ``0.5 step^2 g_i^T H^-1 g_i`` for every transition, ``g_i`` the gradient of
     transition ``i``'s NLL averaged over the weight samples ``eps`` (a list of S samples).
 

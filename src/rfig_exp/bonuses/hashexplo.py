@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
 from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, AT_LEAST_ZERO, BonusSettings, PaperRow
@@ -86,6 +87,8 @@ class HashSettings(BonusSettings):
     colour: ClassVar[str] = "#CC79A7"
     role: ClassVar[str] = "baseline"
     paper: ClassVar[PaperRow] = PaperRow(3, "Count-based", True, "Auto-encoder", "High")
+    small: ClassVar[Mapping[str, Any]] = MappingProxyType(
+        {"hidden": (16,), "code_dim": 8, "hash_bits": 8, "table_sizes": (101, 103)})
 
     hidden: tuple[int, ...] = static((256, 256), Widths())   # encoder widths; the decoder mirrors them
     code_dim: int = static(64, POSITIVE_INT)                # D, sigmoid units of the code layer
@@ -149,7 +152,7 @@ def make(settings: HashSettings, obs_shape, action_space):
                     - jnp.searchsorted(ordered, flat, side="left")).reshape(idx.shape)
         return jnp.min(stored + in_batch.astype(stored.dtype), axis=-1)
 
-    def init(key, warmup_obs, hp):
+    def init(key, warmup_obs, hp: HashSettings):
         del warmup_obs, hp
         k_enc, k_dec, k_proj = jax.random.split(key, 3)
         # ReLU layers with gain sqrt(2); the linear code and reconstruction layers with gain 1.
@@ -161,13 +164,13 @@ def make(settings: HashSettings, obs_shape, action_space):
             tables=jnp.zeros((num_tables, width), jnp.int32),
         )
 
-    def reward(state, batch, hp):
+    def reward(state, batch, hp: HashSettings):
         x = flat_states(batch.next_obs, obs_ndim)                          # [N, d]
         n = counts_after(state, flat_index(state, x))
         r = jax.lax.rsqrt(jnp.maximum(n, 1).astype(jnp.float32))
         return r.reshape(batch.terminated.shape), {}
 
-    def ae_loss(params, x, noise, hp):
+    def ae_loss(params, x, noise, hp: HashSettings):
         encoder, decoder = params
         logits = code_logits(encoder, x)
         b = jax.nn.sigmoid(logits)
@@ -181,7 +184,7 @@ def make(settings: HashSettings, obs_shape, action_space):
         binarisation = jnp.mean(jnp.minimum(jnp.square(b), jnp.square(1.0 - b)))
         return reconstruction + hp.bin_penalty * binarisation, (reconstruction, binarisation)
 
-    def update(state, batch, key, hp):
+    def update(state, batch, key, hp: HashSettings):
         x = flat_states(batch.next_obs, obs_ndim)
         # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
         idx = flat_index(state, x)

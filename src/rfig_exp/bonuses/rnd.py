@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
 from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings, PaperRow
 from rfig_exp.config.settings import static, traced
@@ -45,6 +46,7 @@ class RNDSettings(BonusSettings):
     colour: ClassVar[str] = "#0072B2"
     role: ClassVar[str] = "baseline"
     paper: ClassVar[PaperRow] = PaperRow(1, "Prediction error", False, "Distillation", "Medium")
+    small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,), "embedding_dim": 16})
 
     hidden: tuple[int, ...] = static((256, 256), Widths())   # both target and predictor MLPs
     embedding_dim: int = static(256, POSITIVE_INT)          # output width of both MLPs
@@ -89,7 +91,7 @@ def make(settings: RNDSettings, obs_shape, action_space):
         """Per-state squared prediction error ``[N]``, mean over the embedding dimensions."""
         return jnp.mean(jnp.square(embed(predictor, x) - embed(target, x)), axis=-1)
 
-    def init(key, warmup_obs, hp):
+    def init(key, warmup_obs, hp: RNDSettings):
         del warmup_obs, hp
         k_target, k_predictor = jax.random.split(key)
         # Two independent draws: a predictor that starts equal to the target would give
@@ -99,12 +101,12 @@ def make(settings: RNDSettings, obs_shape, action_space):
         return RNDState(target=target, predictor=predictor, opt_state=nets.adam_init(predictor),
                         updates=jnp.zeros((), jnp.int32))
 
-    def reward(state, batch, hp):
+    def reward(state, batch, hp: RNDSettings):
         x = flat_states(batch.next_obs, obs_ndim)                        # [N, d]
         r = errors(state.target, state.predictor, x)
         return r.reshape(batch.terminated.shape), {}
 
-    def update(state, batch, key, hp):
+    def update(state, batch, key, hp: RNDSettings):
         x = flat_states(batch.next_obs, obs_ndim)
         if num_train < x.shape[0]:
             x = x[subsample(key, x.shape[0], num_train)]

@@ -2,7 +2,8 @@
 
 A bonus's module (``rfig_exp.bonuses.<name>``, a package for RFIG) declares one subclass of
 :class:`BonusSettings`: its settings, each once (``rfig_exp.config.settings``: default, rule, static
-or traced), and how reports show it (``label``, ``colour``, ``role``, its ``paper`` row). The
+or traced), how reports show it (``label``, ``colour``, ``role``, its ``paper`` row) and the
+settings of a small model of it for quick checks (``small``). The
 top level of that module imports no JAX, so a config is checked, and a report drawn, without
 it; its ``make(settings, obs_shape, action_space) -> Bonus`` imports what the bonus computes with.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Mapping
 
 from rfig_exp.config.settings import Settings, traced
 from rfig_exp.config.validation import Interval, Number
@@ -43,18 +45,16 @@ class BonusSettings(Settings):
     intrinsic advantage's weight, which the agent reads) and the bonus's own declared settings."""
 
     PREFIX: ClassVar[str] = "bonus."
-    HPARAMS_ELSEWHERE: ClassVar[tuple[str, ...]] = ("beta",)  # PPOHparams.beta
+    HPARAMS_ELSEWHERE: ClassVar[tuple[str, ...]] = ("beta",)  # PPOHparams.beta, not a leaf here
     name: ClassVar[str]           # bonus.name, its module's name and its conf/bonus/<name>.yaml
     label: ClassVar[str]          # in figures and tables
     colour: ClassVar[str]         # the same in every figure of every report
     role: ClassVar[str]           # one of ROLES
     paper: ClassVar[PaperRow | None] = None
+    # settings that make a small model of it, for a quick check of its code (the tests run every
+    # bonus on every kind of observation with them); empty where the defaults are small already
+    small: ClassVar[Mapping[str, Any]] = MappingProxyType({})
 
     batch_size: int               # states of one rollout (agent.num_envs * agent.num_steps)
     beta: float = traced(0.5, Number(0.0))
 
-    @property
-    def hparams(self) -> Any:
-        """The bonus's own traced settings, ``Hparams`` of Python floats (``make_bonus`` returns
-        them as the float32 arguments of the compiled function)."""
-        return self.traced_values()

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Mapping
 
 from rfig_exp.bonuses.settings import BonusSettings, PaperRow
 from rfig_exp.config.settings import static, traced
@@ -35,6 +36,7 @@ class VIMESettings(BonusSettings):
     colour: ClassVar[str] = "#009E73"
     role: ClassVar[str] = "baseline"
     paper: ClassVar[PaperRow] = PaperRow(2, "Information gain", True, "Bayesian NN", "High")
+    small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,)})
 
     hidden: tuple[int, ...] = static((256, 256), Widths())   # BNN hidden layers, ReLU
     num_samples: int = static(1, POSITIVE_INT)              # weight samples per pass
@@ -77,14 +79,14 @@ def make(settings: VIMESettings, obs_shape, action_space):
         keys = [state.key] if num_samples == 1 else list(jax.random.split(state.key, num_samples))
         return [sample_noise(k, state.params["mu"]) for k in keys]
 
-    def init(key, warmup_obs, hp):
+    def init(key, warmup_obs, hp: VIMESettings):
         del warmup_obs
         k_params, k_noise = jax.random.split(key)
         params = init_params(k_params, sizes, hp.init_sigma)
         return VIMEState(params=params, opt_state=adam_init(params), key=k_noise,
                          updates=jnp.zeros((), jnp.int32))
 
-    def reward(state, batch, hp):
+    def reward(state, batch, hp: VIMESettings):
         x, y = inputs_targets(batch)
         ig = information_gain(state.params, noise(state), x, y, hp)
         finite = jnp.isfinite(ig)
@@ -94,7 +96,7 @@ def make(settings: VIMESettings, obs_shape, action_space):
                    "nonfinite_fraction": jnp.mean((~finite).astype(jnp.float32))}
         return bonus.reshape(batch.terminated.shape), metrics
 
-    def loss_fn(params, eps, x, y, hp):
+    def loss_fn(params, eps, x, y, hp: VIMESettings):
         def nll(eps):
             out, _ = forward(sample_weights(params, eps), x)
             return jnp.mean(squared_error_nll(out, y, hp.likelihood_sigma))
@@ -105,7 +107,7 @@ def make(settings: VIMESettings, obs_shape, action_space):
         kl = kl_to_prior(params, hp.prior_sigma)
         return data + hp.kl_weight * kl, (data, kl)
 
-    def update(state, batch, key, hp):
+    def update(state, batch, key, hp: VIMESettings):
         x, y = inputs_targets(batch)
         # The same weight noise as this batch's reward: XLA may then share the forward pass.
         grads, (nll, kl) = jax.grad(loss_fn, has_aux=True)(state.params, noise(state), x, y, hp)

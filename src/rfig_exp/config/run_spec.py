@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rfig_exp.config import jobs, variants
-from rfig_exp.agents.ppo.config import AgentSettings, TrainSpec
+from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.envs.settings import EnvSettings, parse_env
 from rfig_exp.config.errors import ConfigError
@@ -204,9 +204,9 @@ class RunSpec:
     def total_env_steps(self) -> int:
         return self.train.num_updates * self.train.batch_size
 
-    def hparams(self, bonus_hparams=()) -> Any:
-        """The agent's hyperparameters with the bonus's (Python floats; ``train.as_arrays`` makes
-        them the compiled function's float32 arguments)."""
+    def hparams(self, bonus_hparams: BonusSettings) -> PPOHparams:
+        """The agent's hyperparameters with the bonus's (``bonus_hparams``: as ``make_bonus`` returns
+        them; ``train.as_arrays`` makes them all the compiled function's float32 arguments)."""
         return self.agent.hparams(self.bonus.beta, bonus_hparams)
 
 

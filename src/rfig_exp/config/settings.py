@@ -7,7 +7,8 @@
         lr: float = traced(1e-4, ABOVE_ZERO)                          # an argument of the compiled function
 
 - :func:`static`: a shape or a structural choice, fixed when the compiled function is made;
-- :func:`traced`: a numeric hyperparameter, an argument of the compiled function (``Hparams``);
+- :func:`traced`: a numeric hyperparameter, an argument of the compiled function (a leaf of the
+  settings as a JAX pytree: :meth:`Settings.pytree_fields`);
 - :func:`setting`: read by the run but not by the compiled core (the budget, where results go);
   ``hyperparameter=False`` keeps it out of a run's variant name (``rfig_exp.config.variants``);
 - :func:`group`: a nested group of settings (``checkpoint.*``).
@@ -15,16 +16,15 @@
 ``Settings.parse(node, prefix)`` reads every declared field of a config node in declaration order
 (a missing key is an error naming it): its rule checks and converts the value, given the settings
 read before it (a bound may name an earlier setting), then its ``check``, if any, tests what it
-derives from them. ``Hparams`` is a NamedTuple of the class's traced settings, in declaration
-order. The defaults are the user-facing ones of ``conf/`` (a test holds the YAML files to them).
+derives from them. The compiled function takes a settings object itself as its hyperparameters,
+its traced settings the pytree's leaves, in declaration order. The defaults are the user-facing
+ones of ``conf/`` (a test holds the YAML files to them).
 Nothing here imports JAX.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import functools
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -59,7 +59,8 @@ def static(default: Any, rule: Rule, check: Check | None = None) -> Any:
 
 
 def traced(default: Any, rule: Rule, check: Check | None = None) -> Any:
-    """A numeric hyperparameter: a float32 argument of the compiled function (``Hparams``)."""
+    """A numeric hyperparameter: a float32 argument of the compiled function (a pytree leaf of its
+    settings object, :meth:`Settings.pytree_fields`)."""
     return _field(default, rule, TRACED, check=check)
 
 
@@ -82,27 +83,6 @@ def declared(cls: type) -> list[tuple[str, Declared]]:
     return [(f.name, f.metadata["setting"]) for f in dataclasses.fields(cls) if "setting" in f.metadata]
 
 
-class _HparamsType:
-    """``cls.Hparams``: a NamedTuple type of ``cls``'s traced settings, made once per class (and found
-    again by its qualified name, so that a pickled one loads)."""
-
-    def __get__(self, obj: Any, owner: Any) -> Any:
-        return _hparams_type(owner)
-
-
-def named_tuple(name: str, fields: list[str], defaults: tuple = ()) -> Any:
-    """A NamedTuple type (a pytree to JAX) whose fields are known only at run time."""
-    return collections.namedtuple(name, fields, defaults=defaults)
-
-
-@functools.cache
-def _hparams_type(cls: Any) -> Any:
-    names = [name for name, d in declared(cls) if d.kind == TRACED and name not in cls.HPARAMS_ELSEWHERE]
-    hparams = named_tuple(f"{cls.__name__}Hparams", names)
-    hparams.__module__, hparams.__qualname__ = cls.__module__, f"{cls.__qualname__}.Hparams"
-    return hparams
-
-
 @dataclass(frozen=True)
 class Settings:
     """A group of declared settings (subclasses are frozen dataclasses of :func:`static`,
@@ -111,7 +91,6 @@ class Settings:
     PREFIX: ClassVar[str] = ""  # the key prefix of the config node it is read from ("agent.")
     # traced settings that another part's hyperparameters carry (bonus.beta: the agent's)
     HPARAMS_ELSEWHERE: ClassVar[tuple[str, ...]] = ()
-    Hparams = _HparamsType()  # no annotation: no dataclass field
 
     @classmethod
     def parse(cls, node: Any, prefix: str | None = None, **given: Any) -> Any:
@@ -130,7 +109,12 @@ class Settings:
         """Every declared setting's default, as written in ``conf/`` (a nested group as a dict)."""
         return {name: d.default for name, d in declared(cls)}
 
-    def traced_values(self) -> Any:
-        """The traced settings as ``Hparams`` (Python floats; float32 arrays once the part is made)."""
-        hparams = type(self).Hparams
-        return hparams(*(getattr(self, name) for name in hparams._fields))
+    @classmethod
+    def pytree_fields(cls) -> tuple[list[str], list[str]]:
+        """``(leaves, static)``: the fields of a settings object as a JAX pytree, the compiled
+        function's hyperparameters (as flax.struct marks them): its traced settings (those of
+        :attr:`HPARAMS_ELSEWHERE` aside) are the leaves, float32 scalars once the part is made
+        (``rfig_exp.bonuses.base.float32_hparams``); every other field is static, fixed when the
+        function is compiled."""
+        leaves = [name for name, d in declared(cls) if d.kind == TRACED and name not in cls.HPARAMS_ELSEWHERE]
+        return leaves, [f.name for f in dataclasses.fields(cls) if f.name not in leaves]

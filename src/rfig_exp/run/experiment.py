@@ -70,7 +70,7 @@ def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequ
     if len(todo) < len(plans):
         log.info("[%s] seeds %s are complete; running only seeds %s", name,
                  _seed_range([p.seed for p in plans if p.action == "skip"]), _seed_range([p.seed for p in todo]))
-    if spec.bonus_name == "none" and float(hparams.ext_coef) == 0.0:
+    if spec.bonus_name == "none" and float(hparams.agent.ext_coef) == 0.0:
         log.info("[%s] agent.ext_coef=0 with bonus=none: the entropy-only policy (no reward at all)", name)
     if spec.total_env_steps != spec.requested_timesteps:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,

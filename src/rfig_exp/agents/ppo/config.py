@@ -5,10 +5,10 @@
   value, checked by ``AgentSettings.parse(node)`` (each error names its key);
 - :class:`TrainSpec`: what the trainer is made from, the static settings and the loop lengths
   (``AgentSettings.train_spec``);
-- :data:`PPOHparams`: the traced settings and the bonus's (``bonus.beta`` and the bonus's own
-  ``Hparams``), arguments of the compiled function so a sweep could vmap over them
-  (``AgentSettings.hparams``; Python floats here, float32 scalars after
-  ``rfig_exp.agents.ppo.train.as_arrays``).
+- :class:`PPOHparams`: the arguments of the compiled function, so a sweep could vmap over them:
+  the agent's settings, ``bonus.beta`` and the bonus's settings, each settings object a JAX
+  pytree whose leaves are its traced settings (``AgentSettings.hparams``; Python floats here,
+  float32 scalars after ``rfig_exp.agents.ppo.train.as_arrays``).
 
 See conf/agent/ppo.yaml for each value's meaning (``tests/test_settings.py`` holds it to the
 defaults declared here).
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, NamedTuple
 
+from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.settings import STATIC, TRACED, Settings, declared, named_tuple, setting, static, traced
+from rfig_exp.config.settings import STATIC, Settings, declared, setting, static, traced
 from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
 
 ACTIVATIONS = ("tanh", "relu")
@@ -100,13 +101,20 @@ class AgentSettings(PPOStructure):
         structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}
         return TrainSpec(**structure, num_updates=num_updates, updates_per_window=updates_per_window)
 
-    def hparams(self, beta: float, bonus: Any = ()) -> Any:
-        """:data:`PPOHparams` of Python floats (``bonus``: the bonus's ``Hparams``, as it comes)."""
-        return PPOHparams(*self.traced_values(), beta=float(beta), bonus=bonus)
+    def hparams(self, beta: float, bonus: BonusSettings) -> PPOHparams:
+        """:class:`PPOHparams` of Python floats (``bonus``: the bonus's hyperparameters, as
+        ``make_bonus`` returns them)."""
+        return PPOHparams(self, float(beta), bonus)
+
+
+class PPOHparams(NamedTuple):
+    """The compiled function's hyperparameters: the agent's traced settings (``hp.agent.lr``), the
+    intrinsic advantage's weight and the bonus's traced settings (``hp.bonus``, what the bonus's
+    functions take), in that order as the function's arguments."""
+
+    agent: AgentSettings
+    beta: float     # bonus.beta: advantage = ext_coef * A_ext + beta * A_int
+    bonus: BonusSettings
 
 
 assert all(d.kind == STATIC for _, d in declared(PPOStructure))  # TrainSpec is the static part
-# The agent's traced settings, then bonus.beta (the intrinsic advantage's weight) and the bonus's
-# own hyperparameters (a NamedTuple).
-PPOHparams = named_tuple("PPOHparams", [*AgentSettings.Hparams._fields, "beta", "bonus"], defaults=((),))
-assert all(d.kind == TRACED for name, d in declared(AgentSettings) if name in PPOHparams._fields)

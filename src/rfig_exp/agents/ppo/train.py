@@ -30,14 +30,16 @@ from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
 from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
-from rfig_exp.bonuses.base import Bonus, BonusBatch
+from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.envs.base import BoxSpace, Env, random_actions
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.bonuses.shuffle import permutations
 
 def as_arrays(hparams: PPOHparams) -> PPOHparams:
-    """The hyperparameters as float32 scalars, the arguments of the compiled functions."""
-    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)
+    """The hyperparameters as the compiled functions take them: every traced setting a float32
+    scalar (the agent's, ``beta`` and the bonus's), every other setting static."""
+    beta = jnp.asarray(hparams.beta, jnp.float32)
+    return PPOHparams(float32_hparams(hparams.agent), beta, float32_hparams(hparams.bonus))  # type: ignore[arg-type]
 
 
 class Transition(NamedTuple):
@@ -114,7 +116,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                                    jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
         warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
         obs_rms = rms_update(rms_init(obs_shape), warm_obs)
-        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams.obs_clip), hparams.bonus)
+        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams.agent.obs_clip), hparams.bonus)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
         obs, env_state = v_reset(jax.random.split(k_reset, num_envs))
@@ -130,7 +132,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         def step(carry, noise_and_keys):
             env_state, obs, ep_ret, ep_len, finished = carry
             action_noise, env_keys = noise_and_keys
-            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))
+            pi, values = network.apply(state.params, normalize(state.obs_rms, obs, hp.agent.obs_clip))
             action = pi.sample_with_noise(action_noise)
             out = v_step(env_keys, env_state, _env_action(action, env.action_space))
             ep_ret = ep_ret + out.reward
@@ -161,11 +163,12 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     def loss_fn(flat_params, mb, hp, unravel):
         pi, values = network.apply(unravel(flat_params), mb["obs_norm"])
         adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
-        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv, hp.clip_eps)
-        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp.clip_eps)  # [2]
+        pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv,
+                                                           hp.agent.clip_eps)
+        value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp.agent.clip_eps)  # [2]
         entropy = pi.entropy().mean()
         value_loss = value_losses.sum() if bonus.intrinsic else value_losses[EXT]
-        total = pg_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
+        total = pg_loss + hp.agent.vf_coef * value_loss - hp.agent.ent_coef * entropy
         return total, (pg_loss, value_losses[EXT], value_losses[INT], entropy, approx_kl, clip_frac)
 
     def sgd_step(carry, mb, hp, lr, unravel):
@@ -173,7 +176,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         # element-wise math, but a handful of XLA kernels per step instead of a few per leaf.
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, mb, hp, unravel)
-        updates, opt_state = optimizer.update(grads, opt_state, params, max_grad_norm=hp.max_grad_norm,
+        updates, opt_state = optimizer.update(grads, opt_state, params, max_grad_norm=hp.agent.max_grad_norm,
                                               learning_rate=lr)
         metrics = SGDMetrics(*aux, grad_norm=optax.tree.norm(grads))
         return (optax.apply_updates(params, updates), opt_state), metrics.stacked()
@@ -187,34 +190,34 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         # statistics they acted with, so old log-probs and values stay consistent.
         obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
         bonus_batch = BonusBatch(
-            obs=normalize(obs_rms, traj.obs, hp.obs_clip), actions=_env_action(traj.action, env.action_space),
-            next_obs=normalize(obs_rms, traj.final_obs, hp.obs_clip),
+            obs=normalize(obs_rms, traj.obs, hp.agent.obs_clip), actions=_env_action(traj.action, env.action_space),
+            next_obs=normalize(obs_rms, traj.final_obs, hp.agent.obs_clip),
             terminated=traj.terminated, truncated=traj.truncated)
         r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp.bonus)
         bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp.bonus)
 
         def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
-            return network.apply(state.params, normalize(state.obs_rms, obs, hp.obs_clip))[1]
+            return network.apply(state.params, normalize(state.obs_rms, obs, hp.agent.obs_clip))[1]
 
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
         v_ext_final = values_when_acting(traj.final_obs)[..., EXT]
         term = traj.terminated.astype(jnp.float32)
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
-                                       traj.truncated.astype(jnp.float32), hp.gamma, hp.gae_lambda)
+                                       traj.truncated.astype(jnp.float32), hp.agent.gamma, hp.agent.gae_lambda)
         if bonus.intrinsic:
             int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
-                                                             r_int_raw, hp.gamma_int)
+                                                             r_int_raw, hp.agent.gamma_int)
             v_int_last = values_when_acting(last_obs)[..., INT]
-            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, hp.gae_lambda)
-            adv = hp.ext_coef * adv_ext + hp.beta * adv_int
+            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.agent.gamma_int, hp.agent.gae_lambda)
+            adv = hp.agent.ext_coef * adv_ext + hp.beta * adv_int
         else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
             int_filter, int_rms, r_int = state.int_return_filter, state.int_return_rms, r_int_raw
             adv_int = jnp.zeros_like(adv_ext)
-            adv = hp.ext_coef * adv_ext
+            adv = hp.agent.ext_coef * adv_ext
 
         batch = dict(
             # The observations as the policy saw them: normalised with the statistics it acted with.
-            obs_norm=normalize(state.obs_rms, traj.obs, hp.obs_clip),
+            obs_norm=normalize(state.obs_rms, traj.obs, hp.agent.obs_clip),
             action=traj.action, log_prob=traj.log_prob,
             # Combined before minibatching; each minibatch then normalises it (PPO+RND).
             adv=adv,
@@ -222,7 +225,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
         frac = 1.0 - state.update.astype(jnp.float32) / spec.num_updates if spec.anneal_lr else 1.0
-        lr = hp.lr * frac
+        lr = hp.agent.lr * frac
 
         def epoch(carry, perm):
             mbs = jax.tree.map(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
 from rfig_exp.bonuses.settings import BonusSettings, PaperRow
@@ -47,6 +48,7 @@ class RFIGSettings(BonusSettings):
     colour: ClassVar[str] = "#D55E00"
     role: ClassVar[str] = "method"
     paper: ClassVar[PaperRow] = PaperRow(4, "Information gain (kernel theory)", False, "Closed-form", "Low")
+    small: ClassVar[Mapping[str, Any]] = MappingProxyType({"num_features": 64, "lengthscale_samples": 32})
 
     num_features: int = static(1024, Count(1, "must be a positive integer"))   # D random Fourier features
     # subsample ratio: floor(batch_size * rho) states per update enter Sigma

@@ -96,7 +96,7 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
         """``[*lead, *obs_shape]`` -> ``[prod(lead), D]``."""
         return rff(state, flat_states(x, obs_ndim))
 
-    def init(key, warmup_obs, hp):
+    def init(key, warmup_obs, hp: RFIGSettings):
         k_rff, k_sub, k_probe = jax.random.split(key, 3)
         omega_unit, bias = rff_params(k_rff, in_dim, num_features, jnp.float32)
         if settings.auto_lengthscale:
@@ -121,13 +121,13 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
             refreshes=jnp.zeros((), jnp.int32),
         )
 
-    def reward(state, batch, hp):
+    def reward(state, batch, hp: RFIGSettings):
         phi = features(state, batch.next_obs)                       # [T*B, D]
         quad = quadratic_form(phi, state.precision, settings.quad_blocks)
         r = 0.5 * jnp.log1p(jnp.maximum(quad, 0.0))
         return r.reshape(batch.terminated.shape), {}
 
-    def update(state, batch, key, hp):
+    def update(state, batch, key, hp: RFIGSettings):
         states = flat_states(batch.next_obs, obs_ndim)
         idx = subsample(key, states.shape[0], settings.subsample)
         # ``states`` is flat already: flattening it again as observations would, for a
@@ -173,7 +173,7 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
             need = jnp.logical_or(need, state.updates_since_refresh >= settings.refresh_every)
         return need
 
-    def refresh(state, hp):
+    def refresh(state, hp: RFIGSettings):
         precision = exact_inverse(state.sigma)
         residual = inverse_residual(state.sigma, precision, state.probes)
         return state._replace(
