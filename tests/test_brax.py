@@ -80,16 +80,16 @@ def test_bad_options_raise_config_error_naming_the_key(key, value):
 
 
 def test_good_options_and_the_yaml_defaults():
-    assert parse_env("sparse_ant") == BraxSettings("sparse_ant", "ant")
+    assert parse_env("sparse_ant") == BraxSettings("sparse_ant", "ant", "generalized", 1000, 1.0, 1.0)
     opts = parse_env({"name": "sparse_ant", "backend": "mjx", "episode_length": 5, "milestone_distance": 2,
                       "reward_scale": 0.5})
     assert opts == BraxSettings("sparse_ant", "ant", backend="mjx", episode_length=5, milestone_distance=2.0,
                                 reward_scale=0.5)
     for name in SPARSE:
         node = OmegaConf.to_container(compose_config(f"env={name}").env)
-        assert set(node) - {"name"} == set(BraxSettings.OPTIONS)
-        assert parse_env(node) == BraxSettings(name, REGISTRY[name][1])  # the YAML files restate the defaults
-    assert BraxSettings.backend in BACKENDS
+        assert set(node) - {"name"} == set(BraxSettings.options())
+        assert parse_env(node) == BraxSettings.of(name, REGISTRY[name][1], {})  # the YAML files restate the defaults
+    assert BraxSettings.defaults()["backend"] in BACKENDS
 
 
 def test_brax_is_imported_only_when_a_brax_env_is_made():
@@ -294,7 +294,7 @@ def test_every_sparse_env_runs_on_its_default_backend(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != BraxSettings.backend])
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != BraxSettings.defaults()["backend"]])
 def test_sparse_ant_runs_on_every_backend(backend):
     env = make_env({"name": "sparse_ant", "backend": backend, "episode_length": 20})
     out = _random_rollout(env, jax.random.PRNGKey(0), 4, 45)

@@ -18,6 +18,7 @@ from rfig_exp.bonuses.rfig import RFIGSettings
 from rfig_exp.bonuses.rnd import RNDSettings
 from rfig_exp.config.run_spec import RunSettings, build_run_spec
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.config import reference
 from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
 
 
@@ -41,30 +42,47 @@ def test_every_bonus_has_settings_and_the_run_spec_carries_them():
         assert spec.agent.batch_size == spec.train.batch_size == spec.bonus.batch_size
 
 
-def _as_written(value):
-    """A declared default as the YAML writes it (lists, not tuples)."""
-    return list(value) if isinstance(value, tuple) else value
+def test_conf_and_the_configuration_page_are_written_from_the_declarations():
+    """conf/'s YAML files (each setting's default and doc), the run's settings in conf/config.yaml
+    and docs/configuration.md are what the declarations write: a setting declared, changed or
+    documented anew fails here until ``python -m rfig_exp.config.reference`` rewrites them."""
+    stale = [str(p.relative_to(reference.ROOT)) for p, text in reference.written_files().items()
+             if not p.exists() or p.read_text() != text]
+    assert not stale, f"out of date (python -m rfig_exp.config.reference): {stale}"
+    for path in CONF.rglob("*.yaml"):  # and every group file of conf/ is one of them
+        assert path.parent.name in ("sweep", "launcher") or path in reference.written_files(), path
 
 
-def _same(yaml_value, default) -> bool:
-    if isinstance(default, dict):
-        return set(yaml_value) == set(default) and all(_same(yaml_value[k], default[k]) for k in default)
-    return variants.same_value(yaml_value, _as_written(default))
+def _every_declaration():
+    groups = reference.group_settings()
+    classes = [RunSettings, *(cls for choices in groups.values() for cls, _ in choices.values())]
+    for cls in classes:
+        for name, d in declared(cls):
+            yield f"{cls.__name__}.{name}", d
+            if d.group is not None:
+                yield from ((f"{d.group.__name__}.{n}", g) for n, g in declared(d.group))
 
 
-@pytest.mark.parametrize("path,declaration", [
-    *((f"bonus/{name}.yaml", cls) for name, cls in declared_bonuses().items()),
-    ("agent/ppo.yaml", AgentSettings), ("config.yaml", RunSettings),
-])
-def test_the_yaml_defaults_are_the_declared_ones(path, declaration):
-    yaml = OmegaConf.to_container(OmegaConf.load(CONF / path), resolve=False)
-    for key in ("name", "defaults", "hydra"):
-        yaml.pop(key, None)
-    defaults = declaration.defaults()
-    assert list(yaml) == [k for k in yaml if k in defaults] and set(yaml) == set(defaults), \
-        f"conf/{path} and {declaration.__name__} declare different keys: {sorted(set(yaml) ^ set(defaults))}"
-    wrong = {k: (yaml[k], defaults[k]) for k in defaults if not _same(yaml[k], defaults[k])}
-    assert not wrong, f"conf/{path} (left) and {declaration.__name__}'s defaults (right) disagree: {wrong}"
+def test_every_setting_is_documented_in_one_line_where_it_is_declared():
+    undocumented = [name for name, d in _every_declaration() if not d.doc.strip() or "\n" in d.doc]
+    assert not undocumented, f"settings without a one-line doc: {undocumented}"
+
+
+def test_a_sweep_estimate_counts_every_static_setting_as_its_own_program():
+    """A job of another static value compiles anew; a traced one does not."""
+    from rfig_exp.launch.estimate_sweep import _shape_key
+
+    def key(*overrides):
+        return _shape_key(OmegaConf.to_container(compose_config(*overrides), resolve=False))
+
+    base = key()
+    statics = [f"bonus.{n}" for n, d in declared(RFIGSettings) if d.kind == STATIC]
+    statics += [f"agent.{n}" for n, d in declared(PPOStructure)]
+    changed = {"bonus.matmul_precision": "high", "bonus.inverse": "exact", "agent.activation": "relu",
+               "bonus.lengthscale_method": "valko_fixed_point", "agent.anneal_lr": "false", "agent.hidden": "[32,32]"}
+    for k, v in changed.items():
+        assert k in statics and key(f"{k}={v}") != base, k
+    assert key("bonus.reg=2.0") == base and key("agent.lr=1e-3") == base
 
 
 @pytest.mark.parametrize("name", bonus_names())

@@ -90,16 +90,23 @@ class HashSettings(BonusSettings):
     small: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"hidden": (16,), "code_dim": 8, "hash_bits": 8, "table_sizes": (101, 103)})
 
-    hidden: tuple[int, ...] = static((256, 256), Widths())   # encoder widths; the decoder mirrors them
-    code_dim: int = static(64, POSITIVE_INT)                # D, sigmoid units of the code layer
-    hash_bits: int = static(32, POSITIVE_INT)               # k, SimHash bits
-    table_sizes: tuple[int, ...] = static((999983, 1000003, 1000033), _odd_primes, check=_keys_fit_int32)
-    activation: str = static("relu", Choice(ACTIVATIONS))
-    noise_at: str = static("code", Choice(HASH_NOISE_AT))
-    lr: float = traced(1e-4, ABOVE_ZERO)
-    adam_eps: float = traced(1e-8, ABOVE_ZERO)
-    noise_scale: float = traced(0.3, AT_LEAST_ZERO)        # a of the code noise U(-a, a)
-    bin_penalty: float = traced(10.0, AT_LEAST_ZERO)       # lambda of the binarisation penalty
+    hidden: tuple[int, ...] = static((256, 256), Widths(), doc="encoder widths; the decoder mirrors them")
+    code_dim: int = static(64, POSITIVE_INT, doc="D, sigmoid units of the code layer b(s)")
+    hash_bits: int = static(32, POSITIVE_INT, doc="k, SimHash bits sgn(A round(b(s))), A ~ N(0, 1) of shape [k, D]")
+    table_sizes: tuple[int, ...] = static(
+        (999983, 1000003, 1000033), _odd_primes, check=_keys_fit_int32,
+        doc=("count-min sketch: one table per odd prime P_t; the estimate is the min over tables, never below the true"
+             " count"))
+    activation: str = static("relu", Choice(ACTIVATIONS), doc="relu | tanh, after every hidden layer (the paper: ReLU)")
+    noise_at: str = static(
+        "code", Choice(HASH_NOISE_AT),
+        doc="code: noise added to the sigmoid output b(s) (Tang et al.) | logits: before the sigmoid")
+    lr: float = traced(1e-4, ABOVE_ZERO, doc="autoencoder Adam learning rate")
+    adam_eps: float = traced(1e-8, ABOVE_ZERO, doc="Adam epsilon (optax / PyTorch / TF default)")
+    noise_scale: float = traced(0.3, AT_LEAST_ZERO,
+                                doc="a: uniform noise U(-a, a) on the code while training (Tang et al.: 0.3)")
+    bin_penalty: float = traced(10.0, AT_LEAST_ZERO,
+                                doc="lambda of the binarisation penalty lambda * mean(min(b^2, (1 - b)^2))")
 
 
 class HashState(NamedTuple):

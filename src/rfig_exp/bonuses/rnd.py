@@ -48,14 +48,17 @@ class RNDSettings(BonusSettings):
     paper: ClassVar[PaperRow] = PaperRow(1, "Prediction error", False, "Distillation", "Medium")
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,), "embedding_dim": 16})
 
-    hidden: tuple[int, ...] = static((256, 256), Widths())   # both target and predictor MLPs
-    embedding_dim: int = static(256, POSITIVE_INT)          # output width of both MLPs
-    activation: str = static("relu", Choice(ACTIVATIONS))
-    lr: float = traced(1e-4, ABOVE_ZERO)                    # predictor Adam learning rate
-    adam_eps: float = traced(1e-8, ABOVE_ZERO)
+    hidden: tuple[int, ...] = static((256, 256), Widths(),
+                                     doc="hidden widths of both the target and the predictor MLPs")
+    embedding_dim: int = static(256, POSITIVE_INT, doc="output width of both MLPs")
+    activation: str = static("relu", Choice(ACTIVATIONS), doc="relu | tanh, after every hidden layer (the paper: ReLU)")
+    lr: float = traced(1e-4, ABOVE_ZERO, doc="predictor Adam learning rate")
+    adam_eps: float = traced(1e-8, ABOVE_ZERO, doc="Adam epsilon (optax / PyTorch / TF default)")
     # fraction of each batch the predictor trains on (sets a shape: num_train)
-    update_proportion: float = static(1.0, Interval(0.0, "must be in (0, 1]", high=1.0, low_open=True),
-                                      check=_trains_on_a_state)
+    update_proportion: float = static(
+        1.0, Interval(0.0, "must be in (0, 1]", high=1.0, low_open=True), check=_trains_on_a_state,
+        doc=("fraction of each batch the predictor trains on (1.0: the paper's one step on the whole batch; Burda et "
+             "al.'s code: 0.25)"))
 
     @property
     def num_train(self) -> int:

@@ -56,5 +56,5 @@ class BonusSettings(Settings):
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({})
 
     batch_size: int               # states of one rollout (agent.num_envs * agent.num_steps)
-    beta: float = traced(0.5, Number(0.0))
+    beta: float = traced(0.5, Number(0.0), doc="intrinsic advantage weight (the paper: 0.5 for every method)")
 

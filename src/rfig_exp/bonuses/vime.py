@@ -38,17 +38,27 @@ class VIMESettings(BonusSettings):
     paper: ClassVar[PaperRow] = PaperRow(2, "Information gain", True, "Bayesian NN", "High")
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,)})
 
-    hidden: tuple[int, ...] = static((256, 256), Widths())   # BNN hidden layers, ReLU
-    num_samples: int = static(1, POSITIVE_INT)              # weight samples per pass
-    target: str = static("next_obs", Choice(VIME_TARGETS))
-    lr: float = traced(1e-4, Number(0, low_open=True))
-    adam_eps: float = traced(1e-8, Number(0, low_open=True))
-    step_size: float = traced(0.01, Number(0, low_open=True))       # lambda of the second-order step
-    likelihood_sigma: float = traced(5.0, Number(0, low_open=True))
-    prior_sigma: float = traced(0.5, Number(0, low_open=True))
-    init_sigma: float = traced(0.5, Number(0, low_open=True))
-    clip: float = traced(1000.0, Number(0, low_open=True))
-    kl_weight: float = traced(0.02, Number(0))
+    hidden: tuple[int, ...] = static((256, 256), Widths(), doc="BNN hidden layers, ReLU")
+    num_samples: int = static(
+        1, POSITIVE_INT,
+        doc="weight samples per pass, shared by the batch (the reference: 10, see docs/bonuses/vime.md)")
+    target: str = static("next_obs", Choice(VIME_TARGETS),
+                         doc="next_obs (the reference) | delta (s' - s); both normalised by the agent")
+    lr: float = traced(1e-4, Number(0, low_open=True),
+                       doc="Adam learning rate of the BNN, one step per batch update (the paper)")
+    adam_eps: float = traced(1e-8, Number(0, low_open=True),
+                             doc="Adam epsilon (Lasagne's default in the reference, optax's too)")
+    step_size: float = traced(0.01, Number(0, low_open=True),
+                              doc="lambda of the second-order step: IG = 0.5 lambda^2 g^T H^-1 g (reference)")
+    likelihood_sigma: float = traced(5.0, Number(0, low_open=True),
+                                     doc="std of the Gaussian likelihood N(s'; f(s, a), sigma^2) (reference)")
+    prior_sigma: float = traced(0.5, Number(0, low_open=True), doc="weight prior N(0, prior_sigma^2) (reference)")
+    init_sigma: float = traced(0.5, Number(0, low_open=True),
+                               doc="posterior std of every weight at init (reference: the prior std)")
+    clip: float = traced(1000.0, Number(0, low_open=True), doc="the bonus is clipped to [0, clip] (reference)")
+    kl_weight: float = traced(
+        0.02, Number(0),
+        doc="KL(q || prior) weight against the per-transition mean NLL: the reference's 1/(5 batches * 10)")
 
 
 def make(settings: VIMESettings, obs_shape, action_space):

@@ -5,8 +5,8 @@ save it (``RunSpec.resolved_config``): every setting the run needs is a typed fi
 (:class:`RunSettings`, the top level of ``conf/config.yaml``), in the agent's settings
 (``agents/ppo/config.py``), the bonus's (its module, ``rfig_exp.bonuses``) or the env's
 (``envs/settings.py``). Each is declared once (``rfig_exp.config.settings``); every check comes from
-:mod:`rfig_exp.config.validation` and names its config key. Nothing here imports JAX. Each key's
-meaning is documented next to its default in ``conf/``.
+:mod:`rfig_exp.config.validation` and names its config key, and each declaration's doc says what
+the setting is (``conf/`` and docs/configuration.md are written from them). Nothing here imports JAX.
 """
 
 from __future__ import annotations
@@ -105,40 +105,71 @@ def _path_or_none(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
 class CheckpointSettings(Settings):
     """``checkpoint.*``: when each seed's whole run state is saved (None: that cadence is off)."""
 
-    every_seconds: float | None = setting(300, _off_or(Number(0.0, low_open=True)))
-    every_windows: int | None = setting(None, _off_or(Integer(1)))
-    keep: int = setting(2, Integer(1))  # checkpoints kept per seed
+    every_seconds: float | None = setting(
+        300, _off_or(Number(0.0, low_open=True)),
+        doc=("save every seed's whole run state this often (wall-clock; null or 0: off): a short run writes none, a "
+             "long one loses at most this much"))
+    every_windows: int | None = setting(
+        None, _off_or(Integer(1)),
+        doc="or every this many evaluation windows (null or 0: off; tests and debugging)")
+    keep: int = setting(2, Integer(1),
+                        doc="checkpoints kept per seed (an older one is the fallback for a damaged newest)")
 
 
 @dataclass(frozen=True)
 class PlacementSettings(Settings):
     """``placement.*``: where a local sweep job runs (its own GPU or block of cores)."""
 
-    mode: str = setting("auto", _text)
-    cores_per_job: int | None = setting(None, lambda value, key, earlier: value)
-    gpus: tuple | None = setting(None, _gpus)  # None: every GPU of the machine
-    jobs_per_gpu: int | None = setting(None, _jobs_per_gpu)  # None: one job per GPU
+    mode: str = setting(
+        "auto", _text,
+        doc="auto: each local sweep job (hydra/launcher=local) gets its own GPU or block of CPU cores | off")
+    cores_per_job: int | None = setting(
+        None, lambda value, key, earlier: value,
+        doc="CPU cores per local job (null: the cores divided by hydra.sweeper.max_batch_size)")
+    gpus: tuple | None = setting(None, _gpus,
+                                 doc="the GPU ids local jobs use, e.g. [0, 1] (null: every GPU of the machine)")
+    jobs_per_gpu: int | None = setting(
+        None, _jobs_per_gpu,
+        doc=("local jobs sharing each GPU at once, each with 1/N of 90% of its memory and of the cores (null: one per "
+             "GPU)"))
 
 
 @dataclass(frozen=True)
 class WandbSettings(Settings):
     """``wandb.*``: the optional mirror of the metrics (metrics.csv stays the record)."""
 
-    mode: str = setting("offline", Choice(WANDB_MODES))
-    project: str = setting("rfig-exp", _text)
-    entity: str | None = setting(None, _text_or_none)
-    group: str | None = setting(None, _text_if_set)  # None: <experiment>/<env>/<bonus>/<variant>
-    tags: tuple[str, ...] = setting((), _tags)
-    init_timeout: float = setting(5, Number(0.0, low_open=True))
+    mode: str = setting(
+        "offline", Choice(WANDB_MODES),
+        doc="online | offline | disabled; online falls back to offline without network (metrics.csv stays the record)")
+    project: str = setting("rfig-exp", _text, doc="the wandb project")
+    entity: str | None = setting(None, _text_or_none, doc="the wandb entity (null: wandb's default)")
+    group: str | None = setting(
+        None, _text_if_set,
+        doc=("the runs' group (null: <experiment>/<env>/<bonus>/<variant>); runs are named "
+             "<env>/<bonus>/<variant>/seed_<k>"))
+    tags: tuple[str, ...] = setting(
+        (), _tags,
+        doc="tags added to env:<env>, bonus:<bonus>, variant:<variant>; the job type is the experiment")
+    init_timeout: float = setting(5, Number(0.0, low_open=True),
+                                  doc="seconds an online init may take before falling back to offline")
 
 
 @dataclass(frozen=True)
 class WatchSettings(Settings):
     """How a job watches itself: the stall watchdog, its retries, the wait for a folder's owner."""
 
-    stall_timeout_s: float = setting(900, Number(0.0), hyperparameter=False)  # 0: no watchdog
-    stall_retries: int = setting(2, Integer(0), hyperparameter=False)
-    owner_grace_s: float = setting(30, Number(0.0), hyperparameter=False)
+    stall_timeout_s: float = setting(
+        900, Number(0.0), hyperparameter=False,
+        doc=("a process whose windows stop for max(this, 20 x its slowest window) s (3 x this before the first) is "
+             "wedged: it exits 75, resumable (0: no watchdog)"))
+    stall_retries: int = setting(
+        2, Integer(0), hyperparameter=False,
+        doc=("in a -m sweep, times a stalled job is retried from its checkpoint without a person before it counts "
+             "failed (0: none)"))
+    owner_grace_s: float = setting(
+        30, Number(0.0), hyperparameter=False,
+        doc=("seconds a seed folder that another live process trains (its owner.json) is waited for, then left to that"
+             " process"))
 
 
 @dataclass(frozen=True)
@@ -147,18 +178,32 @@ class RunSettings(WatchSettings):
     all but ``eval_frequency`` say where, how or how often a run is stored, mirrored or watched,
     not what it computes, so they are no part of a variant's name (``rfig_exp.config.variants``)."""
 
-    seed: int = setting(0, Integer(0), hyperparameter=False)
-    num_seeds: int = setting(1, Integer(1), hyperparameter=False)
-    seeds_per_job: Any = setting("auto", _seeds_per_job, hyperparameter=False)
-    experiment: str = setting("default", _folder_name, hyperparameter=False)
-    results_dir: str = setting("results", _writable_dir, hyperparameter=False)
-    eval_frequency: int = setting(24576, Integer(1))
-    overwrite: bool = setting(False, Boolean(), hyperparameter=False)
-    compile_cache: str | None = setting("${oc.env:RFIG_COMPILE_CACHE,${results_dir}/.jax_cache}", _path_or_none,
-                                        hyperparameter=False)
-    checkpoint: CheckpointSettings = group(CheckpointSettings, hyperparameter=False)
-    placement: PlacementSettings = group(PlacementSettings, hyperparameter=False)
-    wandb: WandbSettings = group(WandbSettings, hyperparameter=False)
+    seed: int = setting(0, Integer(0), hyperparameter=False, doc="first seed of this job")
+    num_seeds: int = setting(1, Integer(1), hyperparameter=False,
+                             doc="seeds seed..seed+num_seeds-1, vmapped in one process")
+    seeds_per_job: Any = setting(
+        "auto", _seeds_per_job, hyperparameter=False,
+        doc=("in a -m sweep, one-seed jobs that differ only in seed run as jobs of up to this many vmapped seeds "
+             "(auto: a cell's seeds on a GPU, 8 on a CPU)"))
+    experiment: str = setting("default", _folder_name, hyperparameter=False,
+                              doc="results land in <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/")
+    results_dir: str = setting("results", _writable_dir, hyperparameter=False,
+                               doc="the root folder of every experiment's results")
+    eval_frequency: int = setting(24576, Integer(1),
+                                  doc="env steps per evaluation window (one metrics.csv row); a multiple of the batch")
+    overwrite: bool = setting(False, Boolean(), hyperparameter=False,
+                              doc="re-run seeds that already have results (complete or partial), from scratch")
+    compile_cache: str | None = setting(
+        "${oc.env:RFIG_COMPILE_CACHE,${results_dir}/.jax_cache}", _path_or_none, hyperparameter=False,
+        doc=("JAX's persistent compilation cache, shared by the jobs that see it (null: off); RFIG_COMPILE_CACHE moves"
+             " the default"))
+    checkpoint: CheckpointSettings = group(
+        CheckpointSettings, hyperparameter=False,
+        doc="when each seed's whole run state is saved (and always at SIGTERM/SIGUSR2), in the background")
+    placement: PlacementSettings = group(
+        PlacementSettings, hyperparameter=False,
+        doc="where a local sweep job runs (hydra/launcher=local only; docs/scale-out.md)")
+    wandb: WandbSettings = group(WandbSettings, hyperparameter=False, doc="the optional wandb mirror of the metrics")
 
 
 @dataclass(frozen=True)

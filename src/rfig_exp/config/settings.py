@@ -1,10 +1,12 @@
 """Settings declared once: each is a field of a frozen dataclass that says its default, its rule
-(the check of its value, whose error names its config key) and its kind, read by one parser.
+(the check of its value, whose error names its config key), its kind and its one-line doc, read by
+one parser; the YAML files of ``conf/``, ``launch.py --help`` and ``docs/configuration.md`` are
+written from these declarations (``rfig_exp.config.reference``).
 
     @dataclass(frozen=True)
     class RNDSettings(BonusSettings):
-        hidden: tuple[int, ...] = static((256, 256), Widths())         # sets shapes: fixed when compiled
-        lr: float = traced(1e-4, ABOVE_ZERO)                          # an argument of the compiled function
+        hidden: tuple[int, ...] = static((256, 256), Widths(), doc="hidden widths of both MLPs")
+        lr: float = traced(1e-4, ABOVE_ZERO, doc="predictor Adam learning rate")
 
 - :func:`static`: a shape or a structural choice, fixed when the compiled function is made;
 - :func:`traced`: a numeric hyperparameter, an argument of the compiled function (a leaf of the
@@ -42,39 +44,42 @@ Check = Callable[[Mapping[str, Any], str], None]
 class Declared:
     """One setting's declaration (a dataclass field's metadata)."""
 
-    default: Any            # as written in conf/ (a list as a tuple)
+    default: Any            # as a config writes it (a list as a tuple); the rule makes it the field's type
     rule: Rule
     kind: str               # STATIC | TRACED | RUN
     hyperparameter: bool = True
     check: Check | None = None
+    doc: str = ""           # one line: what it is (conf/'s comments, --help and docs/configuration.md)
+    group: type[Settings] | None = None  # a nested group's settings class (checkpoint.*)
 
 
-def _field(default: Any, rule: Rule, kind: str, hyperparameter: bool = True, check: Check | None = None) -> Any:
-    return dataclasses.field(metadata={"setting": Declared(default, rule, kind, hyperparameter, check)})
+def _field(default: Any, rule: Rule, kind: str, hyperparameter: bool = True, check: Check | None = None,
+           doc: str = "", group: type[Settings] | None = None) -> Any:
+    return dataclasses.field(metadata={"setting": Declared(default, rule, kind, hyperparameter, check, doc, group)})
 
 
-def static(default: Any, rule: Rule, check: Check | None = None) -> Any:
+def static(default: Any, rule: Rule, check: Check | None = None, doc: str = "") -> Any:
     """A setting that fixes a shape or a structure of the compiled function."""
-    return _field(default, rule, STATIC, check=check)
+    return _field(default, rule, STATIC, check=check, doc=doc)
 
 
-def traced(default: Any, rule: Rule, check: Check | None = None) -> Any:
+def traced(default: Any, rule: Rule, check: Check | None = None, doc: str = "") -> Any:
     """A numeric hyperparameter: a float32 argument of the compiled function (a pytree leaf of its
     settings object, :meth:`Settings.pytree_fields`)."""
-    return _field(default, rule, TRACED, check=check)
+    return _field(default, rule, TRACED, check=check, doc=doc)
 
 
-def setting(default: Any, rule: Rule, check: Check | None = None, hyperparameter: bool = True) -> Any:
+def setting(default: Any, rule: Rule, check: Check | None = None, hyperparameter: bool = True, doc: str = "") -> Any:
     """A setting of the run that the compiled function never sees."""
-    return _field(default, rule, RUN, hyperparameter, check)
+    return _field(default, rule, RUN, hyperparameter, check, doc)
 
 
-def group(cls: type[Settings], hyperparameter: bool = True) -> Any:
+def group(cls: type[Settings], hyperparameter: bool = True, doc: str = "") -> Any:
     """A nested group of settings (``checkpoint.*``), parsed by ``cls``."""
     def rule(node: Any, key: str, earlier: Mapping[str, Any]) -> Settings:
         return cls.parse(node, key + ".")
 
-    return _field(cls.defaults(), rule, RUN, hyperparameter)
+    return _field(cls.defaults(), rule, RUN, hyperparameter, doc=doc, group=cls)
 
 
 def declared(cls: type) -> list[tuple[str, Declared]]:

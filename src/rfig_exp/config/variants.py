@@ -1,10 +1,11 @@
 """What makes a run a *variant*: the hyperparameters that differ from its defaults.
 
-The defaults of a run are the composed YAML files of its config groups (``conf/config.yaml``
-plus ``conf/env/<env>.yaml``, ``conf/bonus/<bonus>.yaml``, ``conf/agent/<agent>.yaml``), read
-directly, without a sweep preset or command-line overrides. Every leaf of the run's config
-that differs from them, except the bookkeeping keys (:func:`not_hyperparameters`), is part
-of the variant, which names the run's directory:
+The defaults of a run are the declared defaults of its settings and of its config groups' choices
+(``rfig_exp.config.reference``: what ``conf/config.yaml``, ``conf/env/<env>.yaml``,
+``conf/bonus/<bonus>.yaml`` and ``conf/agent/<agent>.yaml`` are written from), without a sweep
+preset or command-line overrides; a user's own env or bonus, its YAML file. Every leaf of the
+run's config that differs from them, except the bookkeeping keys (:func:`not_hyperparameters`),
+is part of the variant, which names the run's directory:
 
     <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/
 
@@ -85,16 +86,20 @@ def check_own_name(group: str, name: Any, module: Any) -> None:
 
 @lru_cache(maxsize=None)
 def _defaults(choices: tuple[tuple[str, str], ...], conf_dirs: tuple[Path, ...]) -> dict:
-    root = OmegaConf.load(conf_dirs[0] / "config.yaml")
-    top = {k: v for k, v in OmegaConf.to_container(root, resolve=False).items() if k not in ("defaults", "hydra")}
+    from rfig_exp.config import reference  # it reads the declarations, which build on this module
+
+    top = reference.run_defaults()
     for group, choice in choices:
         path = group_file(group, choice, conf_dirs)
-        top[group] = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        built_in = reference.written_defaults(group, choice) if path.parent.parent == CONF_DIR else None
+        top[group] = built_in if built_in is not None else OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     return top
 
 
 def defaults(choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict:
-    """The composed defaults for ``choices`` (``{"env": "mountaincar", "bonus": "rfig", ...}``)."""
+    """The composed defaults for ``choices`` (``{"env": "mountaincar", "bonus": "rfig", ...}``): the
+    declared ones of the run's settings and of each built-in choice (``rfig_exp.config.reference``),
+    and a user's own env or bonus as its YAML file (in a folder of ``hydra.searchpath``) writes them."""
     return _defaults(tuple(sorted((g, choices[g]) for g in GROUPS if g in choices)), _as_dirs(conf_dir))
 
 

@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.settings import declared
-from rfig_exp.config.validation import select
 
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env
@@ -69,27 +67,14 @@ def env_names() -> list[str]:
 @dataclass(frozen=True)
 class UserEnvSettings(EnvSettings):
     """The settings of an env of the user's own module (``env.module``, its ``suite_id``): the
-    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule)``), are its
-    ``env.*`` options, read and checked before anything compiles."""
+    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule, doc=...)``),
+    are its ``env.*`` options, read and checked by the same parser before anything compiles."""
 
     suite: ClassVar[str] = "user"
-    OPTIONS: ClassVar[tuple[str, ...]] = ()  # the declared fields: see ``options``
 
     @classmethod
-    def options(cls) -> tuple[str, ...]:
-        return tuple(name for name, _ in declared(cls))
-
-    @classmethod
-    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> UserEnvSettings:
-        valid = cls.options()
-        unknown = sorted(set(options) - {"module", *valid})
-        if unknown:
-            raise ConfigError(f"env.{unknown[0]} is not an option of {name} ({suite_id}); valid: "
-                              f"{', '.join(valid) or 'none'}")
-        values: dict[str, Any] = {"name": name, "suite_id": suite_id}
-        for key, d in declared(cls):
-            values[key] = d.rule(select(options, key, "env."), f"env.{key}", values)
-        return cls(**values)
+    def not_an_option(cls, name: str, suite_id: str, key: str) -> str:
+        return f"env.{key} is not an option of {name} ({suite_id}); valid: {', '.join(cls.options()) or 'none'}"
 
 
 @functools.cache
@@ -118,7 +103,7 @@ def parse_user_env(name: Any, options: Mapping[str, Any]) -> UserEnvSettings:
 
     module = options["module"]
     variants.check_own_name("env", name, module)
-    return user_env_class(module).parse(name, module, options)
+    return user_env_class(module).of(name, module, {k: v for k, v in options.items() if k != "module"})
 
 
 def make_env(env: EnvSettings | str | Mapping[str, Any]) -> Env:

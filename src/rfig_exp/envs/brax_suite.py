@@ -78,7 +78,7 @@ def milestone_reward(d: jax.Array, last: jax.Array, delta, alpha) -> tuple[jax.A
 
 def make_brax_env(opts: BraxSettings) -> Env:
     """``sparse_<robot>``: brax env ``opts.suite_id`` with the Milestone reward (see module doc);
-    the options were checked by ``BraxSettings.parse``, before brax is imported."""
+    the options were checked by ``parse_env``, before brax is imported."""
     name, brax_id = opts.name, opts.suite_id
     if brax_id not in _GRIDS:
         raise ConfigError(f"env.name={name!r}: no sparse Brax variant of {brax_id!r}")

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, DiscreteSpace, Env, EnvStep
-from rfig_exp.envs.settings import DEEPSEA_ID, GymnaxSettings
+from rfig_exp.envs.settings import DeepSeaSettings, GymnaxSettings
 
 GRID = 50
 
@@ -118,11 +118,11 @@ def classic_coverage(gymnax_id: str, params) -> tuple[Optional[CoverageGrid], Op
 
 
 def make_gymnax_env(settings: GymnaxSettings) -> Env:
-    """The gymnax env of ``settings`` (checked by ``GymnaxSettings.parse``: only DeepSea has an option)."""
+    """The gymnax env of ``settings`` (checked by ``parse_env``: only DeepSea has an option, its size)."""
     import gymnax  # lazy: keeps `import rfig_exp` light
 
     name, gymnax_id = settings.name, settings.suite_id
-    if gymnax_id == DEEPSEA_ID:
+    if isinstance(settings, DeepSeaSettings):
         size = settings.size
         # The size is a constructor argument (it fixes the board and the action mapping);
         # the default params then limit an episode to `size` steps, its natural length.

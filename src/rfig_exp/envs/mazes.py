@@ -17,6 +17,9 @@ import numpy as np
 
 from rfig_exp.config.errors import ConfigError
 
+# conf/env/pointmaze_custom.yaml's layout, an example to edit: two rooms joined by a door in the middle wall
+CUSTOM_EXAMPLE = ("111111111", "100010001", "100000001", "100010001", "111111111")
+
 MAZES: dict[str, tuple[str, ...]] = {
     "umaze": ("11111", "10001", "11101", "10001", "11111"),
     "open": ("1111111", "1000001", "1000001", "1000001", "1111111"),

@@ -155,7 +155,7 @@ def make_physics(walls: np.ndarray, dyn: Dynamics):
 
 
 def make_pointmaze_env(cfg: PointMazeSettings) -> Env:
-    """The PointMaze env of ``cfg`` (checked by ``PointMazeSettings.parse``)."""
+    """The PointMaze env of ``cfg`` (checked by ``parse_env``)."""
     name = cfg.name
     if cfg.impl == "pointax":
         return _make_pointax_adapter(name, cfg)

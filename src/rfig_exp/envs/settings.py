@@ -1,81 +1,104 @@
-"""Each environment suite's settings, read and checked from the ``env`` config node without JAX.
+"""Each environment suite's settings, declared once and read from the ``env`` config node without JAX.
 
-``parse_env(node)`` checks ``env.name`` once against the registry (``rfig_exp.envs.REGISTRY``)
-and returns that suite's frozen settings: every ``env.*`` option typed, defaults filled in, each
-error naming its ``env.<key>``. ``make_env(settings)`` then builds the env from them and checks
-nothing again, so a bad option is refused by ``config.build_run_spec`` before gymnax, brax or a
-compiler is imported. Nothing here imports JAX (PointMaze's layouts need numpy only).
+Like the agent's and each bonus's, an env's options are declared settings (``rfig_exp.config.settings``:
+default, rule, doc) read by the same parser; an option the ``env`` node leaves out, or sets to
+null, takes its default. ``parse_env(node)`` checks ``env.name`` once against the registry
+(``rfig_exp.envs.REGISTRY``) and returns that env's frozen settings, each error naming its
+``env.<key>``. ``make_env(settings)`` then builds the env from them and checks nothing again, so
+a bad option is refused by ``config.build_run_spec`` before gymnax, brax or a compiler is
+imported. Nothing here imports JAX (PointMaze's layouts need numpy only).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, TypeVar
 
 import numpy as np
 
-from rfig_exp.envs.mazes import MAZES, parse_layout
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.validation import choice
+from rfig_exp.config.settings import Settings, declared, setting
+from rfig_exp.config.validation import Choice, Count
+from rfig_exp.envs.mazes import CUSTOM_EXAMPLE, MAZES, parse_layout
 
 
-def _int_at_least(value: Any, key: str, low: int) -> int:
-    """``env.<key>`` as an integer >= ``low``, written exactly (no float coercion, no bools)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"env.{key}={value!r} must be an integer >= {low}")
-    return int(value)
+E = TypeVar("E", bound="EnvSettings")
 
 
 @dataclass(frozen=True)
-class EnvSettings:
-    """What every env's settings carry: its config name and its suite's own id of it."""
+class EnvSettings(Settings):
+    """What every env's settings carry: its config name and its suite's own id of it (given), then
+    its declared options (the subclass's settings)."""
 
+    PREFIX: ClassVar[str] = "env."
     suite: ClassVar[str]                 # a key of rfig_exp.envs.SUITES
-    OPTIONS: ClassVar[tuple[str, ...]]   # the env.* keys the suite reads (besides env.name)
     name: str                            # env.name, a key of rfig_exp.envs.REGISTRY
     suite_id: str                        # the suite's id of the env (REGISTRY[name][1])
 
     @classmethod
-    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> EnvSettings:
-        """The settings of env ``name`` from its ``env.*`` options (everything but ``env.name``)."""
-        raise NotImplementedError
+    def options(cls) -> tuple[str, ...]:
+        """The ``env.*`` keys it reads (besides ``env.name``): its declared settings."""
+        return tuple(name for name, _ in declared(cls))
+
+    @classmethod
+    def of(cls: type[E], name: str, suite_id: str, options: Mapping[str, Any]) -> E:
+        """The settings of env ``name`` from its ``env.*`` options (everything but ``env.name``):
+        an unknown option is named, a missing or null one takes its default."""
+        unknown = sorted(set(options) - set(cls.options()))
+        if unknown:
+            raise ConfigError(cls.not_an_option(name, suite_id, unknown[0]))
+        given = {k: v for k, v in options.items() if v is not None}
+        return cls.parse({**cls.defaults(), **given}, name=name, suite_id=suite_id)
+
+    @classmethod
+    def written(cls, name: str, suite_id: str) -> dict[str, Any]:
+        """Its options as ``conf/env/<name>.yaml`` writes them: the declared defaults."""
+        return cls.defaults()
+
+    @classmethod
+    def not_an_option(cls, name: str, suite_id: str, key: str) -> str:
+        valid = cls.options()
+        return f"env.{key} is not an option of {name}" + (f"; valid: {', '.join(valid)}" if valid else
+                                                           " (it takes none)")
 
 
 # -- gymnax (classic control, MinAtar, DeepSea) -------------------------------------------------
 
 DEEPSEA_ID = "DeepSea-bsuite"
-DEEPSEA_DEFAULT_SIZE = 20
 
 
 @dataclass(frozen=True)
 class GymnaxSettings(EnvSettings):
-    """gymnax envs take no options, except DeepSea's board ``size`` (None for the others)."""
+    """gymnax envs take no options, except DeepSea (:class:`DeepSeaSettings`)."""
 
     suite: ClassVar[str] = "gymnax"
-    OPTIONS: ClassVar[tuple[str, ...]] = ()
-    size: int | None = None
-
-    @classmethod
-    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> GymnaxSettings:
-        if suite_id != DEEPSEA_ID:
-            _reject_unknown(name, options, ())
-            return cls(name, suite_id)
-        _reject_unknown(name, options, ("size",))
-        size = options.get("size")
-        return cls(name, suite_id, DEEPSEA_DEFAULT_SIZE if size is None else _int_at_least(size, "size", 2))
 
 
-def _reject_unknown(name: str, options: Mapping[str, Any], valid: tuple[str, ...]) -> None:
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        extra = f"; valid: {', '.join(valid)}" if valid else " (it takes none)"
-        raise ConfigError(f"env.{unknown[0]} is not an option of {name}{extra}")
+@dataclass(frozen=True)
+class DeepSeaSettings(GymnaxSettings):
+    """bsuite's DeepSea through gymnax: its board size."""
+
+    size: int = setting(20, Count(2), doc="board size N: N steps per episode, N x N observation")
 
 
 # -- sparse Brax locomotion ---------------------------------------------------------------------
 
 BACKENDS = ("generalized", "positional", "spring", "mjx")
+
+
+def _backend(value: Any, key: str, earlier: Mapping[str, Any]) -> str:
+    if value not in BACKENDS:
+        raise ConfigError(f"{key}={value!r} must be one of {', '.join(BACKENDS)}")
+    return str(value)
+
+
+def _positive(value: Any, key: str, earlier: Mapping[str, Any]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{key}={value!r} must be a finite number")
+    if value <= 0:
+        raise ConfigError(f"{key}={value!r} must be > 0")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -88,38 +111,17 @@ class BraxSettings(EnvSettings):
     """
 
     suite: ClassVar[str] = "brax"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("backend", "episode_length", "milestone_distance", "reward_scale")
-    backend: str = "generalized"
-    episode_length: int = 1000
-    milestone_distance: float = 1.0   # delta: the x distance between milestones
-    reward_scale: float = 1.0         # alpha: the reward per milestone
+    backend: str = setting("generalized", _backend,
+                           doc="brax's physics: generalized (its default) | positional | spring | mjx (docs/brax.md)")
+    episode_length: int = setting(1000, Count(1), doc="steps before truncation (brax's default)")
+    milestone_distance: float = setting(
+        1.0, _positive, doc="delta: a reward each time the torso passes a new multiple of this x distance")
+    reward_scale: float = setting(1.0, _positive, doc="alpha: the reward per milestone")
 
     @classmethod
-    def parse(cls, name: str, suite_id: str, options: Mapping[str, Any]) -> BraxSettings:
-        unknown = sorted(set(options) - set(cls.OPTIONS))
-        if unknown:
-            raise ConfigError(f"env.{unknown[0]} is not an option of the sparse Brax envs; valid: "
-                              f"{', '.join('env.' + k for k in sorted(cls.OPTIONS))}")
-        values: dict[str, Any] = {}
-        if "backend" in options:
-            backend = options["backend"]
-            if backend not in BACKENDS:
-                raise ConfigError(f"env.backend={backend!r} must be one of {', '.join(BACKENDS)}")
-            values["backend"] = str(backend)
-        if "episode_length" in options:
-            values["episode_length"] = _int_at_least(options["episode_length"], "episode_length", 1)
-        for key in ("milestone_distance", "reward_scale"):
-            if key in options:
-                values[key] = _positive(options[key], key)
-        return cls(name, suite_id, **values)
-
-
-def _positive(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"env.{key}={value!r} must be a finite number")
-    if value <= 0:
-        raise ConfigError(f"env.{key}={value!r} must be > 0")
-    return float(value)
+    def not_an_option(cls, name: str, suite_id: str, key: str) -> str:
+        return (f"env.{key} is not an option of the sparse Brax envs; valid: "
+                f"{', '.join('env.' + k for k in sorted(cls.options()))}")
 
 
 # -- PointMaze ----------------------------------------------------------------------------------
@@ -152,73 +154,94 @@ REWARDS = ("sparse", "dense")
 IMPLS = ("ours", "pointax")
 
 
-@dataclass(frozen=True)
-class PointMazeSettings(EnvSettings):
-    """The options of a PointMaze env (``docs/pointmaze.md``); ``walls`` is the checked layout,
-    rows top to bottom, True = wall (a tuple, so that the settings are hashable)."""
-
-    suite: ClassVar[str] = "pointmaze"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("maze", "layout", "dynamics", "max_episode_steps", "reward",
-                                          "coverage_cells_per_unit", "impl")
-    maze: str                         # a name of mazes.MAZES, or "custom"
-    walls: tuple[tuple[bool, ...], ...]
-    dynamics: str                     # a key of DYNAMICS
-    max_episode_steps: int
-    reward: str                       # sparse | dense
-    coverage_cells_per_unit: int
-    impl: str                         # ours | pointax
-
-    @property
-    def wall_array(self) -> np.ndarray:
-        """``walls`` as ``[H, W]`` bool."""
-        return np.array(self.walls, dtype=bool)
-
-    @classmethod
-    def parse(cls, name: str, maze_id: str, options: Mapping[str, Any]) -> PointMazeSettings:
-        unknown = sorted(set(options) - set(cls.OPTIONS))
-        if unknown:
-            raise ConfigError(f"env.{unknown[0]} is not an option of {name}; valid: {', '.join(cls.OPTIONS)}")
-        maze = options.get("maze") or maze_id
-        walls = _walls(name, maze_id, maze, options.get("layout"))
-        dynamics = choice(options.get("dynamics") or "pointax", "env.dynamics", tuple(DYNAMICS))
-        reward = choice(options.get("reward") or "sparse", "env.reward", REWARDS)
-        impl = choice(options.get("impl") or "ours", "env.impl", IMPLS)
-        if impl == "pointax" and dynamics != "pointax":
-            raise ConfigError(f"env.dynamics={dynamics!r} is not available with env.impl=pointax (pointax has its "
-                              "own dynamics); use env.impl=ours")
-        if options.get("max_episode_steps") is None:
-            dyn = DYNAMICS[dynamics]
-            max_steps = dyn.step_limits.get(maze, dyn.default_limit)
-        else:
-            max_steps = _int_at_least(options["max_episode_steps"], "max_episode_steps", 1)
-        cells = options.get("coverage_cells_per_unit")
-        cells = 4 if cells is None else _int_at_least(cells, "coverage_cells_per_unit", 1)
-        return cls(name, maze_id, maze=maze, walls=tuple(tuple(bool(v) for v in row) for row in walls),
-                   dynamics=dynamics, max_episode_steps=max_steps, reward=reward, coverage_cells_per_unit=cells,
-                   impl=impl)
-
-
-def _walls(name: str, maze_id: str, maze: Any, layout: Any) -> np.ndarray:
-    """The layout of ``maze``: the named one, or ``env.layout`` for ``pointmaze_custom``."""
+def _maze(value: Any, key: str, earlier: Mapping[str, Any]) -> str:
+    """The env's own maze (its name fixes it: a null maze reads as that one)."""
+    name, maze_id = earlier["name"], earlier["suite_id"]
+    maze = maze_id if value is None else value
     if maze != maze_id:
         hint = (f"choose the env instead: env=pointmaze_{maze}" if maze in (*MAZES, "custom")
                 else f"known mazes: {', '.join((*MAZES, 'custom'))}")
-        raise ConfigError(f"env.maze={maze!r} does not match env.name={name} (maze {maze_id!r}); {hint}")
-    if maze == "custom":
-        if layout is None:
-            raise ConfigError(f"env.layout is required by {name}: rows top to bottom, 1 = wall, e.g. "
-                              "['11111', '10001', '10101', '10001', '11111']")
-        return parse_layout(layout, "env.layout")
-    if layout is not None:
-        raise ConfigError(f"env.layout is only read by env=pointmaze_custom; {name} has its own layout "
-                          f"(got env.layout={layout!r})")
-    return parse_layout(MAZES[maze], f"mazes.MAZES[{maze!r}]")
+        raise ConfigError(f"{key}={maze!r} does not match env.name={name} (maze {maze_id!r}); {hint}")
+    return str(maze)
+
+
+def _layout(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """``env=pointmaze_custom``'s layout, checked, as rows of ``"0"``/``"1"`` (None for a named maze)."""
+    name = earlier["name"]
+    if earlier["maze"] != "custom":
+        if value is not None:
+            raise ConfigError(f"{key} is only read by env=pointmaze_custom; {name} has its own layout "
+                              f"(got {key}={value!r})")
+        return None
+    if value is None:
+        raise ConfigError(f"{key} is required by {name}: rows top to bottom, 1 = wall, e.g. "
+                          "['11111', '10001', '10101', '10001', '11111']")
+    return tuple("".join("1" if wall else "0" for wall in row) for row in parse_layout(value, key))
+
+
+def _step_limit(value: Any, key: str, earlier: Mapping[str, Any]) -> int:
+    if value is None:
+        dynamics = DYNAMICS[earlier["dynamics"]]
+        return dynamics.step_limits.get(earlier["maze"], dynamics.default_limit)
+    return Count(1)(value, key, earlier)
+
+
+def _impl_with_its_dynamics(values: Mapping[str, Any], prefix: str) -> None:
+    if values["impl"] == "pointax" and values["dynamics"] != "pointax":
+        raise ConfigError(f"{prefix}dynamics={values['dynamics']!r} is not available with {prefix}impl=pointax "
+                          f"(pointax has its own dynamics); use {prefix}impl=ours")
+
+
+@dataclass(frozen=True)
+class PointMazeSettings(EnvSettings):
+    """The options of a PointMaze env (``docs/pointmaze.md``)."""
+
+    suite: ClassVar[str] = "pointmaze"
+    maze: str = setting(None, _maze, doc="fixed by the env's name (checked); layouts in src/rfig_exp/envs/mazes.py")
+    layout: tuple[str, ...] | None = setting(
+        None, _layout, doc="env=pointmaze_custom's layout: rows top to bottom, 1 = wall, 0 = free (no other env's)")
+    dynamics: str = setting(
+        "pointax", Choice(tuple(DYNAMICS)),
+        doc=("pointax: mass 1, no damping, the episode ends at the goal (the paper's) | mujoco: Gymnasium-Robotics "
+             "(mass 4.19, damping 1, continuing, its step limits)"))
+    max_episode_steps: int = setting(
+        None, _step_limit,
+        doc=("null: the dynamics' limit for this maze (pointax 1000; mujoco umaze/open 300, medium 600, large 800, "
+             "else 1000)"))
+    reward: str = setting(
+        "sparse", Choice(REWARDS),
+        doc="sparse: 1 within 0.45 of the goal | dense: -distance (pointax) or exp(-distance) (mujoco)")
+    coverage_cells_per_unit: int = setting(4, Count(1),
+                                           doc="coverage metric and heat map: grid cells per maze cell, per axis")
+    impl: str = setting("ours", Choice(IMPLS), check=_impl_with_its_dynamics,
+                        doc="ours | pointax (the paper's package, only if importable: it is not on PyPI)")
+
+    @classmethod
+    def written(cls, name: str, suite_id: str) -> dict[str, Any]:
+        """The defaults, with the env's own maze named, and an example layout for pointmaze_custom."""
+        return {**cls.defaults(), "maze": suite_id, "layout": CUSTOM_EXAMPLE if suite_id == "custom" else None}
+
+    @property
+    def wall_array(self) -> np.ndarray:
+        """The maze's walls as ``[H, W]`` bool, rows top to bottom (True = wall)."""
+        rows = self.layout if self.layout is not None else MAZES[self.maze]
+        return parse_layout(rows, "env.layout" if self.layout is not None else f"mazes.MAZES[{self.maze!r}]")
+
+    @property
+    def walls(self) -> tuple[tuple[bool, ...], ...]:
+        """:attr:`wall_array` as nested tuples."""
+        return tuple(tuple(bool(v) for v in row) for row in self.wall_array)
 
 
 # -- the registry's entry point -----------------------------------------------------------------
 
 SETTINGS: dict[str, type[EnvSettings]] = {cls.suite: cls for cls in (GymnaxSettings, BraxSettings,
                                                                       PointMazeSettings)}
+
+
+def settings_class(suite: str, suite_id: str) -> type[EnvSettings]:
+    """The settings class of an env of ``suite`` (DeepSea's own among gymnax's)."""
+    return DeepSeaSettings if suite_id == DEEPSEA_ID else SETTINGS[suite]
 
 
 def parse_env(node: str | Mapping[str, Any]) -> EnvSettings:
@@ -238,4 +261,4 @@ def parse_env(node: str | Mapping[str, Any]) -> EnvSettings:
     if not isinstance(name, str) or name not in REGISTRY:
         raise ConfigError(f"env.name={name!r} is not a known environment; valid names: {', '.join(env_names())}")
     suite, suite_id = REGISTRY[name]
-    return SETTINGS[suite].parse(name, suite_id, options)
+    return settings_class(suite, suite_id).of(name, suite_id, options)

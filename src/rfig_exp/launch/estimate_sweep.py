@@ -112,14 +112,19 @@ WARM_COMPILE_FRACTION = 0.1
 
 
 def _shape_key(cfg: dict) -> tuple:
-    """What decides the compiled program's shapes (numeric hyperparameters are its arguments)."""
+    """What decides the compiled program: the env, the seeds, the window and every static setting
+    of the agent and the bonus (their declarations say which; numeric hyperparameters are its
+    arguments)."""
+    from rfig_exp.agents.ppo.config import PPOStructure
+    from rfig_exp.bonuses import settings_class
+    from rfig_exp.config.settings import STATIC, declared
+
     agent, bonus = cfg["agent"], cfg["bonus"]
-    static = {k: v for k, v in bonus.items()
-              if k in ("num_features", "rho", "hidden", "embedding_dim", "code_dim", "hash_bits", "table_sizes",
-                       "update_proportion", "num_samples", "quad_blocks", "inverse", "lengthscale_method")}
-    return (cfg["env"]["name"], str(sorted(cfg["env"].items())), bonus["name"], str(sorted(static.items())),
-            int(cfg["num_seeds"]), agent["num_envs"], agent["num_steps"], agent["num_minibatches"],
-            agent["update_epochs"], str(agent["hidden"]), int(cfg["eval_frequency"]))
+    bonus_class = settings_class(bonus["name"], bonus.get("module"))
+    static = [(f"bonus.{k}", bonus.get(k)) for k, d in declared(bonus_class) if d.kind == STATIC]
+    static += [(f"agent.{k}", agent.get(k)) for k, d in declared(PPOStructure) if d.kind == STATIC]
+    return (cfg["env"]["name"], str(sorted(cfg["env"].items())), bonus["name"], str(static), int(cfg["num_seeds"]),
+            int(cfg["eval_frequency"]))
 
 
 def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], device: str,

@@ -1,6 +1,6 @@
 """Everything ``launch.py`` checks before Hydra starts: nothing is created or compiled first.
 
-- ``--help`` prints the project's own help (envs, bonuses, sweeps, the stable keys, examples).
+- ``--help`` prints the project's own help (envs, bonuses, sweeps, every setting's key, examples).
 - Group choices (``env=``, ``bonus=``, ``agent=``, ``sweep=``) must exist; a sweep preset or
   a comma-separated value needs ``-m``.
 - Every job of a sweep is expanded as Hydra's basic sweeper would (the preset's
@@ -62,6 +62,7 @@ def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
 
 def help_text() -> str:
     from rfig_exp.bonuses import bonus_names
+    from rfig_exp.config import reference
     from rfig_exp.envs import env_names
 
     sweeps = []
@@ -79,12 +80,8 @@ def help_text() -> str:
         "sweep presets (-m sweep=NAME):",
         *sweeps,
         "",
-        "stable keys (every key is documented in conf/):",
-        "  seed, num_seeds (seeds seed..seed+num_seeds-1 vmapped in one process), experiment, results_dir,",
-        "  eval_frequency, overwrite, checkpoint.every_seconds, checkpoint.every_windows,",
-        "  wandb.mode (online|offline|disabled),",
-        "  agent.total_timesteps, agent.num_envs, agent.num_steps, agent.lr, agent.ext_coef (0 = reward-free), ...",
-        "  bonus.beta, and each bonus's own keys (conf/bonus/<name>.yaml), e.g. bonus.lengthscale for rfig",
+        "settings (each with its default and doc in docs/configuration.md and conf/):",
+        *reference.help_lines(HELP_WIDTH),
         "",
         "examples:",
         "  python launch.py                                              # mountaincar + rfig, 1 seed, 1M steps",

@@ -10,8 +10,7 @@
   pytree whose leaves are its traced settings (``AgentSettings.hparams``; Python floats here,
   float32 scalars after ``rfig_exp.agents.ppo.train.as_arrays``).
 
-See conf/agent/ppo.yaml for each value's meaning (``tests/test_settings.py`` holds it to the
-defaults declared here).
+Each setting's doc is declared with it; conf/agent/ppo.yaml is written from these declarations.
 """
 
 from __future__ import annotations
@@ -59,14 +58,16 @@ class PPOStructure(Settings):
 
     PREFIX: ClassVar[str] = "agent."
 
-    num_envs: int = static(32, Integer(1))
-    num_steps: int = static(128, Integer(1))            # rollout length per env; batch = num_envs * num_steps
-    num_minibatches: int = static(32, Integer(1), check=_minibatches_divide_the_batch)
-    update_epochs: int = static(4, Integer(1))
-    hidden: tuple[int, ...] = static((64, 64), _layer_widths)
-    activation: str = static("tanh", Choice(ACTIVATIONS))
-    anneal_lr: bool = static(True, Boolean())
-    obs_norm_init_steps: int = static(128, Integer(1))
+    num_envs: int = static(32, Integer(1), doc="parallel environments per seed")
+    num_steps: int = static(128, Integer(1), doc="rollout length per env; batch = num_envs * num_steps")
+    num_minibatches: int = static(32, Integer(1), check=_minibatches_divide_the_batch,
+                                  doc="minibatches per epoch; divides the batch")
+    update_epochs: int = static(4, Integer(1), doc="epochs over each batch")
+    hidden: tuple[int, ...] = static((64, 64), _layer_widths, doc="hidden widths of the actor and critic MLPs")
+    activation: str = static("tanh", Choice(ACTIVATIONS), doc="tanh | relu, after every hidden layer")
+    anneal_lr: bool = static(True, Boolean(), doc="decay the learning rate linearly to 0 over the run")
+    obs_norm_init_steps: int = static(128, Integer(1),
+                                      doc="random-policy steps per env that initialise the observation statistics")
 
     @property
     def batch_size(self) -> int:
@@ -85,17 +86,19 @@ class TrainSpec(PPOStructure):
 class AgentSettings(PPOStructure):
     """Every ``agent.*`` setting: the static ones, the budget and the hyperparameters."""
 
-    total_timesteps: int = setting(1_000_000, Integer(1), check=_at_least_one_batch)  # rounded up to whole windows
-    lr: float = traced(3e-4, Number(0.0, low_open=True))
-    clip_eps: float = traced(0.2, Number(0.0, low_open=True))
-    vf_coef: float = traced(0.5, Number(0.0))
-    ent_coef: float = traced(0.01, Number(0.0))
-    max_grad_norm: float = traced(0.5, Number(0.0, low_open=True))
-    gamma: float = traced(0.99, Number(0.0, 1.0))
-    gae_lambda: float = traced(0.95, Number(0.0, 1.0))
-    gamma_int: float = traced(0.99, Number(0.0, 1.0))
-    ext_coef: float = traced(1.0, Number(0.0))
-    obs_clip: float = traced(5.0, Number(0.0, low_open=True))
+    total_timesteps: int = setting(1_000_000, Integer(1), check=_at_least_one_batch,
+                                   doc="env steps per seed, rounded up to whole evaluation windows")
+    lr: float = traced(3e-4, Number(0.0, low_open=True), doc="Adam learning rate")
+    clip_eps: float = traced(0.2, Number(0.0, low_open=True), doc="policy and value clipping")
+    vf_coef: float = traced(0.5, Number(0.0), doc="value loss weight")
+    ent_coef: float = traced(0.01, Number(0.0), doc="entropy bonus weight")
+    max_grad_norm: float = traced(0.5, Number(0.0, low_open=True), doc="global gradient norm clip")
+    gamma: float = traced(0.99, Number(0.0, 1.0), doc="extrinsic discount")
+    gae_lambda: float = traced(0.95, Number(0.0, 1.0), doc="GAE lambda of both advantages")
+    gamma_int: float = traced(0.99, Number(0.0, 1.0), doc="intrinsic (non-episodic) discount")
+    ext_coef: float = traced(1.0, Number(0.0), doc="advantage = ext_coef * A_ext + bonus.beta * A_int; 0: reward-free")
+    obs_clip: float = traced(5.0, Number(0.0, low_open=True),
+                             doc="normalised observations are clipped to [-obs_clip, obs_clip]")
 
     def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
         structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}

@@ -50,24 +50,42 @@ class RFIGSettings(BonusSettings):
     paper: ClassVar[PaperRow] = PaperRow(4, "Information gain (kernel theory)", False, "Closed-form", "Low")
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"num_features": 64, "lengthscale_samples": 32})
 
-    num_features: int = static(1024, Count(1, "must be a positive integer"))   # D random Fourier features
+    num_features: int = static(1024, Count(1, "must be a positive integer"), doc="D, random Fourier features")
     # subsample ratio: floor(batch_size * rho) states per update enter Sigma
-    rho: float = static(0.0625, _positive("must be in (0, 1]", high=1.0), check=_keeps_a_state)
-    reg: float = traced(1.0, _positive("must be > 0 (Sigma_0 = reg * I must be invertible)"))
-    lengthscale: float = traced("auto", _lengthscale)
-    lengthscale_gamma: float = traced(1.0, _positive())
-    lengthscale_scale: float = traced(1.0, _positive())
-    divergence_tol: float = traced(1e-2, _positive())
-    refresh_tol: float = traced(1e-3, _positive("must be > 0 and <= bonus.divergence_tol={divergence_tol}",
-                                                high="divergence_tol"))
-    inverse: str = static("woodbury", Choice(INVERSE_METHODS))
-    newton_schulz_iters: int = static(20, Count(1))
-    refresh_every: int = static(0, Count(0, "must be an integer >= 0 (0: refresh only when the residual asks)"))
-    quad_blocks: int = static(4, Count(1, "must be a positive integer dividing bonus.num_features={num_features}",
-                                       divides="num_features"))
-    lengthscale_method: str = static("valko", Choice(LENGTHSCALE_METHODS))
-    lengthscale_samples: int = static(1024, Count(2))
-    matmul_precision: str = static("highest", Choice(MATMUL_PRECISIONS))
+    rho: float = static(0.0625, _positive("must be in (0, 1]", high=1.0), check=_keeps_a_state,
+                        doc="subsample ratio: floor(batch * rho) states per update enter Sigma")
+    reg: float = traced(1.0, _positive("must be > 0 (Sigma_0 = reg * I must be invertible)"),
+                        doc="lambda: Sigma_0 = reg * I")
+    lengthscale: float = traced("auto", _lengthscale,
+                                doc="a positive number, or auto: sqrt(d_eff) from the random-policy warm-up states")
+    lengthscale_gamma: float = traced(1.0, _positive(), doc="ridge gamma of Valko et al.'s effective dimension")
+    lengthscale_scale: float = traced(
+        1.0, _positive(),
+        doc="multiplies the length-scale (auto or given): a sensitivity sweep around auto")
+    divergence_tol: float = traced(
+        1e-2, _positive(),
+        doc="residual above which the inverse counts as diverged (a recovery); >= refresh_tol")
+    refresh_tol: float = traced(
+        1e-3, _positive("must be > 0 and <= bonus.divergence_tol={divergence_tol}", high="divergence_tol"),
+        doc=("woodbury: an exact inverse once the residual ||Sigma Lambda v - v|| / ||v|| exceeds this (and doubled "
+             "since the last)"))
+    inverse: str = static("woodbury", Choice(INVERSE_METHODS),
+                          doc="exact | newton_schulz | woodbury: how Lambda = Sigma^-1 is kept")
+    newton_schulz_iters: int = static(20, Count(1), doc="K, Newton-Schulz iterations per update (the paper's appendix)")
+    refresh_every: int = static(
+        0, Count(0, "must be an integer >= 0 (0: refresh only when the residual asks)"),
+        doc="woodbury: also an exact inverse every this many updates (0: only when refresh_tol asks)")
+    quad_blocks: int = static(
+        4, Count(1, "must be a positive integer dividing bonus.num_features={num_features}", divides="num_features"),
+        doc="phi^T Lambda phi from the upper block triangle of Lambda in this many x this many blocks")
+    lengthscale_method: str = static(
+        "valko", Choice(LENGTHSCALE_METHODS),
+        doc="valko | valko_fixed_point | participation_ratio: the effective dimension behind auto")
+    lengthscale_samples: int = static(1024, Count(2), doc="warm-up states used for the auto estimate")
+    matmul_precision: str = static(
+        "highest", Choice(MATMUL_PRECISIONS),
+        doc=("every RFIG matmul's precision, whatever the process default: highest (float32) | TF32_TF32_F32_X3 | "
+             "F32_F32_F32 | high | default"))
 
     @property
     def subsample(self) -> int:
