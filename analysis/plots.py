@@ -14,14 +14,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.legend_handler import HandlerTuple  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import Formatter, FuncFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    Formatter,
+    FuncFormatter,
+    MaxNLocator,  # noqa: E402
+)
 
 from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
 from .collect import RETURN_COLUMN, Collection  # noqa: E402
-from .names import env_label  # noqa: E402
 from .maker import ReportContext, Section  # noqa: E402
+from .names import env_label  # noqa: E402
 
 FORMATS = ("png", "pdf")
 _DPI = 150

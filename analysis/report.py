@@ -9,12 +9,12 @@ from pathlib import Path
 
 from rfig_exp.results import contract as results
 
+from . import plots, tables
 from .aggregate import describe_normalisation
 from .collect import Collection
-from .methods import format_overrides
-from . import plots, tables
 from .maker import Maker, ReportContext, ReportOptions, Section
 from .makers import coverage, sensitivity
+from .methods import format_overrides
 from .tables import MIN_SEEDS_FOR_CI, few_seeds_note, render_markdown
 
 

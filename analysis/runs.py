@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from rfig_exp.config.variants import BASE, format_value
 from rfig_exp.results import contract as results
 from rfig_exp.results.contract import RunSummary
-from rfig_exp.config.variants import BASE, format_value
 
 from .issues import Issue
 from .methods import format_overrides

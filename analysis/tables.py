@@ -20,8 +20,8 @@ from rfig_exp.results.contract import RunSummary
 
 from .aggregate import OVERALL_METRICS, Aggregates
 from .collect import Collection, return_measurement_md, runs_table
-from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key
 from .maker import ReportContext, Section
+from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key
 
 DASH = "—"
 

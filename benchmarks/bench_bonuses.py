@@ -35,9 +35,9 @@ rfig_exp.set_cpu_flags()  # before jax is imported
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from bench_throughput import build  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from bench_throughput import build  # noqa: E402
 from rfig_exp.bonuses import BonusBatch, bonus_names, make_bonus, parse_bonus  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.envs.base import random_actions  # noqa: E402

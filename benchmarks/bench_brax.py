@@ -32,14 +32,13 @@ rfig_exp.set_cpu_flags()  # before jax is imported
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from bench_throughput import compile_window, time_windows  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.envs.base import random_actions  # noqa: E402
-
-from bench_throughput import compile_window, time_windows  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 NUM_ENVS = 32
 

@@ -35,8 +35,8 @@ rfig_exp.set_cpu_flags()  # before jax is imported
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-
 from bench_throughput import build  # noqa: E402
+
 from rfig_exp.run import checkpoint, observers  # noqa: E402
 
 

@@ -13,9 +13,9 @@ bonus against its floor.
 """
 
 import argparse
-import os
 import functools
 import math
+import os
 import sys
 import time
 from pathlib import Path

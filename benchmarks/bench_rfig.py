@@ -66,6 +66,7 @@ rfig_exp.set_cpu_flags()  # before jax is imported
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from hydra import compose, initialize_config_dir  # noqa: E402
 from jax.scipy.linalg import solve_triangular  # noqa: E402
 
@@ -73,12 +74,10 @@ from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.bonuses.base import Bonus, BonusBatch, flat_states  # noqa: E402
 from rfig_exp.bonuses.rfig import precision  # noqa: E402
 from rfig_exp.bonuses.rfig.features import rff_features  # noqa: E402
-from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
-from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.bonuses.rfig.linalg import sequential_vmap  # noqa: E402
 from rfig_exp.bonuses.shuffle import subsample  # noqa: E402
-
-from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
+from rfig_exp.envs import make_env  # noqa: E402
 
 
 def compose_cfg(env_name: str, bonus_name: str, overrides=()):

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from analysis.repro.stages import stages  # noqa: E402
-from rfig_exp.launch import estimate  # noqa: E402
-from rfig_exp.run import provenance  # noqa: E402
-from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.config import variants  # noqa: E402
+from rfig_exp.launch import estimate  # noqa: E402
+from rfig_exp.results import contract  # noqa: E402
+from rfig_exp.run import provenance  # noqa: E402
 
 STAGE_LINE = re.compile(r"^(?:\[lane (\w)\] )?\[repro\] (\S+Z) stage (\S+) (started|complete|NOT complete)")
 STAMP = re.compile(r"\[repro\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")

@@ -170,8 +170,13 @@ def main(argv=None) -> int:
     p.add_argument("--delta", type=float, default=0.05, help="failure probability of Prop. 4.3 (default 0.05)")
     args = p.parse_args(argv)
 
-    from analysis.theory_plot import exponent_table, format_exponent_table, plot_theory, read_theory_csv, \
-        write_theory_csv
+    from analysis.theory_plot import (
+        exponent_table,
+        format_exponent_table,
+        plot_theory,
+        read_theory_csv,
+        write_theory_csv,
+    )
 
     if args.from_csv:
         rows = read_theory_csv(args.from_csv)

@@ -12,17 +12,40 @@ import pytest
 import scipy.stats
 
 try:
-    from analysis_fixtures import (SEEDS, STEP, STEPS, T, make_clean_tree, make_defect_tree, make_full_suite_tree,
-                                   write_run)
+    from analysis_fixtures import (
+        SEEDS,
+        STEP,
+        STEPS,
+        T,
+        make_clean_tree,
+        make_defect_tree,
+        make_full_suite_tree,
+        write_run,
+    )
 except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (SEEDS, STEP, STEPS, T, make_clean_tree, make_defect_tree,
-                                         make_full_suite_tree, write_run)
+    from tests.analysis_fixtures import (
+        SEEDS,
+        STEP,
+        STEPS,
+        T,
+        make_clean_tree,
+        make_defect_tree,
+        make_full_suite_tree,
+        write_run,
+    )
+
+from conftest import analysis_reads
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
-from analysis.aggregate import (compute_aggregates, curve_stats, fast_iqm, fast_probability_of_improvement, iqm,
-                                percentiles)
+from analysis.aggregate import (
+    compute_aggregates,
+    curve_stats,
+    fast_iqm,
+    fast_probability_of_improvement,
+    iqm,
+    percentiles,
+)
 from analysis.names import env_label, method_colour, method_label, sort_envs, sort_methods
-from conftest import analysis_reads
 
 REPO = Path(__file__).resolve().parents[1]
 REPS = 60  # small on purpose: these tests check plumbing, not CI accuracy

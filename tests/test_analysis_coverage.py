@@ -8,11 +8,18 @@ import pytest
 import scipy.stats
 
 try:
-    from analysis_fixtures import (MAZE_EXTENT, MAZE_GRID, MAZE_LAYOUT, MC_GRID, STEPS, T, make_coverage_tree,
-                                   write_run)
+    from analysis_fixtures import MAZE_EXTENT, MAZE_GRID, MAZE_LAYOUT, MC_GRID, STEPS, T, make_coverage_tree, write_run
 except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (MAZE_EXTENT, MAZE_GRID, MAZE_LAYOUT, MC_GRID, STEPS, T,
-                                         make_coverage_tree, write_run)
+    from tests.analysis_fixtures import (
+        MAZE_EXTENT,
+        MAZE_GRID,
+        MAZE_LAYOUT,
+        MC_GRID,
+        STEPS,
+        T,
+        make_coverage_tree,
+        write_run,
+    )
 
 from analysis import collect
 
@@ -155,8 +162,9 @@ def _tick_texts(ax):
 
 
 def test_flat_curves_get_readable_ticks(tmp_path):
-    from analysis.plots import draw_env_curves
     import matplotlib.pyplot as plt
+
+    from analysis.plots import draw_env_curves
 
     # Every seed stuck at -200 in every window (MountainCar without a bonus), plus a
     # constant with float noise: matplotlib alone labels the latter 0.00 ... 1.00 under a
@@ -179,8 +187,9 @@ def test_flat_curves_get_readable_ticks(tmp_path):
 
 
 def test_intrinsic_reward_plot_is_log_scale_and_skips_non_positive(tmp_path):
-    from analysis.plots import draw_env_curves
     import matplotlib.pyplot as plt
+
+    from analysis.plots import draw_env_curves
 
     ir = np.array([0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1.0, 1.0, 1.0, 1.0])
     for s in range(3):

@@ -11,16 +11,33 @@ import scipy.stats
 import yaml
 
 try:
-    from analysis_fixtures import (SENS_DEFAULT, STEPS, T, make_clean_tree, make_lr_sweep_tree,
-                                   make_sensitivity_tree, run_path, truth_returns, write_run)
+    from analysis_fixtures import (
+        SENS_DEFAULT,
+        STEPS,
+        T,
+        make_clean_tree,
+        make_lr_sweep_tree,
+        make_sensitivity_tree,
+        run_path,
+        truth_returns,
+        write_run,
+    )
 except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (SENS_DEFAULT, STEPS, T, make_clean_tree, make_lr_sweep_tree,
-                                         make_sensitivity_tree, run_path, truth_returns, write_run)
+    from tests.analysis_fixtures import (
+        SENS_DEFAULT,
+        STEPS,
+        T,
+        make_clean_tree,
+        make_lr_sweep_tree,
+        make_sensitivity_tree,
+        run_path,
+        truth_returns,
+        write_run,
+    )
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
 from analysis.aggregate import Interval, compute_aggregates
-from analysis.methods import (VARIANT_MIN_DISTANCE, build_methods, colour_distance, format_value,
-                              swept_key)
+from analysis.methods import VARIANT_MIN_DISTANCE, build_methods, colour_distance, format_value, swept_key
 from analysis.names import OTHER_COLOURS, PALETTE
 
 REPS = 60
@@ -219,8 +236,8 @@ def test_variant_overrides_fallbacks_and_mismatch(tmp_path):
 
 
 def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
-    from analysis.makers.sensitivity import find_sweeps, sensitivity_points, use_log_x
     from analysis.maker import ReportOptions
+    from analysis.makers.sensitivity import find_sweeps, sensitivity_points, use_log_x
     from analysis.report import build_report
 
     root, truth = sens_tree
@@ -249,8 +266,8 @@ def test_sensitivity_figure_for_a_three_value_sweep(sens_tree, tmp_path):
 
 
 def test_no_sensitivity_figure_for_a_single_value(sens_tree, tmp_path):
-    from analysis.makers.sensitivity import find_sweeps
     from analysis.maker import ReportOptions
+    from analysis.makers.sensitivity import find_sweeps
     from analysis.report import build_report
 
     root, _ = sens_tree

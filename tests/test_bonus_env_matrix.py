@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import compose_config, small_bonus
+
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import bonus_names, make_bonus
 from rfig_exp.config.run_spec import build_run_spec

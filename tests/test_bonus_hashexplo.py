@@ -8,13 +8,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from bonus_fixtures import (assert_init_needs_no_lapack, batch_of, bonus_config, end_to_end, in_agent_order,
-                            make_test_bonus)
+from bonus_fixtures import (
+    assert_init_needs_no_lapack,
+    batch_of,
+    bonus_config,
+    end_to_end,
+    in_agent_order,
+    make_test_bonus,
+)
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
+
 from rfig_exp.bonuses.simhash import simhash_bits
-from rfig_exp.envs import DiscreteSpace
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import DiscreteSpace
 
 T, B, OBS = 8, 16, (3,)
 N = T * B

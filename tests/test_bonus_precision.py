@@ -14,7 +14,6 @@ they keep the process default, like the PPO networks.
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,16 +1,17 @@
 """The RND bonus against a float64 numpy reference (forward, backward and Adam by hand)."""
 
 import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from bonus_fixtures import assert_init_needs_no_lapack, batch_of, end_to_end, in_agent_order, make_test_bonus
 from nets_reference import Adam, flatten, mlp_backward, mlp_forward, to_numpy, unflatten
-from rfig_exp.envs import DiscreteSpace
-from rfig_exp.config.errors import ConfigError
+
 from rfig_exp.bonuses.shuffle import subsample as draw_indices
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import DiscreteSpace
 
 T, B, OBS = 8, 16, (3,)
 TINY_NET = dict(hidden=[16, 16], embedding_dim=8)

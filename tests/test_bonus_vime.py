@@ -9,14 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from bonus_fixtures import end_to_end, in_agent_order, make_test_bonus
+
 from rfig_exp.bonuses import BonusBatch
 from rfig_exp.bonuses.base import action_features
 from rfig_exp.bonuses.bnn import information_gain, kl_to_prior, sample_noise, softplus_inverse
-from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 from rfig_exp.config.errors import ConfigError
-
+from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
 T, B, OBS, ACTIONS = 8, 16, (3,), 2
 SMALL = dict(hidden=[16, 16])

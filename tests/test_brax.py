@@ -17,15 +17,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import ROOT, compose_config
 from omegaconf import OmegaConf
 
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs import REGISTRY, make_env
 from rfig_exp.envs.brax_suite import milestone_reward
 from rfig_exp.envs.settings import BACKENDS, BraxSettings, parse_env
-from rfig_exp.config.errors import ConfigError
 from rfig_exp.run.experiment import run_experiment
-
-from conftest import ROOT, compose_config
 
 SPARSE = sorted(n for n, (suite, _) in REGISTRY.items() if suite == "brax")
 FAST_ENV, FAST_BACKEND = "sparse_hopper", "spring"

@@ -3,11 +3,10 @@
 import json
 
 import numpy as np
+from conftest import find_run
 
 from rfig_exp.run import checkpoint
 from rfig_exp.run.experiment import run_experiment
-
-from conftest import find_run
 
 
 def _leaves(v):

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import find_run
-from rfig_exp.envs import CoverageGrid, make_env
+
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import CoverageGrid, make_env
 
 
 def plain_cell(coords, bounds, shape):

@@ -2,10 +2,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import compose_config
-from rfig_exp.envs import REGISTRY, env_names, make_env
+
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import REGISTRY, env_names, make_env
 
 
 def test_unknown_env_lists_valid_names():

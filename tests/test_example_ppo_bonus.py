@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 # a few updates of 8 envs x 64 steps; the bonus's settings go through --set beside the agent's

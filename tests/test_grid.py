@@ -5,10 +5,10 @@ import json
 from functools import lru_cache
 
 import pytest
-
 from conftest import compose_config, find_run
-from rfig_exp.config import variants
+
 from rfig_exp.bonuses import bonus_names, make_bonus
+from rfig_exp.config import variants
 from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import REGISTRY, env_names, make_env
 from rfig_exp.run.experiment import run_experiment

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import find_run
 
 ROOT = Path(__file__).resolve().parents[1]

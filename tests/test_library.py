@@ -12,16 +12,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import ROOT, compose_config, small_bonus
 
+from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.bonuses import (
+    BonusBatch,
+    BoxSpace,
+    DiscreteSpace,
+    bonus_names,
+    create,
+    declaring_modules,
+    make_bonus,
+    settings_class,
+)
 from rfig_exp.config import variants
-from rfig_exp.bonuses import (BonusBatch, BoxSpace, DiscreteSpace, bonus_names, create, declaring_modules, make_bonus,
-                              settings_class)
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
-from rfig_exp.config.errors import ConfigError
-from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
-
-from conftest import ROOT, compose_config, small_bonus
 
 T, B = 16, 4
 

@@ -10,10 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rfig_exp.bonuses.rfig import linalg as L
 from rfig_exp.bonuses.rfig import lengthscale as LS
+from rfig_exp.bonuses.rfig import linalg as L
 from rfig_exp.bonuses.rfig import precision as P
-
 
 # ---------------------------------------------------------------- numpy references
 

@@ -41,8 +41,8 @@ TOY_MODULE = '''
         colour: ClassVar[str] = "#123456"
         role: ClassVar[str] = "baseline"
 
-        momentum: float = traced(0.9, Number(0.0, 1.0))   # of the running mean
-        power: int = static(2, Count(1))                 # r = sum_i |s'_i - mean_i| ** power
+        momentum: float = traced(0.9, Number(0.0, 1.0), doc="of the running mean")
+        power: int = static(2, Count(1), doc="r = sum_i |s'_i - mean_i| ** power")
 
 
     def make(settings: ToySettings, obs_shape, action_space):
@@ -64,12 +64,10 @@ TOY_MODULE = '''
 
         return Bonus(settings.name, init, reward, update)
 '''
+# its header by hand; python -m rfig_exp.config.reference writes the rest from the declarations
 TOY_YAML = """
     # Toy: the distance of s' from a running mean of the states seen (docs/bonuses/toy.md).
     name: toy
-    beta: 0.5        # intrinsic advantage weight
-    momentum: 0.9    # of the running mean, in [0, 1]
-    power: 2         # r = sum_i |s'_i - mean_i| ** power (static)
 """
 TOY_DOC = """
     # Toy
@@ -84,7 +82,8 @@ def _toy_tree(root: Path) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for part in ("src", "conf", "analysis", "tests"):
         shutil.copytree(REPO / part, tree / part, ignore=skip)
-    for part in ("launch.py", "pyproject.toml"):
+    for part in ("launch.py", "pyproject.toml", "docs/configuration.md"):
+        (tree / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, tree / part)
     for path, text in (("src/rfig_exp/bonuses/toy.py", TOY_MODULE), ("conf/bonus/toy.yaml", TOY_YAML),
                        ("docs/bonuses/toy.md", TOY_DOC)):
@@ -102,6 +101,10 @@ def _run(tree: Path, *args: str, timeout: float = 480) -> subprocess.CompletedPr
 @pytest.mark.timeout(900)
 def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     tree, results = _toy_tree(tmp_path), tmp_path / "results"
+    written = _run(tree, "-m", "rfig_exp.config.reference")
+    assert written.returncode == 0 and "wrote conf/bonus/toy.yaml" in written.stdout, written.stdout + written.stderr
+    assert "power: 2" in (tree / "conf/bonus/toy.yaml").read_text() and "### `bonus=toy`" in \
+        (tree / "docs/configuration.md").read_text()
     assert "toy" in _run(tree, "launch.py", "--help").stdout
 
     bad = _run(tree, "launch.py", "bonus=toy", "bonus.power=0", f"results_dir={results}")
@@ -130,7 +133,7 @@ def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     # and the lists of bonus names that the settings, the YAML files and the modules must agree on
     every_bonus = _run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
                        "tests/test_bonus_env_matrix.py", "tests/test_library.py", "tests/test_settings.py",
-                       "-k", "toy or bonus_names or every_bonus or unknown_bonus")
+                       "-k", "toy or bonus_names or every_bonus or unknown_bonus or written_from or documented")
     assert every_bonus.returncode == 0, every_bonus.stdout[-3000:] + every_bonus.stderr[-3000:]
     assert " passed" in every_bonus.stdout and "deselected" in every_bonus.stdout
     ran = _run(tree, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "-m", "not slow",

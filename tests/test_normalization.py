@@ -1,7 +1,12 @@
 import numpy as np
 
-from rfig_exp.agents.ppo.normalization import (discounted_return_filter, normalize, rms_init, rms_update,
-                                               scale_by_return_std)
+from rfig_exp.agents.ppo.normalization import (
+    discounted_return_filter,
+    normalize,
+    rms_init,
+    rms_update,
+    scale_by_return_std,
+)
 
 
 def test_running_stats_match_numpy_over_batches():

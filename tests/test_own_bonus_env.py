@@ -111,8 +111,8 @@ def test_a_users_settings_are_read_by_their_declaration(monkeypatch):
     """In one process, as preflight reads them: the YAML's keys are the declared settings, each
     checked by its rule; a key that the module does not declare is refused by name."""
     from rfig_exp.bonuses import parse_bonus
-    from rfig_exp.envs import parse_env
     from rfig_exp.config.errors import ConfigError
+    from rfig_exp.envs import parse_env
 
     monkeypatch.syspath_prepend(str(EXAMPLE))
     node = {"name": "count", "module": "my_bonus", "beta": 0.5, "bits": 4, "scale": 2.0}

@@ -11,10 +11,17 @@ import pytest
 from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.launch.hydra_adapter import job_slot
 from rfig_exp.config.jobs import memory_share, validate_placement
-from rfig_exp.run.placement import (MEM_FRACTION_VARS, count_gpus, cpu_block, format_cores, jobs_at_once, place_job,
-                                    slot_of)
+from rfig_exp.launch.hydra_adapter import job_slot
+from rfig_exp.run.placement import (
+    MEM_FRACTION_VARS,
+    count_gpus,
+    cpu_block,
+    format_cores,
+    jobs_at_once,
+    place_job,
+    slot_of,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

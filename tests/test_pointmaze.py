@@ -8,13 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import compose_config, find_run
+
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs import make_env
 from rfig_exp.envs.mazes import MAZES, cell_centres, parse_layout
 from rfig_exp.envs.pointmaze import PointMazeState
 from rfig_exp.envs.settings import parse_env
-from rfig_exp.config.errors import ConfigError
 
 MAZE_NAMES = tuple(MAZES)
 BOTH = ("pointax", "mujoco")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rfig_exp.config.errors import ExitCode, exit_codes_help, exit_codes_markdown
-from rfig_exp.launch.preflight import PreflightError, help_text, preflight, preset_summary
 from rfig_exp.config.variants import group_options
+from rfig_exp.launch.preflight import PreflightError, help_text, preflight, preset_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -120,9 +120,9 @@ def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
     """``-m sweep=deepsea_scaling env.size=40`` runs DeepSea 40 only: the command line's single value
     replaces the preset's ``env.size: 10,20,30,40`` (Hydra's rule for one key given twice), in the
     plan that preflight makes for the sweeper, though Hydra composes the sweep with the option as ``++env.size``."""
+    from rfig_exp.launch.env_options import for_primary_compose
     from rfig_exp.launch.preflight import expand_jobs
     from rfig_exp.launch.sweep_plan import compose_primary, plan_sweep
-    from rfig_exp.launch.env_options import for_primary_compose
 
     line = ["sweep=deepsea_scaling", "env=deepsea", "env.size=40"]
     jobs = expand_jobs(line, multirun=True)

@@ -17,10 +17,9 @@ except ImportError:  # tests/ imported as a package
 
 from analysis import collect, final_scores
 from analysis.aggregate import compute_aggregates
-from analysis.claims import (INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, claims_table, paired_poi, solved_fractions,
-                             wilson)
-from analysis.repro.data import export_tree, rebuild_tree
+from analysis.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, claims_table, paired_poi, solved_fractions, wilson
 from analysis.repro.build import build
+from analysis.repro.data import export_tree, rebuild_tree
 
 REPS = 200
 SEEDS = range(8)

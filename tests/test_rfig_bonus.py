@@ -6,14 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import FLOAT32_ROUNDING
 from omegaconf import OmegaConf
 
 from rfig_exp.bonuses import BonusBatch, make_bonus, parse_bonus
-from rfig_exp.envs import DiscreteSpace
-from rfig_exp.config.errors import ConfigError
 from rfig_exp.bonuses.shuffle import subsample as draw_indices
-
-from conftest import FLOAT32_ROUNDING
+from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import DiscreteSpace
 
 T, B, OBS = 8, 16, (3,)
 

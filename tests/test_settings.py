@@ -7,18 +7,17 @@ import subprocess
 import sys
 
 import pytest
+from conftest import CONF, compose_config
 from omegaconf import OmegaConf
 
-from conftest import CONF, compose_config
-from rfig_exp.config import variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, PPOStructure, TrainSpec
-from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
 from rfig_exp.agents.ppo.train import as_arrays
+from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
 from rfig_exp.bonuses.rfig import RFIGSettings
 from rfig_exp.bonuses.rnd import RNDSettings
-from rfig_exp.config.run_spec import RunSettings, build_run_spec
+from rfig_exp.config import reference, variants
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config import reference
+from rfig_exp.config.run_spec import RunSettings, build_run_spec
 from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
 
 

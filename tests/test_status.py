@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rfig_exp.launch import estimate
-
-from rfig_exp.results import contract as results, status
+from rfig_exp.results import contract as results
+from rfig_exp.results import status
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "env_steps,update,episode_return\r\n"

@@ -9,7 +9,6 @@ import pytest
 
 from rfig_exp.bonuses.rfig import theory as T
 
-
 # ---------------------------------------------------------------- numpy references
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import analysis_reads
 
 from analysis.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
-from conftest import analysis_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "theory_figure.py"

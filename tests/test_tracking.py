@@ -6,8 +6,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, find_run
+
 from rfig_exp.run.tracking import progress_line
 
 

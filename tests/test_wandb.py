@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, TINY, compose_config
 
-from conftest import ROOT, compose_config, TINY
-from rfig_exp.results import wandb_sync
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.results import wandb_sync
 from rfig_exp.run.experiment import run_experiment
 from rfig_exp.run.tracking import MAX_TAG, run_labels
 

@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..collect import Collection
+from ..maker import ReportContext, Section
 from ..methods import format_value, swept_key
 from ..names import env_label
 from ..plots import _figure_md, _panel_grid, _save, fit_legend, tidy_axis
-from ..maker import ReportContext, Section
 from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown
 
 LOG_SPAN = 10.0

@@ -32,15 +32,14 @@ from pathlib import Path
 from ..aggregate import compute_aggregates
 from ..claims import claims_table
 from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
+from ..maker import ReportOptions
 from ..names import env_label, method_label, sort_methods, split_task
+from ..report import build_report
+from ..tables import render_markdown
 from .cells import compare_claims, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
+from .sections import SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs, theory_section
 from .stages import preset_envs
-from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
-                             theory_section)
-from ..report import build_report
-from ..maker import ReportOptions
-from ..tables import render_markdown
 
 MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).

@@ -23,8 +23,8 @@ from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from ..collect import Collection, final_scores  # noqa: E402
 from ..names import BASELINES, QUALITATIVE, env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from ..plots import _save  # noqa: E402
-from .stages import stage_of  # noqa: E402
 from ..tables import render_markdown  # noqa: E402
+from .stages import stage_of  # noqa: E402
 
 SENS = "sensitivity"
 

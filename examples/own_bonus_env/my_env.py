@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rfig_exp.envs import UserEnvSettings
 from rfig_exp.config.settings import setting
 from rfig_exp.config.validation import Count
+from rfig_exp.envs import UserEnvSettings
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import importlib
 import pkgutil
 from typing import Any, Sequence
 
-from rfig_exp.config import variants
 from rfig_exp.bonuses.settings import ROLES, BonusSettings
+from rfig_exp.config import variants
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import declared
 from rfig_exp.config.validation import integer

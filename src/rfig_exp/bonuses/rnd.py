@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
 from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings, PaperRow
 from rfig_exp.config.settings import static, traced
-from rfig_exp.config.validation import Choice, Interval, POSITIVE_INT, Widths, require
+from rfig_exp.config.validation import POSITIVE_INT, Choice, Interval, Widths, require
 
 if TYPE_CHECKING:
     import jax

@@ -66,8 +66,17 @@ def make(settings: VIMESettings, obs_shape, action_space):
     import jax.numpy as jnp
 
     from rfig_exp.bonuses.base import Bonus, action_features, flat_states
-    from rfig_exp.bonuses.bnn import (VIMEState, action_dim, forward, information_gain, init_params, kl_to_prior,
-                                      sample_noise, sample_weights, squared_error_nll)
+    from rfig_exp.bonuses.bnn import (
+        VIMEState,
+        action_dim,
+        forward,
+        information_gain,
+        init_params,
+        kl_to_prior,
+        sample_noise,
+        sample_weights,
+        squared_error_nll,
+    )
     from rfig_exp.bonuses.nets import adam_init, adam_step
 
     obs_ndim = len(obs_shape)

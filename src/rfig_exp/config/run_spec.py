@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rfig_exp.config import jobs, variants
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
-from rfig_exp.envs.settings import EnvSettings, parse_env
+from rfig_exp.config import jobs, variants
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import Rule, Settings, declared, group, setting
 from rfig_exp.config.validation import Boolean, Choice, Integer, Number, select
+from rfig_exp.envs.settings import EnvSettings, parse_env
 
 WANDB_MODES = ("online", "offline", "disabled")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")

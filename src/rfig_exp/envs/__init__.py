@@ -20,8 +20,8 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
-from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
 
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env

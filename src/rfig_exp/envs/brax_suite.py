@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
 from rfig_exp.envs.settings import BraxSettings
-from rfig_exp.config.errors import ConfigError
 
 # Coverage grid per robot: the second axis is y for the robots that move in the plane
 # (ant, humanoid) and the torso height z for the planar ones (halfcheetah, hopper,

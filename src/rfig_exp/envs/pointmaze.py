@@ -48,10 +48,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
 from rfig_exp.envs.mazes import cell_centres
 from rfig_exp.envs.settings import DYNAMICS, Dynamics, PointMazeSettings
-from rfig_exp.config.errors import ConfigError
 
 DT = 0.01
 GEAR = 100.0

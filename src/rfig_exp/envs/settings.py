@@ -22,7 +22,6 @@ from rfig_exp.config.settings import Settings, declared, setting
 from rfig_exp.config.validation import Choice, Count
 from rfig_exp.envs.mazes import CUSTOM_EXAMPLE, MAZES, parse_layout
 
-
 E = TypeVar("E", bound="EnvSettings")
 
 

@@ -49,14 +49,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from rfig_exp.launch.estimate_sweep import PAPER_SWEEP, main_sweep, rounded_steps, sweep_grid
-from rfig_exp.launch.estimate_throughput import THROUGHPUT_TABLE, Process, collect_processes, record_rows
 # Re-exported: python -m rfig_exp.launch.estimate's whole API, as before it was split in three modules.
-from rfig_exp.launch.estimate_sweep import (CONF_DIR, Grid, JobCost, calibrate, cost_jobs, default_eval_frequency,  # noqa: F401
-                                     format_sweep_report, missing_pairs, sweep_jobs, wall_hours)
-from rfig_exp.launch.estimate_throughput import (SPEED_NEUTRAL, Rate, measured_rate, read_throughput_table,  # noqa: F401
-                                          seed_scaling, suite, table_rate, task_key,
-                                          variant_is_speed_neutral)
+from rfig_exp.launch.estimate_sweep import (  # noqa: F401
+    CONF_DIR,
+    PAPER_SWEEP,
+    Grid,
+    JobCost,
+    calibrate,
+    cost_jobs,
+    default_eval_frequency,
+    format_sweep_report,
+    main_sweep,
+    missing_pairs,
+    rounded_steps,
+    sweep_grid,
+    sweep_jobs,
+    wall_hours,
+)
+from rfig_exp.launch.estimate_throughput import (  # noqa: F401
+    SPEED_NEUTRAL,
+    THROUGHPUT_TABLE,
+    Process,
+    Rate,
+    collect_processes,
+    measured_rate,
+    read_throughput_table,
+    record_rows,
+    seed_scaling,
+    suite,
+    table_rate,
+    task_key,
+    variant_is_speed_neutral,
+)
 
 
 @dataclass

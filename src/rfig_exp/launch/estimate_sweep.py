@@ -14,8 +14,17 @@ from pathlib import Path
 
 import yaml
 
-from rfig_exp.launch.estimate_throughput import (THROUGHPUT_TABLE, Process, Rate, collect_processes, measured_rate,
-                                          read_throughput_table, record_rows, table_rate, task_key)
+from rfig_exp.launch.estimate_throughput import (
+    THROUGHPUT_TABLE,
+    Process,
+    Rate,
+    collect_processes,
+    measured_rate,
+    read_throughput_table,
+    record_rows,
+    table_rate,
+    task_key,
+)
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)

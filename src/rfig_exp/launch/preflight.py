@@ -15,7 +15,6 @@ launch.py hands to Hydra: the sweep is expanded once.
 
 from __future__ import annotations
 
-
 import copy
 import datetime as _dt
 import re

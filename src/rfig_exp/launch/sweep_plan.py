@@ -25,11 +25,10 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp.launch import env_options, grouping
-
 from rfig_exp.config import jobs, variants
-from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
 from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.launch import env_options, grouping
+from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
 
 
 @dataclass(frozen=True)

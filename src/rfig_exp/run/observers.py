@@ -26,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp.run import checkpoint
-
-from rfig_exp.results import faults, contract as results
 from rfig_exp.config.run_spec import CheckpointSettings
+from rfig_exp.results import contract as results
+from rfig_exp.results import faults
+from rfig_exp.run import checkpoint
 from rfig_exp.run.tracking import WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")

@@ -22,15 +22,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp.run import checkpoint, provenance
-
-from rfig_exp.results import contract as results
 from rfig_exp.agents.ppo.train import make_trainer
-from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
-from rfig_exp.run.observers import (Checkpointer, DivergenceGuard, FaultPoint, Heartbeat, MetricsFiles, ProgressLine,
-                                StopSignals, WandbMirror, Window)
+from rfig_exp.config.run_spec import RunSpec
+from rfig_exp.results import contract as results
 from rfig_exp.results.seed_plan import SeedPlan
+from rfig_exp.run import checkpoint, provenance
+from rfig_exp.run.observers import (
+    Checkpointer,
+    DivergenceGuard,
+    FaultPoint,
+    Heartbeat,
+    MetricsFiles,
+    ProgressLine,
+    StopSignals,
+    WandbMirror,
+    Window,
+)
 from rfig_exp.run.tracking import WandbRuns, run_labels
 from rfig_exp.run.watchdog import Watchdog, end_process
 

@@ -28,12 +28,13 @@ from jax.flatten_util import ravel_pytree
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
-from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
-from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
-from rfig_exp.envs.base import BoxSpace, Env, random_actions
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
+from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
+from rfig_exp.envs.base import BoxSpace, Env, random_actions
+
 
 def as_arrays(hparams: PPOHparams) -> PPOHparams:
     """The hyperparameters as the compiled functions take them: every traced setting a float32

@@ -51,12 +51,18 @@ import jax.numpy as jnp
 
 from rfig_exp.bonuses.base import Bonus, flat_states
 from rfig_exp.bonuses.rfig import RFIGSettings
-from rfig_exp.bonuses.rfig.precision import (exact_inverse, inverse_residual, newton_schulz,
-                                              newton_schulz_warm_start, quadratic_form, woodbury_update)
 from rfig_exp.bonuses.rfig.features import rff_features, rff_params
 from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
-from rfig_exp.bonuses.rfig.progress import progress_note
 from rfig_exp.bonuses.rfig.linalg import sequential_vmap
+from rfig_exp.bonuses.rfig.precision import (
+    exact_inverse,
+    inverse_residual,
+    newton_schulz,
+    newton_schulz_warm_start,
+    quadratic_form,
+    woodbury_update,
+)
+from rfig_exp.bonuses.rfig.progress import progress_note
 from rfig_exp.bonuses.shuffle import subsample
 
 NUM_PROBES = 4
