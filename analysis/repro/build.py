@@ -35,7 +35,7 @@ from ..collect import AnalysisError, Collection, collect, find_experiments, retu
 from ..names import env_label, method_label, sort_methods, split_task
 from .cells import compare_claims, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
-from .stages import preset_envs
+from .stages import BACKEND, preset_envs
 from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
                              theory_section)
 from ..report import build_report
@@ -142,7 +142,7 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[st
 
 def coverage_of_the_paper(envs: list[str]) -> str:
     """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
-    from .stages import preset_envs
+    from .stages import BACKEND, preset_envs
 
     paper = preset_envs("paper")
     have = {split_task(e)[0] for e in envs}
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "export":
-            exps = [x for x in (args.experiment, SENS) if x in find_experiments(args.results)]
+            exps = [x for x in (args.experiment, SENS, BACKEND) if x in find_experiments(args.results)]
             if args.experiment not in exps:
                 raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
             counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells)
