@@ -142,7 +142,6 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[st
 
 def coverage_of_the_paper(envs: list[str]) -> str:
     """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
-    from .stages import BACKEND, preset_envs
 
     paper = preset_envs("paper")
     have = {split_task(e)[0] for e in envs}
