@@ -95,6 +95,10 @@ def _fmt(d: V.Dist | tuple[float, float, float], digits: int = 2) -> str:
     return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def _panels(k: int) -> str:
+    return f"{k} panel" + ("" if k == 1 else "s")
+
+
 def _not_discriminating(p: Panels, envs: Sequence[str]) -> str:
     left = [env_label(e) for e in envs if e in p.saturated]
     return f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else ""
@@ -162,7 +166,7 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
     if auc_x:
         d = V.poi_over_panels(auc_x, auc_y, reps, seed + 1)
         claims.append(Claim.judged(f"{words} (area under the curve)",
-                                   f"P(RFIG > PPO) on the mean return over all windows, {len(auc_x)} panels",
+                                   f"P(RFIG > PPO) on the mean return over all windows, {_panels(len(auc_x))}",
                                    _fmt(d), V.judge_dist(d, 0.5), scope=scope))
     tables, rows = [], []
     for e in pool:
@@ -174,11 +178,12 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
         rows.append(f"{env_label(e)}: RFIG {a}/{len(sx)}, PPO {c}/{len(sy)}")
     if tables:
         odds = V.mantel_haenszel(tables)
-        value = (f"odds ratio {odds.point:.2f} [{odds.lo:.2f}, {odds.hi:.2f}] over {odds.strata} informative panels"
+        value = (f"odds ratio {odds.point:.2f} [{odds.lo:.2f}, {odds.hi:.2f}] over {_panels(odds.strata)} where "
+                 "solving varies"
                  if odds.strata else "no panel where solving varies")
         claims.append(Claim.judged(
             f"{words} (seeds solved)", "Mantel-Haenszel odds ratio of solving, RFIG against PPO, stratified by panel "
-            f"({len(tables)} panels with a success rule)", value, V.judge_odds_ratio(odds), "; ".join(rows) + ".",
+            f"({_panels(len(tables))} with a success rule)", value, V.judge_odds_ratio(odds), "; ".join(rows) + ".",
             scope))
     return claims
 

@@ -315,13 +315,13 @@ def mantel_haenszel(tables: Sequence[tuple[int, int, int, int]]) -> OddsRatio:
     panel. A table with no variation in success (a + c = 0 or b + d = 0) carries no information and is
     dropped; 0.5 is added to every cell of a kept table with an empty cell."""
     kept = []
+    n = min((min(a + b, c + d) for a, b, c, d in tables if a + c and b + d), default=0)
     for a, b, c, d in tables:
         if a + c == 0 or b + d == 0:
             continue
         if 0 in (a, b, c, d):
             a, b, c, d = a + 0.5, b + 0.5, c + 0.5, d + 0.5
         kept.append((float(a), float(b), float(c), float(d)))
-    n = min((int(round(a + b)) for a, b, *_ in kept), default=0)
     if not kept:
         return OddsRatio(float("nan"), float("nan"), float("nan"), 0, n)
     r = np.array([a * d / (a + b + c + d) for a, b, c, d in kept])
