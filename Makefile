@@ -41,7 +41,7 @@ gpu-wheels-brax: $(STAMP)
 		-d .gpu-wheels/brax brax==0.14.2 mujoco-core==4.0.0 mujoco-mjx==3.17.0 trimesh==5.2.0 jaxopt==0.8.5
 
 # The paper's 40 non-Brax cells at 32 seeds on a GPU box, stopped before the command's limit, the
-# finished cells' data in OUT (README: the paper at its own 32 seeds on one GPU). SWEEP=paper32_brax
+# finished cells' data in OUT (docs/reproduction.md: the paper at its own 32 seeds). SWEEP=paper32_brax
 # for the sparse Brax cells; COMMIT names the tree's commit where it has no .git.
 OUT ?= gpu-out
 paper32-gpu:
@@ -83,7 +83,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not kept_apart"; first=$$?; \
 	$(PY) -m pytest -q -m kept_apart && exit $$first
 
-# Throughput, bonus-cost and linear-algebra numbers quoted in the README.
+# Throughput, bonus-cost and linear-algebra numbers quoted in docs/speed.md.
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference_ppo.py
 	$(PY) benchmarks/bench_throughput.py

@@ -1,6 +1,6 @@
-"""Env steps per second of the training loop (compile excluded), as quoted in the README.
+"""Env steps per second of the training loop (compile excluded), as quoted in docs/speed.md.
 
-    python benchmarks/bench_throughput.py                       # the README table
+    python benchmarks/bench_throughput.py                       # the table of docs/speed.md
     python benchmarks/bench_throughput.py --envs cartpole --bonuses none --seeds 1 --windows 3
 
 Each case composes the real Hydra config (paper defaults: 32 envs x 128 steps, 4 epochs

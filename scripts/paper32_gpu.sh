@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The paper's cells at its 32 seeds on one GPU box, in one command that ends by itself before a
-# deadline and hands back the compact data of the cells it finished (README: the paper at its own
+# deadline and hands back the compact data of the cells it finished (docs/reproduction.md: the paper at its own
 # 32 seeds on one GPU).
 #
 #   COMMIT=<sha> scripts/paper32_gpu.sh OUT_DIR [HYDRA_OVERRIDE ...]     # the 40 non-Brax cells

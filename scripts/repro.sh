@@ -95,7 +95,7 @@ if [ -z "${NO_RESTORE:-}" ] && [ -f "$DATA/runs.json.gz" ]; then
 fi
 
 # No stages named: every stage, on two lanes of one core each (placed processes ran faster than two
-# unpinned ones sharing both cores, README: Scale-out).
+# unpinned ones sharing both cores, docs/scale-out.md).
 if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     claims=$(mktemp -d "${TMPDIR:-/tmp}/repro-claims.XXXXXX")
     trap 'rm -rf "$claims"' EXIT

@@ -84,14 +84,13 @@ def test_the_check_sees_an_upward_import():
 
 
 def test_the_docs_name_every_module_and_layer():
-    """README's layout names every module (a bonus's own module aside: a new bonus touches no other
-    file), and docs/architecture.md every layer."""
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("\n## Layout"):].split("\n## ")[1]  # up to the next section, if any
+    """docs/architecture.md's layout names every module (a bonus's own module aside: a new bonus
+    touches no other file), and the page every layer."""
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    layout = architecture[architecture.index("\n## Layout"):].split("\n## ")[1]  # up to the next section, if any
     unnamed = [str(p.relative_to(ROOT)) for p in [*MODULES.values(), *ROOT.joinpath("analysis").rglob("*.py")]
                if p.stem not in ("__init__", "__main__", *bonus_names()) and p.name not in layout]
-    assert not unnamed, f"modules the README's Layout section does not name: {unnamed}"
-    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    assert not unnamed, f"modules docs/architecture.md's Layout section does not name: {unnamed}"
     assert [layer for layer in LAYERS if f"{layer}/" not in architecture] == []
 
 

@@ -1,5 +1,5 @@
 """Per-env options in a sweep over envs (rfig_exp.launch.env_options): they apply to the envs that
-have them, preflight and Hydra agree, and the README's commands run as written."""
+have them, preflight and Hydra agree, and the commands of docs/running.md run as written."""
 
 from __future__ import annotations
 

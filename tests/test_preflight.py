@@ -1,4 +1,4 @@
-"""launch.py's refusals and exit codes are what the README and --help say (rfig_exp.launch.preflight, errors)."""
+"""launch.py's refusals and exit codes are what docs/running.md and --help say (rfig_exp.launch.preflight, errors)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from rfig_exp.config.variants import group_options
 from rfig_exp.launch.preflight import PreflightError, help_text, preflight, preset_summary
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "running.md").read_text()  # its preflight errors and exit codes, held to the code here
 
 
 def _between(begin: str, end: str) -> str:
-    start = README.index(begin)
-    return README[README.index("\n", start) + 1:README.index(end, start)]
+    start = PAGE.index(begin)
+    return PAGE[PAGE.index("\n", start) + 1:PAGE.index(end, start)]
 
 
 def _readme_error_examples() -> list[tuple[str, list[str]]]:
@@ -45,13 +45,13 @@ def _matches(expected: str, actual: str) -> bool:
 
 
 @pytest.mark.parametrize("command,expected", _readme_error_examples(), ids=lambda x: str(x)[:40])
-def test_each_readme_error_example_prints_exactly_what_the_readme_shows(command, expected, tmp_path, monkeypatch):
+def test_each_error_example_prints_exactly_what_the_page_shows(command, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # results_dir=results (the default) is read relative to here: an empty tree
     actual = _refusal(shlex.split(command))
     assert len(actual) == len(expected) and all(map(_matches, expected, actual)), (expected, actual)
 
 
-def test_the_readme_shows_both_ways_of_mistyping_a_key_and_a_whole_bad_sweep():
+def test_the_page_shows_both_ways_of_mistyping_a_key_and_a_whole_bad_sweep():
     commands = [command for command, _ in _readme_error_examples()]
     assert {"agent.gama=0.9", "+agent.gama=0.9", "-m 'agent.lr=-1,1e-3' 'bonus=rfig,foo'"} <= set(commands)
 
@@ -86,9 +86,9 @@ def test_every_bad_job_is_counted_once_and_a_bad_choice_is_said_once():
     assert lines[-1] == "error: 10 of 12 jobs are invalid; nothing was started"
 
 
-def test_the_readme_exit_code_table_is_the_codes_table():
+def test_the_pages_exit_code_table_is_the_codes_table():
     table = _between("<!-- exit codes:", "<!-- end of exit codes -->").strip()
-    assert table == exit_codes_markdown(), f"README's exit codes should read:\n{exit_codes_markdown()}"
+    assert table == exit_codes_markdown(), f"docs/running.md's exit codes should read:\n{exit_codes_markdown()}"
     assert set(ExitCode) == {0, 1, 2, 75, 130, 143}
 
 

@@ -1,6 +1,6 @@
 """The errors ``launch.py`` reports, each with its exit code, and the one list of exit codes.
 
-:class:`ExitCode` is that list: ``launch.py --help`` prints it and the README's exit-code table
+:class:`ExitCode` is that list: ``launch.py --help`` prints it and docs/running.md's exit-code table
 is held to it (tests/test_preflight.py), so neither can drift from the code. Every exception
 here carries the code its process ends with. Nothing here imports anything heavy: ``--help``
 and the error paths stay fast.
@@ -87,6 +87,6 @@ def exit_codes_help(width: int = 100) -> list[str]:
 
 
 def exit_codes_markdown() -> str:
-    """The exit codes as the README's table shows them."""
+    """The exit codes as docs/running.md's table shows them."""
     return "\n".join(["| exit code | meaning |", "|---|---|",
                       *(f"| {int(code)} | {code.meaning} |" for code in ExitCode)])

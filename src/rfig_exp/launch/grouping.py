@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from rfig_exp.config.jobs import AUTO, validate_seeds_per_job
 
 # On this project's 2-core CPU, 8 vmapped seeds gave 1.06-1.14x the env steps/s of 1 seed
-# (README, Speed); larger groups gain little more on a CPU and lose more to a crash.
+# (docs/speed.md); larger groups gain little more on a CPU and lose more to a crash.
 CPU_SEEDS_PER_JOB = 8
 
 

@@ -91,7 +91,7 @@ def help_text() -> str:
         "  PYTHONPATH=. python launch.py 'hydra.searchpath=[file://my_conf]' env=mine bonus=mine",
         "    # an env and a bonus of your own modules, their YAML in my_conf/env/, my_conf/bonus/ (docs/extending.md)",
         "",
-        "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (README, 'Results')",
+        "results: <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/ (docs/running.md, 'Results')",
         "exit codes:",
         *exit_codes_help(HELP_WIDTH),
         "Hydra's own help: python launch.py --hydra-help",

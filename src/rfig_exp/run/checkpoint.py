@@ -14,7 +14,7 @@ the run starts afresh). The last ``keep`` checkpoints are kept.
 Why not orbax-checkpoint: measured here, one orbax ``save`` + ``wait_until_finished`` costs
 60-110 ms whatever the state's size (8 MB or 50 kB), against 1-20 ms for this module, and
 its import adds 1.6 s to every job; a checkpoint per seed per window would cost PPO runs
-up to a third of their time. See README, *Checkpoints*.
+up to a third of their time. See docs/running.md, *Checkpoints*.
 """
 
 from __future__ import annotations
