@@ -102,7 +102,7 @@ def _train(cfg, spec, this, varying: Sequence[str]):
                 spec.watch.stall_retries, lambda error: hydra_adapter.failed_job_return(cfg, error)))
     else:
         with StopSignals() as signals:
-            summaries = on_own_thread(lambda end: run(signals=signals, after_stall=end))
+            summaries = on_own_thread(functools.partial(run, signals=signals))
     return hydra_adapter.JobOutcome(skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries),
                                     stall_retries=retry.submitit_retries_used() if this.submitit else 0)
 

@@ -21,6 +21,7 @@ ends the process, so nothing is trained or written but Hydra's own folder. It pr
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import tempfile
@@ -92,7 +93,8 @@ def main() -> None:
         module = _module(frame.f_code.co_filename, tree)
         if module is None:
             return
-        (imported if frame.f_code.co_name == "<module>" else ran).add(module)
+        # a module's or a class's body runs as it is imported: only a function's call counts as run
+        (ran if frame.f_code.co_flags & inspect.CO_NEWLOCALS else imported).add(module)
         if frame.f_code.co_name == TARGET[0] and module == TARGET[1]:
             sys.setprofile(None)
             threading.setprofile(None)

@@ -108,27 +108,46 @@ def config_yaml(path: Path) -> str:
     return text[:start] + "\n".join([BEGIN, *_settings_lines(fields, docs), ""]) + text[end:]
 
 
+def choice_settings(group: str, choice: str) -> tuple[type[Settings], dict] | None:
+    """The settings class of built-in choice ``group=choice`` and its values as its file writes
+    them; None for a choice that is not built in. Only that choice's declaration is imported."""
+    if group == "agent":
+        from rfig_exp.agents.ppo.config import AgentSettings
+
+        return (AgentSettings, AgentSettings.defaults()) if choice == "ppo" else None
+    if group == "bonus":
+        from rfig_exp.bonuses import bonus_names, settings_class
+
+        if choice not in bonus_names():
+            return None
+        cls = settings_class(choice)
+        return cls, cls.defaults()
+    from rfig_exp.envs import REGISTRY
+    from rfig_exp.envs.settings import settings_class as env_settings_class
+
+    if choice not in REGISTRY:
+        return None
+    suite, suite_id = REGISTRY[choice]
+    env_class = env_settings_class(suite, suite_id)
+    return env_class, env_class.written(choice, suite_id)
+
+
 @functools.cache
 def group_settings() -> dict[str, dict[str, tuple[type[Settings], dict]]]:
     """Every built-in choice of each group: ``{group: {choice: (settings class, its values)}}``."""
-    from rfig_exp.agents.ppo.config import AgentSettings
-    from rfig_exp.bonuses import declared_bonuses
+    from rfig_exp.bonuses import bonus_names
     from rfig_exp.envs import REGISTRY
-    from rfig_exp.envs.settings import settings_class
 
-    envs = {}
-    for env, (suite, suite_id) in REGISTRY.items():
-        cls = settings_class(suite, suite_id)
-        envs[env] = (cls, cls.written(env, suite_id))
-    return {"agent": {"ppo": (AgentSettings, AgentSettings.defaults())},
-            "bonus": {name: (cls, cls.defaults()) for name, cls in declared_bonuses().items()},
-            "env": envs}
+    names = {"agent": ["ppo"], "bonus": bonus_names(), "env": list(REGISTRY)}
+    return {group: {choice: found for choice in choices if (found := choice_settings(group, choice))}
+            for group, choices in names.items()}
 
 
+@functools.cache
 def written_defaults(group: str, choice: str) -> dict | None:
     """The defaults of built-in choice ``group=choice`` as its composed config node holds them
     (``name`` first), from the declarations; None for a choice that is not built in."""
-    found = group_settings()[group].get(choice)
+    found = choice_settings(group, choice)
     if found is None:
         return None
     cls, values = found

@@ -120,9 +120,9 @@ def flush_logs() -> None:
 T = TypeVar("T")
 
 
-def on_own_thread(work: Callable[[Callable[[str], None]], T]) -> T:
-    """``work(end)`` run on a thread of its own while this thread waits: its result, or its
-    exception raised here. ``end`` is the ``end`` to give its watchdog: a stalled ``work`` is left
+def on_own_thread(work: Callable[..., T]) -> T:
+    """``work(after_stall=end)`` run on a thread of its own while this thread waits: its result, or
+    its exception raised here. ``end`` is the ``end`` to give its watchdog: a stalled ``work`` is left
     behind on its thread (nothing can unwind it) and :class:`Stalled` is raised here instead, so
     the process goes on (an in-process sweep retries the job, rfig_exp.launch.retry). Signals still
     come to this thread, the main one: ``work`` reads what they asked for from a
@@ -137,7 +137,7 @@ def on_own_thread(work: Callable[[Callable[[str], None]], T]) -> T:
 
     def target() -> None:
         try:
-            outcome["value"] = work(end)
+            outcome["value"] = work(after_stall=end)
         except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = err
         finally:
