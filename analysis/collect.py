@@ -45,20 +45,12 @@ from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, ref
 from .issues import AnalysisError, Issue, fmt_list
 from .methods import Method, build_methods, format_overrides
 from .names import BUILT_IN, Names, env_sort_key, sort_envs
+from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 
+# isort: off
 # Re-exported: what analysis.collect offered before analysis.runs and analysis.align split off.
-from .runs import (  # noqa: F401
-    EPISODES_COLUMN,
-    RETURN_COLUMN,
-    STEPS_COLUMN,
-    Run,
-    find_experiments,
-    load_run,
-    resolve_variant_overrides,
-    scan_runs,
-    split_env_options,
-    summary_identity,
-)
+from .runs import EPISODES_COLUMN, RETURN_COLUMN, STEPS_COLUMN, load_run  # noqa: F401, E402
+# isort: on
 
 
 @dataclass

@@ -65,23 +65,13 @@ def make(settings: VIMESettings, obs_shape, action_space):
     import jax
     import jax.numpy as jnp
 
+    from rfig_exp.bonuses import bnn
     from rfig_exp.bonuses.base import Bonus, action_features, flat_states
-    from rfig_exp.bonuses.bnn import (
-        VIMEState,
-        action_dim,
-        forward,
-        information_gain,
-        init_params,
-        kl_to_prior,
-        sample_noise,
-        sample_weights,
-        squared_error_nll,
-    )
     from rfig_exp.bonuses.nets import adam_init, adam_step
 
     obs_ndim = len(obs_shape)
     obs_dim = math.prod(obs_shape)
-    sizes = (obs_dim + action_dim(action_space), *settings.hidden, obs_dim)
+    sizes = (obs_dim + bnn.action_dim(action_space), *settings.hidden, obs_dim)
     num_samples = settings.num_samples
 
     def inputs_targets(batch):
@@ -96,18 +86,18 @@ def make(settings: VIMESettings, obs_shape, action_space):
         """``num_samples`` weight-noise samples from ``state.key`` (a Python list: the
         passes stay plain 2-D matmuls instead of batched ones)."""
         keys = [state.key] if num_samples == 1 else list(jax.random.split(state.key, num_samples))
-        return [sample_noise(k, state.params["mu"]) for k in keys]
+        return [bnn.sample_noise(k, state.params["mu"]) for k in keys]
 
     def init(key, warmup_obs, hp: VIMESettings):
         del warmup_obs
         k_params, k_noise = jax.random.split(key)
-        params = init_params(k_params, sizes, hp.init_sigma)
-        return VIMEState(params=params, opt_state=adam_init(params), key=k_noise,
+        params = bnn.init_params(k_params, sizes, hp.init_sigma)
+        return bnn.VIMEState(params=params, opt_state=adam_init(params), key=k_noise,
                          updates=jnp.zeros((), jnp.int32))
 
     def reward(state, batch, hp: VIMESettings):
         x, y = inputs_targets(batch)
-        ig = information_gain(state.params, noise(state), x, y, hp)
+        ig = bnn.information_gain(state.params, noise(state), x, y, hp)
         finite = jnp.isfinite(ig)
         bonus = jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp.clip, neginf=0.0), 0.0, hp.clip)
         metrics = {"info_gain_mean": jnp.mean(bonus), "info_gain_max": jnp.max(bonus),
@@ -117,13 +107,13 @@ def make(settings: VIMESettings, obs_shape, action_space):
 
     def loss_fn(params, eps, x, y, hp: VIMESettings):
         def nll(eps):
-            out, _ = forward(sample_weights(params, eps), x)
-            return jnp.mean(squared_error_nll(out, y, hp.likelihood_sigma))
+            out, _ = bnn.forward(bnn.sample_weights(params, eps), x)
+            return jnp.mean(bnn.squared_error_nll(out, y, hp.likelihood_sigma))
 
         data = sum(nll(e) for e in eps) / num_samples
         # the Gaussian's normalising constant, so that ``nll`` is the true negative log-likelihood
         data = data + y.shape[-1] * (jnp.log(hp.likelihood_sigma) + 0.5 * math.log(2.0 * math.pi))
-        kl = kl_to_prior(params, hp.prior_sigma)
+        kl = bnn.kl_to_prior(params, hp.prior_sigma)
         return data + hp.kl_weight * kl, (data, kl)
 
     def update(state, batch, key, hp: VIMESettings):
@@ -132,7 +122,7 @@ def make(settings: VIMESettings, obs_shape, action_space):
         grads, (nll, kl) = jax.grad(loss_fn, has_aux=True)(state.params, noise(state), x, y, hp)
         # Adam b1 0.9, b2 0.999 as Lasagne's adam in the reference
         params, opt_state = adam_step(state.params, grads, state.opt_state, hp.lr, hp.adam_eps)
-        new_state = VIMEState(params=params, opt_state=opt_state, key=key, updates=state.updates + 1)
+        new_state = bnn.VIMEState(params=params, opt_state=opt_state, key=key, updates=state.updates + 1)
         return new_state, {"dynamics_nll": nll, "kl_to_prior": kl, "posterior_sigma_mean": mean_sigma(params)}
 
     def mean_sigma(params):

@@ -248,15 +248,15 @@ def help_lines(width: int = 100) -> list[str]:
         return out
 
     groups = group_settings()
-    entries = [("top level", names(RunSettings)), ("agent.", names(groups["agent"]["ppo"][0]))]
-    entries += [(f"bonus. ({b})", names(cls)) for b, (cls, _) in groups["bonus"].items()]
+    entries = [("the run", names(RunSettings)), ("agent=ppo", names(groups["agent"]["ppo"][0], "agent."))]
+    entries += [(f"bonus={b}", names(cls, "bonus.")) for b, (cls, _) in groups["bonus"].items()]
     seen: dict[tuple[str, ...], list[str]] = {}
     for env, (cls, _) in groups["env"].items():
-        seen.setdefault(tuple(names(cls)), []).append(env)
-    entries += [(f"env. ({_common_name(envs)})", list(keys)) for keys, envs in seen.items() if keys]
+        seen.setdefault(tuple(names(cls, "env.")), []).append(env)
+    entries += [(f"env={_common_name(envs)}", list(keys)) for keys, envs in seen.items() if keys]
     lines = []
     for label, keys in entries:
-        lines += textwrap.wrap(", ".join(keys), width, initial_indent=f"  {label:<22}", subsequent_indent=" " * 24)
+        lines += textwrap.wrap(", ".join(keys), width, initial_indent=f"  {label:<17}", subsequent_indent=" " * 19)
     return lines
 
 
