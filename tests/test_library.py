@@ -135,5 +135,5 @@ def test_create_refuses_bad_input_naming_the_setting(call, message):
 
 
 def test_create_refuses_an_action_space_it_does_not_know():
-    with pytest.raises(TypeError, match="DiscreteSpace"):
+    with pytest.raises(ConfigError, match="action_space=3 must be rfig_exp.bonuses.DiscreteSpace"):
         create("rfig", (2,), 3, 4096)
