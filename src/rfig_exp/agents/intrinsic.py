@@ -149,17 +149,21 @@ def _stacked(tree: Any, batched: Any, axis_size: int) -> Any:
     return jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x)), tree, batched)
 
 
-# The agent's settings this module reads, each declared once: the agent's in AgentSettings
-# (conf/agent/ppo.yaml), beta in BonusSettings (conf/bonus/<name>.yaml).
-AGENT_SETTINGS = ("obs_clip", "gamma_int", "ext_coef", "obs_norm_init_steps")
+# The agent's settings IntrinsicReward takes, by its argument's name, each declared once: in
+# AgentSettings (conf/agent/ppo.yaml) under the name of the right, beta in BonusSettings.
+AGENT_SETTINGS = {"obs_clip": "obs_clip", "gamma_int": "gamma_int", "ext_coef": "ext_coef", "beta": "beta",
+                  "warmup_steps": "obs_norm_init_steps"}
 
 
-def _checked(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` of the agent's settings and ``beta`` checked by their declared rules (errors name
-    the argument); the defaults for those not given."""
-    rules = {**{name: d for name, d in declared(AgentSettings) if name in AGENT_SETTINGS},
-             **{name: d for name, d in declared(BonusSettings) if name == "beta"}}
-    return {name: d.rule(values.get(name, d.default), name, {}) for name, d in rules.items()}
+def _checked(given: dict[str, Any]) -> dict[str, Any]:
+    """The agent's settings of :data:`AGENT_SETTINGS`, ``given`` or their declared defaults, checked by
+    their declared rules (an error names the argument)."""
+    declarations = {**dict(declared(AgentSettings)), "beta": dict(declared(BonusSettings))["beta"]}
+    out = {}
+    for argument, name in AGENT_SETTINGS.items():
+        d = declarations[name]
+        out[argument] = d.rule(given.get(argument, d.default), argument, {})
+    return out
 
 
 @dataclass(frozen=True)
@@ -183,18 +187,14 @@ class IntrinsicReward:
         ``action_space`` (gymnax's spaces work as they are). ``settings``: the agent's
         ``obs_clip``, ``gamma_int``, ``ext_coef``, ``beta`` and ``warmup_steps`` (defaults:
         ``conf/agent/ppo.yaml``, ``beta`` 0.5), and the bonus's own by name."""
-        agent_keys = {"obs_clip", "gamma_int", "ext_coef", "beta", "warmup_steps"}
-        given = {k: v for k, v in settings.items() if k in agent_keys}
-        if "warmup_steps" in given:
-            given["obs_norm_init_steps"] = given.pop("warmup_steps")
-        agent = _checked(given)
+        agent = _checked({k: v for k, v in settings.items() if k in AGENT_SETTINGS})
         num_envs, num_steps = positive_integer(num_envs, "num_envs"), positive_integer(num_steps, "num_steps")
-        own = {k: v for k, v in settings.items() if k not in agent_keys}
+        own = {k: v for k, v in settings.items() if k not in AGENT_SETTINGS}
         bonus, bonus_hp = create(name, observation_space, action_space, num_envs * num_steps, module=module,
                                  obs_clip=agent["obs_clip"], **own)
         hparams = IntrinsicHparams(*float32_hparams((agent["obs_clip"], agent["gamma_int"], agent["beta"],
                                                      agent["ext_coef"])), bonus=bonus_hp)
-        return cls(bonus, hparams, num_envs, agent["obs_norm_init_steps"])
+        return cls(bonus, hparams, num_envs, agent["warmup_steps"])
 
     def warmup(self, key: jax.Array, env: Any, env_params: Any) -> jax.Array:
         """``[num_envs * (warmup_steps + 1), *obs]`` states of a uniformly random policy in a gymnax

@@ -205,6 +205,8 @@ def observation_shape(obs_shape: Any) -> tuple[int, ...]:
     elif not isinstance(value, (tuple, list)) and isinstance(getattr(value, "shape", None), tuple):
         value = value.shape  # a space; an array has a shape too, but is no shape
     try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
         dims = tuple(value)
     except TypeError:
         raise ConfigError(f"obs_shape={obs_shape!r} must be an integer, a tuple of integers or a space with a "
@@ -228,7 +230,7 @@ def action_space_of(space: Any) -> Any:
     if isinstance(shape, tuple) and hasattr(space, "low") and hasattr(space, "high"):
         if len(shape) != 1:
             raise ConfigError(f"action_space: a Box of shape {shape}; a bonus takes one-dimensional actions")
-        low, high = (_bound(b, "low", space) for b in (space.low, space.high))
+        low, high = _bound(space.low, "low"), _bound(space.high, "high")
         return BoxSpace(positive_integer(shape[0], "action_space.shape[0]"), low, high)
     raise ConfigError(f"action_space={space!r} must be rfig_exp.bonuses.DiscreteSpace(num_actions), "
                       "BoxSpace(dim, low, high), or gymnax's Discrete or one-dimensional Box")
