@@ -105,7 +105,6 @@ def parse_bonus(node, batch_size: int, obs_clip: float = OBS_CLIP) -> BonusSetti
     A name that no built-in bonus has is looked up among the installed ones when the node names no
     ``module``."""
     name, module = node.get("name"), node.get("module")
-    given = {"batch_size": batch_size, "obs_clip": obs_clip}
     if module is None and name not in bonus_names():
         module = installed_bonuses().get(name)
     if module is not None:
@@ -115,8 +114,8 @@ def parse_bonus(node, batch_size: int, obs_clip: float = OBS_CLIP) -> BonusSetti
         extra = sorted(set(map(str, node)) - {"name", "module", *settings})
         if extra:  # a built-in's YAML is held to its declaration by the tests; a user's, here
             raise ConfigError(f"bonus.{extra[0]} is not a setting of {name}; {module} declares {', '.join(settings)}")
-        return declared_class.parse(node, **given)
-    return settings_class(_known_bonus(name)).parse(node, **given)
+        return declared_class.parse(node, batch_size=batch_size, obs_clip=obs_clip)
+    return settings_class(_known_bonus(name)).parse(node, batch_size=batch_size, obs_clip=obs_clip)
 
 
 def _known_bonus(name) -> str:
