@@ -30,14 +30,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..aggregate import compute_aggregates
-from ..claims import claims_table
+from .. import verdicts
+from ..claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
 from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
 from ..names import env_label, method_label, sort_methods, split_task
 from .cells import compare_claims, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
-from .stages import preset_envs
-from .sections import (SENS, deepsea_scaling, sensitivity, sensitivity_claim, speed, stage_costs,
-                             theory_section)
+from .stages import BACKEND, preset_envs
+from .sections import (SENS, backend_section, deepsea_scaling, poi_figure, read_timing, sensitivity, speed,
+                       stage_costs, theory_section, timing_section)
 from ..report import build_report
 from ..maker import ReportOptions
 from ..tables import render_markdown
@@ -56,14 +57,16 @@ STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggre
 CURVES = "main/curves.png"
 
 
-def _claims_md(claims, compared: tuple[Path, str] | None = None) -> str:
+CLAIM_HEADER = ["The paper says (Section 5, Table 1)", "Measured as", "Value [95% CI]", "Verdict (rules.md)"]
+
+
+def _claims_md(claims, compared: tuple[Path, str] | None = None, first: str = CLAIM_HEADER[0]) -> str:
     beside = compare_claims(claims, *compared) if compared else None
     if beside is not None:
-        return render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {compared[1]}"], beside,
-                               align="llll")
+        return render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)",
+                                f"Verdict at {compared[1]}"], beside, align="llll")
     rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.detail] for c in claims]
-    return render_markdown(["Claim (paper)", "Measured as", "Value [95% CI]", "Verdict", "Details"], rows,
-                           align="lllll")
+    return render_markdown([first, *CLAIM_HEADER[1:], "Details"], rows, align="lllll")
 
 
 def _speed_md(speed: dict[str, dict[str, float]], coll: Collection) -> str:
@@ -142,7 +145,6 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[st
 
 def coverage_of_the_paper(envs: list[str]) -> str:
     """Which of the paper's envs (``conf/sweep/paper.yaml``) the main grid has, in one line."""
-    from .stages import preset_envs
 
     paper = preset_envs("paper")
     have = {split_task(e)[0] for e in envs}
@@ -169,7 +171,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         tree = rebuild_tree(data_dir, Path(tmp) / "results")
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
-        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta)))
+        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta)), data_dir)
         # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -182,34 +184,39 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     parts["missing"] = missing_md(stored, experiment, EXPECTED_PRESETS.get(experiment, [experiment]))
     parts["origins"] = origins_md(stored, experiment)
     parts["compared"] = COMPARE_WITH.get(experiment)
+    (out / "rules.md").write_text(rules_md())
     index.write_text(_index_md(parts, theory_section(data_dir, out) if (data_dir / "theory.csv").is_file() else "",
                                out))
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
     claims = parts["claims"]
     beside = compare_claims(claims, *parts["compared"]) if parts["compared"] else None
-    verdicts = (render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict", f"Verdict at {parts['compared'][1]}"],
-                                beside, align="llll") if beside is not None else
-                render_markdown(["Claim (paper)", "Value [95% CI]", "Verdict"],
-                                [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll"))
+    judged = (render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)",
+                               f"Verdict at {parts['compared'][1]}"], beside, align="llll") if beside is not None else
+              render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)"],
+                              [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll"))
+    rules = f"{out.as_posix()}/rules.md"
     (out / "summary.md").write_text(
         f"![learning curves]({out.as_posix()}/{CURVES})\n\n"
-        + (table.read_text() if table.is_file() else "") + "\n" + verdicts)
+        + (table.read_text() if table.is_file() else "")
+        + f"\n*Our IQM final scores with 95% intervals over seeds (the paper shows curves only). Below, the paper's "
+          f"claims on its own {len(preset_envs('paper'))} panels, judged by the rules fixed before the data was read "
+          f"([{rules}]({rules})).*\n\n" + judged)
     (out / "claims.json").write_text(json.dumps([c.__dict__ for c in claims], indent=1))
     (out / "sensitivity.json").write_text(json.dumps(parts["sens_summary"], indent=1, sort_keys=True))
     return index
 
 
-def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dict:
-    """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs, and
-    what the index takes from them."""
+def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path) -> dict:
+    """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs, the claims
+    judged by the rule book, and what the index takes from them."""
     reps, seed = opts.reps, opts.seed
     have = find_experiments(tree)
+    paper = preset_envs("paper")
     main = collect(tree, experiment, variants=list(MAIN_VARIANTS))
     build_report(main, out / "main", opts, only=STANDARD_SECTIONS)
     agg = compute_aggregates(main, reps=reps, seed=seed)
     measured_speed = speed(main)
-    claims = claims_table(main, agg, reps=reps, seed=seed, speed=measured_speed)
 
     deep_md, deep_runs = "", []
     if any(r.env_folder == "deepsea" for r in main.runs) or (tree / experiment / "deepsea").is_dir():
@@ -219,21 +226,23 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions) -> dic
         deep_md, _ = deepsea_scaling(deep, out)
         deep_runs = deep.runs
 
-    sens_md, sens_summary, sens_runs = "", {}, []
+    sens_md, sens_summary, sens_runs, sens = "", {}, [], None
     if SENS in have:
         sens = collect(tree, SENS)
         build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
         sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
         sens_runs = sens.runs
-        if sens_summary:
-            claims.append(sensitivity_claim(sens_summary))
+    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(data_dir), sens=sens)
+    poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
     seen, unique = set(), []
     for r in main.runs + deep_runs + sens_runs:
         if r.path not in seen:
             seen.add(r.path)
             unique.append(r)
-    return {"main": main, "claims": claims, "speed": measured_speed, "deep_md": deep_md, "sens_md": sens_md,
-            "sens_summary": sens_summary, "runs": unique}
+    return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
+            "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
+            "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique,
+            "timing_md": timing_section(data_dir), "backend_md": backend_section(tree, main, reps, seed)}
 
 
 def _index_md(parts: dict, theory_md: str, out: Path) -> str:
@@ -270,26 +279,50 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "",
         return_measurement_md(main),
         "",
-        "## Final scores (the paper's table)",
+        "## Final scores per panel (ours: the paper shows curves and no score table)",
         "",
         scores.read_text() if scores.is_file() else "",
         "*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds; bold: the best "
         "whose CI overlaps no other.*",
         "",
-        "## Every claim, with a verdict",
+        "## RFIG against PPO, panel by panel",
+        "",
+        parts["poi_md"],
+        "",
+        f"## The paper's claims, judged on its {len(preset_envs('paper'))} panels",
+        "",
+        "Each claim is quoted from the paper (Section 5 and Table 1) and judged by the rules in [rules.md](rules.md), "
+        "written and tested (`tests/test_verdicts.py`) before this data was read with them: the paper's own panels "
+        "only, panels where every method sits at one score left out, a 95% interval entirely on one side for "
+        "*supported* or *contradicted*, and otherwise *undecided* with the number of seeds at which an effect of the "
+        "measured size would be resolved.",
         "",
         _claims_md(parts["claims"], parts.get("compared")),
         "",
-        "Verdicts from 95% intervals over seeds (`analysis/claims.py` says each rule). *Inconclusive at this n* means "
-        "the interval contains the no-difference value: more seeds (the paper's 32: `sweep=paper`) could decide it.",
-        "",
-        "## Throughput (env steps/s over the vmapped seeds of each job; the machines are in the table above)",
+    ]
+    if parts.get("compared"):
+        lines += ["<details><summary>How each claim was measured, and the numbers behind it</summary>", "",
+                  _claims_md(parts["claims"]), "", "</details>", ""]
+    if parts["comparisons"]:
+        lines += ["## RFIG against each NN baseline (measurements, not claims of the paper)", "",
+                  _claims_md(parts["comparisons"], first="Comparison"), ""]
+    if parts["beyond"]:
+        lines += ["## Beyond the paper: the same comparison on the envs the paper did not run", "",
+                  "These never enter a verdict above (rules.md, rule 1).", "",
+                  _claims_md(parts["beyond"], first="Comparison"), ""]
+    if parts["timing_md"]:
+        lines += ["## Execution time, from a controlled benchmark", "", parts["timing_md"], ""]
+    if parts["backend_md"]:
+        lines += ["## Does brax's backend matter? Sparse-HalfCheetah on `generalized`", "", parts["backend_md"], ""]
+    lines += [
+        "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job; the machines are in "
+        "the table above; not evidence for the timing claim: other work shared the machine)",
         "",
         _speed_md(parts["speed"], main),
         "",
     ]
     if parts["deep_md"]:
-        lines += ["## Deep exploration: DeepSea scaling", "", parts["deep_md"], "",
+        lines += ["## Deep exploration: DeepSea scaling (beyond the paper)", "", parts["deep_md"], "",
                   "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
     if parts["sens_md"]:
         lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
@@ -316,6 +349,14 @@ def _problems_md(problems) -> str:
         lines.append(f"- {kind}: {who}" + (f", seeds {', '.join(map(str, sorted(shown)))}" if shown else "")
                      + f": {detail} ({handling})")
     return "\n".join(lines)
+
+
+def rules_md() -> str:
+    """The rule book (analysis.verdicts' docstring) as the page the reports link to."""
+    text = (verdicts.__doc__ or "").strip()
+    head, _, body = text.partition("\n\n")
+    return (f"# How a claim of the paper gets its verdict\n\n*{head}* (`analysis/verdicts.py`; each rule is tested "
+            "on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body + "\n")
 
 
 README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.repro build --readme README.md` -->"
@@ -372,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "export":
-            exps = [x for x in (args.experiment, SENS) if x in find_experiments(args.results)]
+            exps = [x for x in (args.experiment, SENS, BACKEND) if x in find_experiments(args.results)]
             if args.experiment not in exps:
                 raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
             counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells)

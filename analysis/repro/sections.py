@@ -1,6 +1,7 @@
 """The sections of the reproduction report (analysis.repro) that are more than a standard
-report: throughput and wall time per stage, DeepSea scaling, measured sensitivity (with its
-claim) and the theory figure. Nothing here imports JAX."""
+report: throughput and wall time per stage, DeepSea scaling, measured sensitivity, P(RFIG > PPO)
+panel by panel, the controlled timing benchmark, the backend check and the theory figure.
+Nothing here imports JAX."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import numpy as np  # noqa: E402
 from rfig_exp.config.variants import format_value  # noqa: E402
 
 from ..aggregate import bootstrap, fast_iqm  # noqa: E402
-from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
+from .. import verdicts as V  # noqa: E402
+from ..claims import SUCCESS_RULES, sensitivity_knobs, solved_fractions, wilson  # noqa: E402
 from ..collect import Collection, final_scores  # noqa: E402
-from ..names import BASELINES, QUALITATIVE, env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
+from ..names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from ..plots import _save  # noqa: E402
 from .stages import stage_of  # noqa: E402
 from ..tables import render_markdown  # noqa: E402
@@ -196,32 +198,6 @@ def rfig_against_hashexplo(depth: dict[tuple[int, str], dict], sizes: list[int])
     return f"{head} Per size: {per}."
 
 
-def _sensitivity_knobs(coll: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:
-    """bonus -> knob -> value -> method key (the bonus's default, read from its config, included),
-    and bonus -> the key of its default: the variant with no override of its own."""
-    common = set(coll.common_overrides)
-    knobs: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    defaults: dict[str, str] = {}
-    for key, m in coll.method_info.items():
-        own = {k: v for k, v in m.overrides if k not in common}
-        if not own:
-            defaults[m.bonus] = key
-        elif len(own) == 1:
-            (k, v), = own.items()
-            knobs[m.bonus][k][v] = key
-    for bonus, by_knob in knobs.items():
-        if bonus not in defaults:
-            continue
-        cfg = next((r.config for r in coll.runs_of(defaults[bonus]) if r.config), None) or {}
-        for k in by_knob:
-            node = cfg
-            for part in k.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
-            if node is not None:
-                by_knob[k].setdefault(node, defaults[bonus])
-    return knobs, defaults
-
-
 @dataclass
 class _SensitivityRun:
     """What the panels share: final scores, their per-env bounds, the bootstrap's settings and
@@ -233,6 +209,7 @@ class _SensitivityRun:
     hi: dict[str, float]
     reps: int
     rng_seed: int
+    saturated: list[str] = field(default_factory=list)  # rule 3: drawn, left out of the ranges
     spread: dict[str, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
 
@@ -264,9 +241,10 @@ def _sensitivity_panel(ax, s: _SensitivityRun, bonus: str, knob: str, values: di
                     alpha=1.0 if j == 0 else 0.55, linestyle="-" if j == 0 else "--", capsize=2.5,
                     label=env_label(e))
         rng = float(y.max() - y.min())
-        s.spread.setdefault(bonus, {"ranges": [], "knobs": set()})
-        s.spread[bonus]["ranges"].append(rng)
-        s.spread[bonus]["knobs"].add(knob)
+        if e not in s.saturated:
+            s.spread.setdefault(bonus, {"ranges": [], "knobs": set()})
+            s.spread[bonus]["ranges"].append(rng)
+            s.spread[bonus]["knobs"].add(knob)
         best = pts[int(np.argmax(y))][0]
         s.rows.append([method_label(bonus), knob.split(".")[-1], env_label(e),
                        ", ".join(f"{format_value(v)}: {yv:.2f}" for v, yv, *_ in pts),
@@ -301,7 +279,7 @@ def sensitivity(coll: Collection, out: Path, reps: int, seed: int) -> tuple[str,
         vals = np.concatenate([v for _, v in scores[e].values()]) if scores.get(e) else np.zeros(0)
         if vals.size:
             lo[e], hi[e] = float(vals.min()), float(vals.max())
-    knobs, defaults = _sensitivity_knobs(coll)
+    knobs, defaults = sensitivity_knobs(coll)
     panels = [(b, k) for b in sort_methods(knobs) for k in sorted(knobs[b])]
     if not panels:
         return "No sensitivity runs.", {}, []
@@ -309,7 +287,9 @@ def sensitivity(coll: Collection, out: Path, reps: int, seed: int) -> tuple[str,
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows + 0.6), squeeze=False,
                              layout="constrained")
-    state = _SensitivityRun(coll, scores, lo, hi, reps, seed)
+    saturated = [e for e in coll.envs if len(scores.get(e, {})) >= 2
+                 and V.saturated({m: v for m, (_, v) in scores[e].items()})]
+    state = _SensitivityRun(coll, scores, lo, hi, reps, seed, saturated)
     for ax, (bonus, knob) in zip(axes.flat, panels, strict=False):
         _sensitivity_panel(ax, state, bonus, knob, knobs[bonus][knob], defaults.get(bonus))
     for ax in list(axes.flat)[len(panels):]:
@@ -320,10 +300,10 @@ def sensitivity(coll: Collection, out: Path, reps: int, seed: int) -> tuple[str,
     files = _save(fig, out / "sensitivity")
     summary = {b: {"mean_range": float(np.mean(s["ranges"])), "max_range": float(np.max(s["ranges"])),
                    "panels": len(s["ranges"]), "knobs": sorted(s["knobs"])} for b, s in state.spread.items()}
-    return _sensitivity_md(summary, state.rows), summary, files
+    return _sensitivity_md(summary, state.rows, saturated), summary, files
 
 
-def _sensitivity_md(summary: dict[str, dict], rows: list) -> str:
+def _sensitivity_md(summary: dict[str, dict], rows: list, saturated: list[str]) -> str:
     md_rows = [[method_label(b), f"{summary[b]['mean_range']:.2f}", f"{summary[b]['max_range']:.2f}",
                 ", ".join(k.split(".")[-1] for k in summary[b]["knobs"]), str(summary[b]["panels"])]
                for b in sort_methods(summary)]
@@ -333,30 +313,12 @@ def _sensitivity_md(summary: dict[str, dict], rows: list) -> str:
             + render_markdown(["Method", "Sensitivity: mean IQM range", "largest range", "knobs", "knob x env panels"],
                               md_rows)
             + "\n*IQM range = largest minus smallest normalised IQM final score across a knob's values, in one env; "
-              "0 = the knob does not matter, 1 = it decides between the worst and the best run of the env.*\n\n"
+              "0 = the knob does not matter, 1 = it decides between the worst and the best run of the env."
+            + (f" {', '.join(map(env_label, saturated))}: every run of every variant at one score, so it does not "
+               "discriminate (rules.md, rule 3) and is left out of the ranges." if saturated else "") + "*\n\n"
             "<details><summary>Every knob, value by value</summary>\n\n"
             + render_markdown(["Method", "Knob", "Env", "normalised IQM per value", "range", "best value"], rows,
                               align="llllrl") + "\n</details>\n")
-
-
-def sensitivity_claim(summary: dict):
-    from ..claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Claim
-
-    order = sorted(summary, key=lambda b: summary[b]["mean_range"])
-    text = ", ".join(f"{method_label(b)} {summary[b]['mean_range']:.2f}" for b in order)
-    paper = {b: QUALITATIVE[b]["sensitivity"] for b in ("rfig", *BASELINES)}  # the paper's Table 1
-    if "rfig" not in summary:
-        verdict = INCONCLUSIVE
-    elif order[0] == "rfig":
-        verdict = SUPPORTED
-    elif summary["rfig"]["mean_range"] > max(summary[b]["mean_range"] for b in summary if b != "rfig"):
-        verdict = NOT_SUPPORTED
-    else:
-        verdict = INCONCLUSIVE
-    return Claim("RFIG has low sensitivity; RND medium; VIME and #Explo high (the paper's table)",
-                 "mean IQM range over each method's knobs x 2 envs (lower = less sensitive)", text, verdict,
-                 "paper: " + ", ".join(f"{method_label(b)} {v}" for b, v in paper.items())
-                 + "; supported when RFIG's range is the lowest, not supported when it is the highest")
 
 
 def theory_section(data_dir: Path, out: Path) -> str:
@@ -392,3 +354,129 @@ def theory_section(data_dir: Path, out: Path) -> str:
             "(last column: bound / largest error at D = 1024).\n\n"
             + render_markdown(["lambda", "d", "n", "slope mean err", "slope max err", "IG (exact)", "mean err",
                                "max err", "Prop. 4.2", "Prop. 4.3", "4.2 / max err"], md_rows))
+
+
+def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, list[Path]]:
+    """P(RFIG > PPO) with its 95% interval, one row per panel (the paper's, then those beyond it),
+    and the aggregate over the paper's discriminating panels with and without the others: the
+    headline claim at a glance. ``claims_panels``: analysis.claims.panels_of(main, paper envs)."""
+    from ..claims import poi_by_panel
+
+    p = claims_panels
+    rows: list[tuple[str, V.Dist, str]] = []
+    per = poi_by_panel(p, "rfig", "none", p.paper + p.beyond, reps, seed)
+    for e in p.paper + p.beyond:
+        if e in per:
+            rows.append((env_label(e) + ("" if e in p.paper else " (beyond the paper)"), per[e],
+                         "saturated" if e in p.saturated else ("paper" if e in p.paper else "beyond")))
+    if not rows:
+        return "", []
+    aggregates = []
+    for label, envs in (("mean over the paper's panels", p.discriminating(p.paper, "rfig", "none")),
+                        ("mean with the envs beyond the paper", p.discriminating(p.paper + p.beyond, "rfig", "none"))):
+        if envs:
+            d = V.poi_over_panels({e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "none") for e in envs}, reps,
+                                  seed + 1000 + len(aggregates))
+            aggregates.append((f"{label} ({len(envs)})", d))
+    if len(aggregates) == 2 and aggregates[0][1].point == aggregates[1][1].point:
+        aggregates = aggregates[:1]
+    every = rows + [(label, d, "aggregate") for label, d in aggregates]
+    fig, ax = plt.subplots(figsize=(6.4, 0.34 * len(every) + 1.0), layout="constrained")
+    colours = {"paper": "#1f77b4", "beyond": "#7f7f7f", "saturated": "#c7c7c7", "aggregate": "#d62728"}
+    for i, (_label, d, kind) in enumerate(every):
+        y = len(every) - 1 - i
+        lo, hi = d.interval()
+        ax.errorbar([d.point], [y], xerr=[[d.point - lo], [hi - d.point]], fmt="D" if kind == "aggregate" else "o",
+                    color=colours[kind], capsize=3, markersize=5)
+    ax.axvline(0.5, color="0.4", linestyle=":", linewidth=1)
+    ax.set_yticks(range(len(every)), [label + (" (does not discriminate)" if kind == "saturated" else "")
+                                      for label, _, kind in reversed(every)], fontsize=8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("P(RFIG > PPO), final score (95% bootstrap interval over seeds)", fontsize=9)
+    ax.spines[["top", "right"]].set_visible(False)
+    files = _save(fig, out / "poi_rfig_ppo")
+    table = render_markdown(["Panel", "P(RFIG > PPO) [95% CI]"],
+                            [[label + (" (does not discriminate)" if kind == "saturated" else ""),
+                              f"{d.point:.2f} [{d.interval()[0]:.2f}, {d.interval()[1]:.2f}]"]
+                             for label, d, kind in every], align="lr")
+    return ("![P(RFIG > PPO) per panel](poi_rfig_ppo.png)\n\n*One row per panel: the probability that a run of "
+            "RFIG ends above a run of PPO (0.5: no difference). Grey: beyond the paper or not discriminating; "
+            "red: the aggregates behind the claim, over the paper's discriminating panels and with the envs "
+            "beyond the paper.*\n\n<details><summary>The numbers</summary>\n\n" + table + "\n</details>\n",
+            files)
+
+
+TIMING = "timing.csv"  # benchmarks/bench_timing_claim.py's rows, beside the data
+
+
+def read_timing(data_dir: Path) -> dict[str, dict[str, np.ndarray]] | None:
+    """env -> variant -> a run's wall time in each paired round (s), from the controlled benchmark
+    (``timing.csv``: round, env, variant, run_s, ...); None when it was not run."""
+    import csv
+
+    path = Path(data_dir) / TIMING
+    if not path.is_file():
+        return None
+    rows = list(csv.DictReader(path.open()))
+    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        out[r["env"]][r["variant"]].append((int(r["round"]), float(r["run_s"])))
+    return {e: {v: np.array([x for _, x in sorted(pairs)]) for v, pairs in by.items()} for e, by in out.items()}
+
+
+def timing_section(data_dir: Path) -> str:
+    """The controlled benchmark's table: per env and variant, the median cost per update and a
+    run's wall time, and the machine and command that made it."""
+    import csv
+    import json
+
+    path = Path(data_dir) / TIMING
+    if not path.is_file():
+        return ""
+    rows = list(csv.DictReader(path.open()))
+    meta_path = path.with_suffix(".json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    by: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        by[(r["env"], r["variant"])].append(r)
+    md = []
+    for (env, variant), rs in sorted(by.items()):
+        upd = np.median([float(r["update_s"]) for r in rs]) * 1e3
+        run = np.median([float(r["run_s"]) for r in rs])
+        md.append([env_label(env), variant, f"{upd:.0f}", f"{run / 60:.1f}", str(len(rs))])
+    return (f"Measured by `{meta.get('command', 'python benchmarks/bench_timing_claim.py')}` on "
+            f"{meta.get('machine', 'this machine')} ({meta.get('date', '')}): each round runs every variant one "
+            "after another in a shuffled order, so slow spells of the machine fall on all of them. A run's wall time "
+            "is the compile plus the paper's 41 windows of 6 updates at the measured time per window, one seed. "
+            "`rfig` is RFIG as the campaign ran it (its Woodbury-updated inverse); `rfig_exact` inverts the full "
+            "matrix at every update, as the paper's final experiments did.\n\n"
+            + render_markdown(["Env", "variant", "ms per update (median)", "a run (min, median)", "rounds"], md,
+                              align="llrrr"))
+
+
+def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
+    """Sparse-HalfCheetah on brax's generalized backend (experiment ``backend``) beside the main
+    grid's spring runs: P(RFIG > PPO) on each, and whether the verdict of that panel turns."""
+    from ..claims import panels_of, poi_by_panel
+    from ..collect import collect
+
+    if not (tree / "backend").is_dir():
+        return ""
+    other = collect(tree, "backend")
+    rows = []
+    for label, coll in (("spring (the main grid)", main), ("generalized (brax's default)", other)):
+        p = panels_of(coll, ["sparse_halfcheetah"])
+        envs = [e for e in p.paper if e.startswith("sparse_halfcheetah")]
+        per = poi_by_panel(p, "rfig", "none", envs, reps, seed)
+        for e, d in per.items():
+            lo, hi = d.interval()
+            ppo, rfig = (float(V.iqm_rows(p.runs(e, m)[None])[0]) for m in ("none", "rfig"))
+            rows.append([label, f"{ppo:.1f}", f"{rfig:.1f}", f"{d.point:.2f} [{lo:.2f}, {hi:.2f}]",
+                         V.judge_dist(d, 0.5).text, str(d.n)])
+    if not rows:
+        return ""
+    return ("Brax's `spring` backend is another physics, not only a faster one: the same check of RFIG against PPO "
+            "on Sparse-HalfCheetah, seeds 0-7, on both backends (`python -m analysis.repro.stages commands "
+            "backend-halfcheetah`).\n\n" + render_markdown(
+                ["Backend", "PPO IQM", "RFIG IQM", "P(RFIG > PPO) [95% CI]", "verdict (rules.md)", "seeds"], rows,
+                align="lrrrll"))

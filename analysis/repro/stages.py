@@ -32,18 +32,22 @@ from omegaconf import OmegaConf
 
 from rfig_exp.config.variants import CONF_DIR
 
-MAIN, SENS, PAPER32 = "repro", "sensitivity", "paper32"
+MAIN, SENS, PAPER32, BACKEND = "repro", "sensitivity", "paper32", "backend"
 CAMPAIGNS = (MAIN, PAPER32)
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
 # One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
+# beta (0.5 by default) for every bonus: the paper says it does not change the comparison.
 SENSITIVITY = {
     "rfig": {"lengthscale_scale": "0.25,0.5,1,2,4", "lengthscale_method": "valko_fixed_point,participation_ratio",
              "reg": "0.1,10", "beta": "0.25,1", "num_features": "256,512", "rho": "0.03125,0.125"},
-    "rnd": {"lr": "1e-5,1e-4,1e-3", "update_proportion": "0.25,0.5"},
-    "vime": {"lr": "1e-5,1e-4,1e-3", "step_size": "0.001,0.1"},
-    "hashexplo": {"lr": "1e-5,1e-4,1e-3", "hash_bits": "16,64"},
+    "rnd": {"lr": "1e-5,1e-4,1e-3", "update_proportion": "0.25,0.5", "beta": "0.25,1"},
+    "vime": {"lr": "1e-5,1e-4,1e-3", "step_size": "0.001,0.1", "beta": "0.25,1"},
+    "hashexplo": {"lr": "1e-5,1e-4,1e-3", "hash_bits": "16,64", "beta": "0.25,1"},
 }
+# Whether brax's backend matters where a verdict turns on it: Sparse-HalfCheetah, PPO and RFIG,
+# seeds 0-7 on brax's default `generalized` (the main grid runs `spring`), in an experiment of its own.
+BACKEND_CHECK = "sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig experiment=backend"
 
 
 # The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
@@ -114,7 +118,7 @@ def repro_stages() -> list[Stage]:
     sens = [Stage(f"sens-{b}", tuple(f"sweep=sensitivity bonus={b} bonus.{k}={v}" for k, v in knobs.items()))
             for b, knobs in SENSITIVITY.items()]
     order = [Stage("core", ("sweep=repro",)), *minatar[:1], *brax[:1], *minatar[1:], *brax[1:2], *deepsea,
-             *brax[2:], *sens]
+             *brax[2:], *sens, Stage("backend-halfcheetah", (BACKEND_CHECK,))]
     return order
 
 
@@ -127,6 +131,8 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
+    if experiment == BACKEND:
+        return "backend-halfcheetah" if env == "sparse_halfcheetah" else None
     if experiment != MAIN:
         return None
     if env == "deepsea":

@@ -1,0 +1,327 @@
+"""The rule book (analysis/verdicts.py) on synthetic scores whose answer is known: each rule gives
+supported, contradicted, undecided or does-not-discriminate where it must, and a case next to each
+threshold fails if the rule is loosened (a lower bound at the threshold is not "above" it, a Bonferroni
+interval is not the 95% one, a saturated panel is not a win)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+
+try:
+    from analysis_fixtures import STEPS, T, write_run
+except ImportError:  # tests/ imported as a package
+    from tests.analysis_fixtures import STEPS, T, write_run
+
+from analysis import collect
+from analysis import verdicts as V
+from analysis.aggregate import compute_aggregates
+from analysis.claims import beyond_paper_claims, claims_table, comparisons_table
+
+REPS = 400
+PAPER = ("mountaincar", "acrobot", "minatar_breakout", "sparse_halfcheetah", "pointmaze_umaze")
+
+
+# --------------------------------------------------------------------------- rule 4 and rule 6
+
+
+def test_a_verdict_needs_the_whole_interval_on_one_side_of_the_threshold():
+    assert V.judge(0.7, 0.55, 0.85, 0.5, 8).kind == V.SUPPORTED
+    assert V.judge(0.3, 0.15, 0.45, 0.5, 8).kind == V.CONTRADICTED
+    # a bound on the threshold is not beyond it, on either side
+    assert V.judge(0.7, 0.5, 0.85, 0.5, 8).kind == V.UNDECIDED
+    assert V.judge(0.3, 0.15, 0.5, 0.5, 8).kind == V.UNDECIDED
+    # the mirrored claim ("below the threshold") gives the mirrored verdicts
+    assert V.judge(0.3, 0.15, 0.45, 0.5, 8, claim_above=False).kind == V.SUPPORTED
+    assert V.judge(0.7, 0.55, 0.85, 0.5, 8, claim_above=False).kind == V.CONTRADICTED
+
+
+def test_an_undecided_verdict_gives_its_direction_and_the_seeds_that_would_resolve_it():
+    v = V.judge(0.6, 0.45, 0.75, 0.5, 8)
+    assert (v.kind, v.toward) == (V.UNDECIDED, 1)
+    assert v.resolve_at == pytest.approx(8 * (0.15 / 0.1) ** 2)  # n (h / e)^2 = 18
+    assert v.text == ("undecided at n = 8 (estimate on the claim's side; an effect of this size is resolved at about "
+                      "18 seeds)")
+    against = V.judge(0.45, 0.35, 0.52, 0.5, 8)
+    assert against.toward == -1 and against.resolve_at == pytest.approx(8 * (0.07 / 0.05) ** 2)
+    flat = V.judge(0.505, 0.3, 0.7, 0.5, 32)
+    assert flat.toward == 0 and flat.resolve_at is None and "no effect measured" in flat.text
+
+
+def test_a_claim_on_every_panel_holds_only_when_each_panel_holds_and_falls_with_one():
+    s, c, u = V.Verdict(V.SUPPORTED, 8), V.Verdict(V.CONTRADICTED, 8), V.Verdict(V.UNDECIDED, 8, 1, 20.0)
+    assert V.judge_all([s, s, s]).kind == V.SUPPORTED
+    assert V.judge_all([s, s, u]).kind == V.UNDECIDED
+    assert V.judge_all([s, u, c]).kind == V.CONTRADICTED
+    assert V.judge_all([V.Verdict(V.NO_DISCRIMINATION)] * 2).kind == V.NO_DISCRIMINATION
+    assert V.judge_all([V.Verdict(V.NO_DISCRIMINATION), s]).kind == V.SUPPORTED  # rule 3: left out, not a win
+
+
+def test_the_against_side_of_a_family_uses_the_bonferroni_interval():
+    rng = np.random.default_rng(0)
+    # a bootstrap distribution whose 95% interval is just below 0.5 but whose 99.5% one is not
+    d = V.Dist(0.40, rng.normal(0.40, 0.045, 20000), 8)
+    assert d.interval(0.95)[1] < 0.5 < d.interval(1 - 0.05 / 10)[1]
+    assert V.judge_dist(d, 0.5).kind == V.CONTRADICTED                    # one comparison
+    assert V.judge_dist(d, 0.5, comparisons=10).kind == V.UNDECIDED       # one of ten panels
+
+
+def test_equivalence_needs_the_interval_inside_the_band_and_is_contradicted_outside_it():
+    rng = np.random.default_rng(1)
+    inside = V.Dist(1.0, rng.normal(1.0, 0.03, 5000), 5)
+    outside = V.Dist(1.8, rng.normal(1.8, 0.05, 5000), 5)
+    straddles = V.Dist(1.2, rng.normal(1.2, 0.1, 5000), 5)
+    faster = V.Dist(0.5, rng.normal(0.5, 0.05, 5000), 5)
+    assert V.judge_within(inside, V.TIME_BAND).kind == V.SUPPORTED
+    assert V.judge_within(outside, V.TIME_BAND).kind == V.CONTRADICTED
+    assert V.judge_within(faster, V.TIME_BAND).kind == V.CONTRADICTED
+    v = V.judge_within(straddles, V.TIME_BAND)
+    assert v.kind == V.UNDECIDED and v.toward == 1 and v.resolve_at > 5
+
+
+# --------------------------------------------------------------------------- rule 3
+
+
+def test_a_panel_with_every_method_at_one_bound_does_not_discriminate():
+    ones = np.ones(8)
+    assert V.saturated({"none": ones, "rfig": ones, "rnd": ones})
+    one_off = ones.copy()
+    one_off[0] = 0.0
+    assert V.saturated({"none": np.ones(10), "rfig": np.r_[np.ones(9), 0.0]})      # 90% of each: saturated
+    assert not V.saturated({"none": ones, "rfig": one_off})                         # 7 of 8 is below 90%
+    assert not V.saturated({"none": np.zeros(8), "rfig": ones})                     # two bounds: it discriminates
+    rng = np.random.default_rng(2)
+    walker = {m: rng.normal(1.0, 0.4, 8) for m in ("none", "rfig", "vime")}         # all near 1, not at one value
+    assert not V.saturated(walker)
+
+
+# --------------------------------------------------------------------------- statistics against independent ones
+
+
+def test_probability_of_improvement_is_mann_whitney_u_with_ties_and_iqm_is_trim_mean():
+    rng = np.random.default_rng(3)
+    x, y = np.round(rng.normal(1, 1, 9), 1), np.round(rng.normal(0.5, 1, 7), 1)  # rounding makes ties
+    u = scipy.stats.mannwhitneyu(x, y).statistic
+    assert V.poi_rows(x[None], y[None])[0] == pytest.approx(u / (9 * 7))
+    for n in (4, 7, 8, 32):
+        z = rng.normal(size=(3, n))
+        assert V.iqm_rows(z) == pytest.approx(scipy.stats.trim_mean(z, 0.25, axis=1))
+
+
+def _mh_by_hand(tables):
+    """Mantel-Haenszel and the Robins-Breslow-Greenland variance, one stratum at a time in float64."""
+    num = den = pr = ps_qr = qs = 0.0
+    for a, b, c, d in tables:
+        n = a + b + c + d
+        if a + c == 0 or b + d == 0:
+            continue
+        if min(a, b, c, d) == 0:
+            a, b, c, d, n = a + 0.5, b + 0.5, c + 0.5, d + 0.5, n + 2.0
+        r, s = a * d / n, b * c / n
+        p, q = (a + d) / n, (b + c) / n
+        num += r
+        den += s
+        pr += p * r
+        ps_qr += p * s + q * r
+        qs += q * s
+    var = pr / (2 * num * num) + ps_qr / (2 * num * den) + qs / (2 * den * den)
+    return num / den, math.sqrt(var)
+
+
+def test_the_pooled_odds_ratio_matches_a_hand_computation_and_drops_panels_without_variation():
+    tables = [(7, 1, 3, 5), (6, 2, 4, 4), (8, 0, 5, 3), (8, 0, 8, 0), (0, 8, 0, 8)]
+    odds = V.mantel_haenszel(tables)
+    ratio, se = _mh_by_hand(tables)
+    assert odds.strata == 3 and odds.point == pytest.approx(ratio)
+    assert math.log(odds.hi) - math.log(odds.point) == pytest.approx(1.959963984540054 * se)
+    assert V.judge_odds_ratio(odds).kind == V.SUPPORTED
+    assert V.judge_odds_ratio(V.mantel_haenszel([(c, d, a, b) for a, b, c, d in tables[:3]])).kind == V.CONTRADICTED
+    assert V.judge_odds_ratio(V.mantel_haenszel([(5, 3, 5, 3), (4, 4, 3, 5)])).kind == V.UNDECIDED
+    assert V.judge_odds_ratio(V.mantel_haenszel([(8, 0, 8, 0), (0, 8, 0, 8)])).kind == V.NO_DISCRIMINATION
+    # one panel's 4 of 8 against 1 of 8 is not enough alone; the same on four panels is
+    one = V.mantel_haenszel([(4, 4, 1, 7)])
+    assert V.judge_odds_ratio(one).kind == V.UNDECIDED
+    assert V.judge_odds_ratio(V.mantel_haenszel([(4, 4, 1, 7)] * 4)).kind == V.SUPPORTED
+
+
+def test_the_bootstrap_is_stratified_and_its_interval_covers_a_known_difference():
+    rng = np.random.default_rng(4)
+    hits = 0
+    for trial in range(40):
+        x, y = rng.normal(0.3, 1, 32), rng.normal(0.0, 1, 32)
+        d = V.stratified({("x",): x, ("y",): y}, lambda s: s[("x",)].mean(-1) - s[("y",)].mean(-1), 500, trial)
+        assert d.point == pytest.approx(x.mean() - y.mean()) and d.n == 32
+        lo, hi = d.interval()
+        hits += lo <= 0.3 <= hi
+    assert hits >= 34  # about 95% of 40
+
+
+# --------------------------------------------------------------------------- the beta claim
+
+
+def test_a_ranking_that_reverses_with_beta_contradicts_and_one_that_holds_supports():
+    s, c, u = V.Verdict(V.SUPPORTED, 8), V.Verdict(V.CONTRADICTED, 8), V.Verdict(V.UNDECIDED, 8)
+    assert V.ranking_verdict({("a", "b"): [s, s, s], ("a", "c"): [c, c, c]}).kind == V.SUPPORTED
+    assert V.ranking_verdict({("a", "b"): [s, u, c]}).kind == V.CONTRADICTED
+    assert V.ranking_verdict({("a", "b"): [s, s, u]}).kind == V.UNDECIDED
+    assert V.ranking_verdict({("a", "b"): [u, u, u]}).kind == V.UNDECIDED  # nothing resolved: no evidence
+
+
+# --------------------------------------------------------------------------- claims on synthetic collections
+
+
+def _panel(root, env, levels: dict, noise: float, seeds: int = 8, seed: int = 0, experiment="repro"):
+    """Runs whose last window is ``levels[bonus]`` + N(0, noise), after a ramp from far below."""
+    rng = np.random.default_rng(seed)
+    for bonus, level in levels.items():
+        for s in range(seeds):
+            last = level + rng.normal(0, noise) if noise else level
+            r = np.linspace(level - 100, last, T)
+            write_run(root, experiment, env, bonus, s, STEPS, r)
+
+
+def _claims(root, paper=PAPER, sens=None):
+    coll = collect(root, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    out = {c.claim.split(" (")[0] if c.claim.startswith("PPO+RFIG") else c.claim: c
+           for c in claims_table(coll, agg, paper, reps=REPS, sens=sens)}
+    full = {c.claim: c for c in claims_table(coll, agg, paper, reps=REPS, sens=sens)}
+    return out, full, coll
+
+
+FIVE = ("none", "rnd", "vime", "hashexplo", "rfig")
+
+
+def test_rfig_clearly_above_ppo_everywhere_is_supported_and_clearly_below_is_contradicted(tmp_path):
+    for i, env in enumerate(("mountaincar", "acrobot", "minatar_breakout")):
+        _panel(tmp_path / "up", env, {"none": 10.0, "rnd": 11.0, "vime": 11.0, "hashexplo": 11.0, "rfig": 12.0}, 0.2,
+               seed=i)
+        _panel(tmp_path / "down", env, {"none": 12.0, "rnd": 11.0, "vime": 11.0, "hashexplo": 11.0, "rfig": 10.0},
+               0.2, seed=i)
+    _, up, _ = _claims(tmp_path / "up")
+    _, down, _ = _claims(tmp_path / "down")
+    assert up["PPO+RFIG ... outperforming vanilla PPO (final score)"].kind == V.SUPPORTED
+    assert up["PPO+RFIG ... outperforming vanilla PPO (area under the curve)"].kind == V.SUPPORTED
+    assert down["PPO+RFIG ... outperforming vanilla PPO (final score)"].kind == V.CONTRADICTED
+    assert up["RFIG competitively matches or exceeds RND's performance"].kind == V.SUPPORTED
+
+
+def test_equal_methods_are_undecided_and_say_how_far_from_resolved(tmp_path):
+    rng = np.random.default_rng(5)
+    runs = [-150 + rng.normal(0, 5, T) for _ in range(8)]
+    for env in ("mountaincar", "acrobot"):
+        for bonus in FIVE:  # the same eight runs for every method
+            for s in range(8):
+                write_run(tmp_path, "repro", env, bonus, s, STEPS, runs[s])
+    _, claims, _ = _claims(tmp_path)
+    c = claims["PPO+RFIG ... outperforming vanilla PPO (final score)"]
+    assert c.kind == V.UNDECIDED and c.verdict.startswith("undecided at n = 8 (no effect measured")
+
+
+def test_saturated_panels_and_envs_beyond_the_paper_do_not_decide_a_claim_of_the_paper(tmp_path):
+    # PointMaze-UMaze: every run of every method at success 1.0; DeepSea (beyond the paper): RFIG far ahead
+    for bonus in FIVE:
+        for s in range(8):
+            write_run(tmp_path, "repro", "pointmaze_umaze", bonus, s, STEPS, np.ones(T))
+    _panel(tmp_path, "deepsea", {"none": 0.0, "rnd": 0.0, "vime": 0.0, "hashexplo": 0.9, "rfig": 0.99}, 0.005)
+    _panel(tmp_path, "mountaincar", {m: -150.0 for m in FIVE}, 5.0, seed=7)
+    _, claims, coll = _claims(tmp_path)
+    c = claims["PPO+RFIG ... outperforming vanilla PPO (final score)"]
+    assert c.kind == V.UNDECIDED and "over 1 of the paper's panels" in c.measure
+    assert "Left out, not discriminating (rule 3): PointMaze-UMaze" in c.detail and "DeepSea" not in c.detail
+    beyond = {x.claim: x for x in beyond_paper_claims(coll, PAPER, reps=REPS)}
+    assert beyond["PPO+RFIG ... outperforming vanilla PPO (final score)"].kind == V.SUPPORTED
+    assert all(x.scope == "beyond" for x in beyond.values())
+    # with UMaze alone the claim has nothing to judge
+    only = tmp_path / "only"
+    for bonus in FIVE:
+        for s in range(8):
+            write_run(only, "repro", "pointmaze_umaze", bonus, s, STEPS, np.ones(T))
+    _, claims, _ = _claims(only)
+    assert claims["PPO+RFIG ... outperforming vanilla PPO (final score)"].kind == V.NO_DISCRIMINATION
+
+
+def test_competitive_is_non_inferiority_to_the_best_baseline_within_the_margin(tmp_path):
+    near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
+    far = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 40.0}
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(tmp_path / "near", env, near, 1.0, seed=i)
+        _panel(tmp_path / "far", env, near if env == "acrobot" else far, 1.0, seed=i)
+    words = "RFIG is competitive with NN-based methods across all environments"
+    assert _claims(tmp_path / "near")[1][words].kind == V.SUPPORTED
+    assert _claims(tmp_path / "far")[1][words].kind == V.CONTRADICTED
+    # noisy and a little below: neither shown nor refuted
+    _panel(tmp_path / "noisy", "mountaincar", {**near, "rfig": 95.0}, 25.0, seed=3)
+    assert _claims(tmp_path / "noisy")[1][words].kind == V.UNDECIDED
+
+
+def test_a_catastrophic_failure_is_below_half_of_ppo_not_any_interval_below_it(tmp_path):
+    mild = {"none": 100.0, "rnd": 100.0, "vime": 100.0, "hashexplo": 100.0, "rfig": 79.0}   # 0.79x PPO
+    collapse = {**mild, "rfig": -150.0}
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(tmp_path / "mild", env, mild, 1.0, seed=i)
+        _panel(tmp_path / "collapse", env, mild if env == "acrobot" else collapse, 1.0, seed=i)
+    words = "RFIG maintains stable performance without catastrophic failures"
+    assert _claims(tmp_path / "mild")[1][words].kind == V.SUPPORTED
+    assert _claims(tmp_path / "collapse")[1][words].kind == V.CONTRADICTED
+
+
+def test_peak_performance_means_beating_each_other_method_on_that_panel(tmp_path):
+    top = {"none": 10.0, "rnd": 11.0, "vime": 11.0, "hashexplo": 11.0, "rfig": 14.0}
+    _panel(tmp_path / "top", "minatar_breakout", top, 0.3)
+    _panel(tmp_path / "second", "minatar_breakout", {**top, "vime": 16.0}, 0.3)
+    _panel(tmp_path / "tie", "minatar_breakout", {**top, "vime": 14.0}, 0.3)
+    words = "RFIG achieves peak performance in ... Breakout"
+    assert _claims(tmp_path / "top")[1][words].kind == V.SUPPORTED
+    assert _claims(tmp_path / "second")[1][words].kind == V.CONTRADICTED
+    assert _claims(tmp_path / "tie")[1][words].kind == V.UNDECIDED
+    assert _claims(tmp_path / "top")[1]["VIME excels in ... sparse-ant"].kind == V.NOT_MEASURED
+
+
+def test_the_pooled_success_claim_counts_seeds_across_panels_not_panels(tmp_path):
+    # MountainCar and Acrobot: RFIG solves 6 of 8, PPO 2 of 8 on each (returns above / below the limits)
+    for env, limit in (("mountaincar", -200.0), ("acrobot", -500.0)):
+        for bonus, solved in (("none", 2), ("rfig", 6), ("rnd", 4), ("vime", 4), ("hashexplo", 4)):
+            for s in range(8):
+                last = limit + (30.0 if s < solved else -0.0)
+                write_run(tmp_path, "repro", env, bonus, s, STEPS, np.linspace(limit, last, T))
+    _, claims, _ = _claims(tmp_path)
+    c = claims["PPO+RFIG ... outperforming vanilla PPO (seeds solved)"]
+    assert c.kind == V.SUPPORTED and "over 2 panels where solving varies" in c.value
+    assert "MountainCar: RFIG 6/8, PPO 2/8" in c.detail
+
+
+def test_the_execution_time_claim_needs_the_controlled_benchmark_and_its_band(tmp_path):
+    _panel(tmp_path, "mountaincar", {m: -150.0 for m in FIVE}, 5.0)
+    coll = collect(tmp_path, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    words = "no significant execution time differences compared to NN approaches, even with full matrix inversion"
+
+    def verdict(per_round):  # RFIG's wall time over the baselines' (all 10 s) in each paired round
+        timing = {"mountaincar": {b: np.full(len(per_round), 10.0) for b in ("rnd", "vime", "hashexplo")}}
+        timing["mountaincar"]["rfig_exact"] = 10.0 * np.asarray(per_round)
+        return next(c for c in claims_table(coll, agg, PAPER, reps=REPS, timing=timing) if c.claim == words).kind
+
+    assert next(c for c in claims_table(coll, agg, PAPER, reps=REPS) if c.claim == words).kind == V.NOT_MEASURED
+    assert verdict([1.0, 1.02, 0.98, 1.01, 0.99, 1.0]) == V.SUPPORTED
+    assert verdict([1.8, 1.82, 1.78, 1.81, 1.79, 1.8]) == V.CONTRADICTED
+    assert verdict([1.0, 1.4, 1.05, 1.35, 1.1, 1.3]) == V.UNDECIDED   # mean 1.2, rounds on both sides of 1.25
+
+
+def test_rfig_against_each_baseline_is_a_measurement_in_its_own_table(tmp_path):
+    _panel(tmp_path, "mountaincar", {"none": 0.0, "rnd": 5.0, "vime": 20.0, "hashexplo": 10.0, "rfig": 10.0}, 0.5)
+    rows = {c.claim: c for c in comparisons_table(collect(tmp_path, "repro"), PAPER, reps=REPS)}
+    assert rows["RFIG against RND"].kind == V.SUPPORTED and rows["RFIG against VIME"].kind == V.CONTRADICTED
+    assert rows["RFIG against #Explo"].kind == V.UNDECIDED
+
+
+def test_every_rule_constant_is_the_one_the_rule_book_states():
+    doc = V.__doc__
+    assert "``SATURATION_SHARE`` (90%)" in doc and V.SATURATION_SHARE == 0.9
+    assert "``MARGIN`` = 0.10" in doc and V.MARGIN == 0.10
+    assert "``POI_MARGIN`` = 0.056" in doc and V.POI_MARGIN == pytest.approx(
+        scipy.stats.norm.cdf(0.2 / math.sqrt(2)) - 0.5, abs=5e-4)
+    assert "``TIME_BAND`` = [0.8, 1.25]" in doc and V.TIME_BAND == (0.8, 1.25)
