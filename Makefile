@@ -64,12 +64,18 @@ run: $(STAMP)
 # own grouping, --dist loadgroup, would still run them beside other tests, and under pytest 9.2 it
 # does not group at all). The second pass runs even when the first fails; the target fails if
 # either did.
+# Each pass keeps its report in .test-reports/ (JUnit XML: every test's outcome, time and failure
+# text), and prints the slowest tests, so a failure or a test near its timeout on a busy machine is
+# on disk after the terminal is gone.
 TEST_WORKERS ?= $(shell nproc)
+TEST_REPORTS := .test-reports
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not kept_apart"; first=$$?; \
-	$(PY) -m pytest -q -m "not slow and kept_apart" && exit $$first
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not kept_apart" --durations=10 \
+		--junitxml=$(TEST_REPORTS)/parallel.xml; first=$$?; \
+	$(PY) -m pytest -q -m "not slow and kept_apart" --durations=5 --junitxml=$(TEST_REPORTS)/kept_apart.xml \
+		&& exit $$first
 
 test-all: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -161,4 +167,4 @@ wheel-check:
 	PYTHON=$(PYTHON) scripts/wheel_check.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(TEST_REPORTS)

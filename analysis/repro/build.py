@@ -289,6 +289,30 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "",
         parts["poi_md"],
         "",
+    ]
+    lines += _claims_sections(parts)
+    lines += [
+        "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job; the machines are in "
+        "the table above; not evidence for the timing claim: other work shared the machine)",
+        "",
+        _speed_md(parts["speed"], main),
+        "",
+    ]
+    if parts["deep_md"]:
+        lines += ["## Deep exploration: DeepSea scaling (beyond the paper)", "", parts["deep_md"], "",
+                  "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
+    if parts["sens_md"]:
+        lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
+                  "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
+    if theory_md:
+        lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
+    lines += ["## Data problems", "", _problems_md(problems), ""]
+    return "\n".join(lines)
+
+
+def _claims_sections(parts: dict) -> list[str]:
+    """The claims of the paper judged by the rule book, then what is measured beside them."""
+    lines = [
         f"## The paper's claims, judged on its {len(preset_envs('paper'))} panels",
         "",
         "Each claim is quoted from the paper (Section 5 and Table 1) and judged by the rules in [rules.md](rules.md), "
@@ -314,23 +338,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         lines += ["## Execution time, from a controlled benchmark", "", parts["timing_md"], ""]
     if parts["backend_md"]:
         lines += ["## Does brax's backend matter? Sparse-HalfCheetah on `generalized`", "", parts["backend_md"], ""]
-    lines += [
-        "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job; the machines are in "
-        "the table above; not evidence for the timing claim: other work shared the machine)",
-        "",
-        _speed_md(parts["speed"], main),
-        "",
-    ]
-    if parts["deep_md"]:
-        lines += ["## Deep exploration: DeepSea scaling (beyond the paper)", "", parts["deep_md"], "",
-                  "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
-    if parts["sens_md"]:
-        lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
-                  "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
-    if theory_md:
-        lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
-    lines += ["## Data problems", "", _problems_md(problems), ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _problems_md(problems) -> str:

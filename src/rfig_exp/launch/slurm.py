@@ -64,9 +64,10 @@ def _gpus(gres: str) -> int:
 
 def read_nodes(run=subprocess.run) -> list[Node] | None:
     """Every (partition, node) of the cluster per ``sinfo``; None without ``sinfo``."""
-    if not shutil.which("sinfo"):
+    try:
+        out = run(["sinfo", "-h", "-N", "-o", "%P|%c|%m|%G"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):  # no sinfo on this machine, or it hung
         return None
-    out = run(["sinfo", "-h", "-N", "-o", "%P|%c|%m|%G"], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         return None
     nodes = []
