@@ -1,8 +1,9 @@
 """The one interface every exploration bonus implements.
 
 A bonus is a bundle of pure functions over its own pytree state. The agent owns
-observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
-only its model. ``reward`` always sees the state *before* this batch's ``update``.
+observation normalisation, intrinsic-reward normalisation and both GAEs
+(``rfig_exp.agents.intrinsic``, which this project's trainer and a loop of one's own both run);
+a bonus owns only its model. ``reward`` always sees the state *before* this batch's ``update``.
 
 Numeric hyperparameters (``hparams``, a NamedTuple of float32 scalars per bonus: its traced
 settings) are arguments of the compiled function, so a sweep can vmap over them; anything

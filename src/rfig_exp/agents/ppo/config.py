@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
+from rfig_exp.bonuses.settings import OBS_CLIP
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import STATIC, TRACED, Settings, declared, named_tuple, setting, static, traced
 from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
@@ -94,7 +95,7 @@ class AgentSettings(PPOStructure):
     gae_lambda: float = traced(0.95, Number(0.0, 1.0))
     gamma_int: float = traced(0.99, Number(0.0, 1.0))
     ext_coef: float = traced(1.0, Number(0.0))
-    obs_clip: float = traced(5.0, Number(0.0, low_open=True))
+    obs_clip: float = traced(OBS_CLIP, Number(0.0, low_open=True))
 
     def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
         structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}
