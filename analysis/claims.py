@@ -334,22 +334,28 @@ def _sensitivity_claims(sens: Collection, paper_envs: Sequence[str], reps: int, 
     scores = final_scores(sens)
     knobs, _ = sensitivity_knobs(sens)
     panels = [e for e in sens.envs if len(scores.get(e, {})) >= 2]
-    saturated = [e for e in panels if V.saturated({m: v for m, (_, v) in scores[e].items()})]
-    envs = [e for e in panels if e not in saturated]
+    return [_beta_claim(scores, knobs, panels, reps, seed), _ordering_claim(scores, knobs, panels, reps, seed + 100)]
+
+
+def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
+    """Rule 3 over the methods a claim compares (``keys``): the panels that discriminate, and the
+    words for those left out."""
+    saturated = [e for e in panels
+                 if V.saturated({k: scores[e][k][1] for k in keys if k in scores.get(e, {})})]
     left = (f" Left out, not discriminating (rule 3): {', '.join(map(env_label, saturated))}." if saturated else "")
-    return [_beta_claim(scores, knobs, envs, reps, seed, left), _ordering_claim(scores, knobs, envs, reps, seed + 100,
-                                                                                left)]
+    return [e for e in panels if e not in saturated], left
 
 
-def _beta_claim(scores, knobs, envs, reps, seed, left) -> Claim:
+def _beta_claim(scores, knobs, panels, reps, seed) -> Claim:
     words = "beta does not affect the relative comparison between baselines (bonuses are normalised)"
     by_bonus = {b: k[BETA] for b, k in knobs.items() if BETA in k}
     bonuses = sorted(by_bonus, key=lambda b: list(BASELINES + ("rfig",)).index(b) if b in BASELINES + ("rfig",) else 9)
     betas = sorted(set.intersection(*[set(v) for v in by_bonus.values()]), key=float) if by_bonus else []
-    measure = f"the direction of P(A > B) for each pair of bonuses at each beta, on {len(envs)} sensitivity panels"
+    envs, left = _discriminating(scores, panels, [by_bonus[b][x] for b in bonuses for x in betas])
+    measure = f"the direction of P(A > B) for each pair of bonuses at each beta, on {_panels(len(envs))}"
     if len(bonuses) < 2 or len(betas) < 2 or not envs:
         return Claim.judged(words, measure, "—", V.Verdict(V.NOT_MEASURED if envs else V.NO_DISCRIMINATION),
-                            f"beta swept for {', '.join(map(method_label, bonuses)) or 'no bonus'}" + left)
+                            f"beta swept for {', '.join(map(method_label, bonuses)) or 'no bonus'}." + left)
     pairs = [(a, b) for i, a in enumerate(bonuses) for b in bonuses[i + 1:]]
     m = len(pairs) * len(betas)
     directions, rows = {}, []
@@ -373,10 +379,11 @@ def _beta_claim(scores, knobs, envs, reps, seed, left) -> Claim:
                         "; ".join(rows) + "." + left)
 
 
-def _ordering_claim(scores, knobs, envs, reps, seed, left) -> Claim:
+def _ordering_claim(scores, knobs, panels, reps, seed) -> Claim:
     words = "sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"
     measure = ("per method, the mean over its knobs and the discriminating sensitivity panels of the range of "
                "normalised IQM across a knob's values; RFIG's below each other method's")
+    envs, left = _discriminating(scores, panels, [k for by in knobs.values() for v in by.values() for k in v.values()])
     lo = {e: min(float(v.min()) for _, v in scores[e].values()) for e in envs}
     hi = {e: max(float(v.max()) for _, v in scores[e].values()) for e in envs}
     envs = [e for e in envs if hi[e] > lo[e]]

@@ -138,11 +138,14 @@ class Verdict:
     n: int | None = None
     toward: int = 0
     resolve_at: float | None = None
+    why: str = ""  # an undecided verdict's reason, where it is not one estimate's distance from a threshold
 
     @property
     def text(self) -> str:
         if self.kind != UNDECIDED:
             return self.kind
+        if self.why:
+            return f"undecided at n = {self.n} ({self.why})"
         side = {1: "estimate on the claim's side", -1: "estimate against the claim", 0: "no effect measured"}[
             self.toward]
         at = f"; an effect of this size is resolved at about {_round_seeds(self.resolve_at)} seeds" \
@@ -358,4 +361,6 @@ def ranking_verdict(directions: Mapping[tuple[str, str], Sequence[Verdict]]) -> 
     resolved = [k for k in kinds if k & {SUPPORTED, CONTRADICTED}]
     if resolved and all(len(k) == 1 for k in resolved):
         return Verdict(SUPPORTED, n)
-    return Verdict(UNDECIDED, n, 0, None)
+    partly = sum(1 for k in resolved if len(k) > 1)
+    return Verdict(UNDECIDED, n, 0, None, f"no pair reversed; {partly} of {len(kinds)} pairs resolved at some beta "
+                   "but not at every one" if resolved else f"none of {len(kinds)} pairs resolved at any beta")

@@ -61,10 +61,11 @@ def optimised_hlo(tree: Path, env: str, bonus: str, python: str, timeout: float)
 
 def program_lines(hlo: str) -> list[str]:
     """The HLO's instructions without debug information: op metadata, the module's name and the
-    stack-frame table (file names and line numbers) go."""
+    stack-frame table (file names, function names, file locations and the frames that chain them)
+    go."""
     text = re.sub(r", metadata=\{[^}]*\}", "", hlo)
     text = re.sub(r"^HloModule \S+", "HloModule", text, flags=re.M)
-    return [line for line in text.splitlines() if not re.match(r'\d+ ("|\{file_name_id)', line)]
+    return [line for line in text.splitlines() if not re.match(r'\d+ ("|\{file_name_id|\{file_location_id)', line)]
 
 
 def argument_names_free(lines: list[str]) -> list[str]:

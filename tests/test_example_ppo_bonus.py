@@ -36,3 +36,19 @@ def test_the_example_refuses_a_bad_setting_with_the_config_error():
     assert out.returncode != 0 and "bonus.rho=2.0 must be in (0, 1]" in out.stderr
     out = run_example("--bonus", "ucb", "--set", *FEW_UPDATES)
     assert out.returncode != 0 and "valid names: hashexplo, none, rfig, rnd, vime" in out.stderr
+
+
+def test_the_examples_help_lists_its_settings_and_each_bonuses():
+    out = run_example("--help")
+    assert out.returncode == 0, out.stderr[-2000:]
+    for setting in ("total_timesteps=1000000", "num_envs=32", "beta=0.5", "gamma_int=0.99", "obs_clip=5.0",
+                    "warmup_steps=128", "final_updates=6"):
+        assert f"  {setting}: " in out.stdout, setting
+    assert "  rfig: num_features, rho, reg, lengthscale" in out.stdout and "  none: -" in out.stdout
+
+
+def test_a_budget_under_one_update_is_refused_with_a_message():
+    out = run_example("--set", "total_timesteps=1000")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().endswith("error: total_timesteps=1000 is smaller than one update "
+                                       "(num_envs * num_steps = 4096 steps)"), out.stderr

@@ -1,20 +1,25 @@
 """The bonuses' public API (docs/library.md): ``rfig_exp.bonuses.create`` makes the same bonus, with
 the same hyperparameters, as the path this project's trainer takes (a composed Hydra config, the
 run spec, ``make_bonus``): the same state from the same warm-up, the same intrinsic rewards for the
-same states and state, the same updated state. Bad input gets the config checks' errors."""
+same states and state, the same updated state. It takes the shapes and spaces users have (numpy's
+integers, gymnax's spaces), a bonus of the user's own module or installed package by name, and gives
+a bonus the agent's ``obs_clip``. Bad input gets the config checks' errors, naming the argument."""
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import subprocess
 import sys
+import textwrap
 
+import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import ROOT, compose_config, small_bonus
 
-from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update
 from rfig_exp.bonuses import (
     BonusBatch,
     BoxSpace,
@@ -31,15 +36,6 @@ from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
 
 T, B = 16, 4
-
-
-def example_module():
-    """examples/ppo_bonus.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("ppo_bonus_example", ROOT / "examples" / "ppo_bonus.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # flax's dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _equal_trees(a, b) -> None:
@@ -94,24 +90,6 @@ def test_create_gives_the_trainers_bonus_state_and_rewards(name):
         assert float(jnp.abs(r_ours).max()) > 0.0  # not a comparison of two zero arrays
 
 
-def test_the_example_normalises_as_the_trainer_does():
-    ex = example_module()
-    k_a, k_b, k_r = jax.random.split(jax.random.PRNGKey(0), 3)
-    a, b = _mountaincar_states(k_a, (300,)), _mountaincar_states(k_b, (200,))
-    ours = rms_update(rms_update(rms_init((2,)), a), b)
-    theirs = ex.rms_update(ex.rms_update((jnp.zeros(2), jnp.ones(2), 0.0), a), b)
-    np.testing.assert_allclose(np.asarray(ours.mean), np.asarray(theirs[0]), rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(ours.var), np.asarray(theirs[1]), rtol=1e-5)
-    np.testing.assert_array_equal(np.asarray(normalize(ours, a, 5.0)),
-                                  np.asarray(ex.normalize((ours.mean, ours.var, ours.count), a, 5.0)))
-    # the intrinsic reward's scale: the running std of its discounted return, as scale_by_return_std
-    r = jax.random.uniform(k_r, (T, B))
-    _, _, scaled = scale_by_return_std(jnp.zeros(B), rms_init(()), r, 0.99)
-    _, returns = jax.lax.scan(lambda f, x: (0.99 * f + x,) * 2, jnp.zeros(B), r)
-    theirs = ex.rms_update((jnp.zeros(()), jnp.ones(()), 0.0), returns.reshape(-1))
-    np.testing.assert_allclose(np.asarray(scaled), np.asarray(r / jnp.sqrt(theirs[1] + 1e-8)), rtol=1e-5)
-
-
 def test_create_keeps_every_default_it_is_not_given():
     _, hp = create("rfig", (2,), DiscreteSpace(3), 4096)
     assert np.isnan(float(hp.lengthscale)) and float(hp.reg) == 1.0   # lengthscale: auto
@@ -138,5 +116,135 @@ def test_create_refuses_bad_input_naming_the_setting(call, message):
 
 
 def test_create_refuses_an_action_space_it_does_not_know():
-    with pytest.raises(TypeError, match="DiscreteSpace"):
+    with pytest.raises(ConfigError, match="action_space=3 must be rfig_exp.bonuses.DiscreteSpace"):
         create("rfig", (2,), 3, 4096)
+
+
+@pytest.mark.parametrize("env_id", ["MountainCar-v0", "MountainCarContinuous-v0", "Breakout-MinAtar"])
+def test_create_takes_a_gymnax_envs_own_spaces(env_id):
+    env, params = gymnax.make(env_id)
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    bonus, hp = create("rfig", obs_space, act_space, np.int64(64), num_features=np.int64(32), lengthscale_samples=32)
+    n = int(np.prod(obs_space.shape))
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((16,) + obs_space.shape), hp)
+    assert state.omega_unit.shape == (n, 32)
+    space = (DiscreteSpace(act_space.n) if hasattr(act_space, "n")
+             else BoxSpace(act_space.shape[0], float(act_space.low), float(act_space.high)))
+    _, ours = create("rfig", tuple(obs_space.shape), space, 64, num_features=32, lengthscale_samples=32)
+    _equal_trees(hp, ours)  # the same as from the shape and the project's own space
+
+
+@pytest.mark.parametrize("obs_shape", [2, np.int64(2), (2,), [np.int32(2)], (np.int64(2),)])
+def test_create_takes_an_int_or_a_tuple_of_python_or_numpy_ints(obs_shape):
+    bonus, hp = create("rfig", obs_shape, DiscreteSpace(np.int64(3)), np.int64(64), num_features=32,
+                       lengthscale_samples=32)
+    assert bonus.init(jax.random.PRNGKey(0), jnp.zeros((16, 2)), hp).omega_unit.shape == (2, 32)
+
+
+class _Box:
+    """A gymnax-like Box: shape, low, high."""
+
+    def __init__(self, shape, low, high):
+        self.shape, self.low, self.high = shape, low, high
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: create("rfig", "two", DiscreteSpace(3), 64), "obs_shape='two' must be an integer"),
+    (lambda: create("rfig", None, DiscreteSpace(3), 64), "obs_shape=None must be an integer, a tuple of integers "
+                                                         "or a space with a shape"),
+    (lambda: create("rfig", (2, 0), DiscreteSpace(3), 64), "obs_shape=0 must be >= 1"),
+    (lambda: create("rfig", 2, DiscreteSpace(3), np.float32(64.5)), "batch_size=64.5 must be an integer"),
+    (lambda: create("rfig", 2, _Box((2, 2), -1.0, 1.0), 64), "action_space: a Box of shape (2, 2)"),
+    (lambda: create("rfig", 2, _Box((2,), np.array([-1.0, -2.0]), 1.0), 64),
+     "action_space: a Box with a different low per dimension ([-2.0, -1.0])"),
+])
+def test_create_names_the_argument_it_cannot_take(call, message):
+    with pytest.raises(ConfigError) as err:
+        call()
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_trainer_gives_the_bonus_the_agents_obs_clip():
+    spec = build_run_spec(compose_config("bonus=rnd", "agent.obs_clip=3"))
+    assert spec.bonus.obs_clip == 3.0 == spec.agent.obs_clip
+
+
+# A bonus of the user's own: a count over a grid of the normalised observations, whose bounds are the
+# agent's obs_clip (the bonus reads it from its settings).
+GRID_COUNT = """
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from rfig_exp.bonuses import BonusSettings
+    from rfig_exp.config.settings import static
+    from rfig_exp.config.validation import Count
+
+
+    @dataclass(frozen=True)
+    class GridCountSettings(BonusSettings):
+        name: ClassVar[str] = "gridcount"
+        label: ClassVar[str] = "grid count"
+        colour: ClassVar[str] = "#117733"
+        role: ClassVar[str] = "baseline"
+
+        cells: int = static(8, Count(2))   # cells per dimension over [-obs_clip, obs_clip]
+
+
+    def make(settings, obs_shape, action_space):
+        import jax.numpy as jnp
+
+        from rfig_exp.bonuses.base import Bonus
+
+        def cell(obs):
+            x = obs.reshape(-1, obs_shape[0])
+            edge = jnp.floor((x + settings.obs_clip) / (2 * settings.obs_clip) * settings.cells)
+            idx = jnp.clip(edge, 0, settings.cells - 1).astype(jnp.int32)
+            return idx[:, 0] * settings.cells + idx[:, 1]
+
+        def reward(counts, batch, hp):
+            return (1.0 / jnp.sqrt(counts[cell(batch.next_obs)] + 1.0)).reshape(batch.terminated.shape), {}
+
+        def update(counts, batch, key, hp):
+            return counts.at[cell(batch.next_obs)].add(1.0), {}
+
+        return Bonus(settings.name, lambda key, warm, hp: jnp.zeros(settings.cells ** 2), reward, update)
+"""
+
+# create it by its module, then by its name alone from an installed package's entry point, and look
+# at which cell the state (1, 1) falls in for two obs_clip values
+USE_GRID_COUNT = """
+    import sys
+    import jax.numpy as jnp
+    from rfig_exp.bonuses import BonusBatch, DiscreteSpace, create, installed_bonuses
+
+    print(installed_bonuses())
+    for how in ({"module": "gridcount_bonus"}, {}):
+        for clip in (2.0, 8.0):
+            bonus, hp = create("gridcount", 2, DiscreteSpace(3), 4, obs_clip=clip, cells=4, **how)
+            state = bonus.init(None, None, hp)
+            one = jnp.ones((1, 1, 2))
+            batch = BonusBatch(one, jnp.zeros((1, 1), int), one, jnp.zeros((1, 1), bool), jnp.zeros((1, 1), bool))
+            state, _ = bonus.update(state, batch, None, hp)
+            print(sorted(int(i) for i in jnp.flatnonzero(state)))
+"""
+
+
+def test_a_users_bonus_by_its_module_and_by_an_installed_entry_point(tmp_path):
+    (tmp_path / "gridcount_bonus.py").write_text(textwrap.dedent(GRID_COUNT))
+    dist = tmp_path / "gridcount_plugin-1.0.dist-info"  # what pip installs for a package that declares
+    dist.mkdir()                                         # [project.entry-points."rfig_exp.bonuses"]
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gridcount-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rfig_exp.bonuses]\ngridcount = gridcount_bonus\n")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(USE_GRID_COUNT)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}/src"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    # (1, 1) in cell (2, 2) of a 4 x 4 grid over [-2, 2]^2, in cell (2, 2) over [-8, 8]^2 too but of
+    # another edge: (1 + 2) / 4 * 4 = 3 and (1 + 8) / 16 * 4 = 2.25
+    assert out.stdout.splitlines() == ["{'gridcount': 'gridcount_bonus'}", "[15]", "[10]", "[15]", "[10]"]
+
+
+def test_an_unknown_name_lists_the_installed_bonuses_and_the_module_argument():
+    with pytest.raises(ConfigError) as err:
+        create("gridcount", 2, DiscreteSpace(3), 4)
+    assert f"valid names: {', '.join(bonus_names())}" in str(err.value)
+    assert "module=<its module>" in str(err.value)

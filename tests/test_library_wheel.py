@@ -20,4 +20,5 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_example(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "rfig_exp from " in out.stdout and "site-packages" in out.stdout
     assert '"bonus": "rfig", "seed": 1' in out.stdout and '"bonus": "rnd", "seed": 0' in out.stdout
+    assert "extras imported: []" in out.stdout and "[wheel-check] the wheel alone: " in out.stdout
     assert out.stdout.rstrip().endswith("[wheel-check] ok")

@@ -126,3 +126,29 @@ def test_a_users_settings_are_read_by_their_declaration(monkeypatch):
     assert (env.name, env.suite_id, env.length) == ("chain", "my_env", 5)
     with pytest.raises(ConfigError, match=r"^env\.size is not an option of chain \(my_env\); valid: length$"):
         parse_env({"name": "chain", "module": "my_env", "length": 5, "size": 3})
+
+
+def test_the_docs_commands_give_each_tool_what_it_requires():
+    """docs/extending.md's status and analysis commands, as written, are accepted by those tools'
+    own argument parsers (the analysis one names the results folder it requires)."""
+    import shlex
+
+    from analysis.__main__ import build_parser
+
+    text = (REPO / "docs" / "extending.md").read_text()
+    analysis = next(line for line in text.splitlines() if " -m analysis " in line)
+    args = shlex.split(analysis.split(" -m analysis ", 1)[1])
+    parsed = build_parser().parse_args(args)
+    assert (str(parsed.results), parsed.experiment) == ("results", "mine")
+
+
+def test_the_example_bonus_is_made_by_create_from_its_module(monkeypatch):
+    """The worked example's bonus, made for a training loop of one's own by its module's name."""
+    import jax
+
+    from rfig_exp.bonuses import DiscreteSpace, create
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    bonus, hp = create("count", 3, DiscreteSpace(2), 64, module="my_bonus", bits=4)
+    projection, counts = bonus.init(jax.random.PRNGKey(0), None, hp)
+    assert projection.shape == (3, 4) and counts.shape == (16,)

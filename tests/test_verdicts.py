@@ -325,3 +325,41 @@ def test_every_rule_constant_is_the_one_the_rule_book_states():
     assert "``POI_MARGIN`` = 0.056" in doc and V.POI_MARGIN == pytest.approx(
         scipy.stats.norm.cdf(0.2 / math.sqrt(2)) - 0.5, abs=5e-4)
     assert "``TIME_BAND`` = [0.8, 1.25]" in doc and V.TIME_BAND == (0.8, 1.25)
+
+
+def _sensitivity(root, levels_by_beta: dict, umaze: bool = True):
+    """Sensitivity runs: per bonus and beta, MountainCar ends at levels_by_beta[beta][bonus] (+ noise);
+    PointMaze-UMaze at success 1.0 for every run (saturated)."""
+    rng = np.random.default_rng(8)
+    common = {"agent.total_timesteps": 500000}
+    for beta, levels in levels_by_beta.items():
+        for bonus, level in levels.items():
+            ov = dict(common) if beta == 0.5 else {**common, "bonus.beta": beta}
+            for s in range(8):
+                write_run(root, "sensitivity", "mountaincar", bonus, s, STEPS,
+                          np.linspace(-200, level + rng.normal(0, 1), T), overrides=ov, defaults={"bonus.beta": 0.5})
+                if umaze:
+                    write_run(root, "sensitivity", "pointmaze_umaze", bonus, s, STEPS, np.ones(T), overrides=ov,
+                              defaults={"bonus.beta": 0.5})
+
+
+def _beta_verdict(root):
+    _panel(root, "mountaincar", {m: -150.0 for m in FIVE}, 5.0)
+    coll = collect(root, "repro")
+    sens = collect(root, "sensitivity")
+    claims = claims_table(coll, compute_aggregates(coll, reps=REPS), PAPER, reps=REPS, sens=sens)
+    return next(c for c in claims if c.claim.startswith("beta does not affect"))
+
+
+def test_the_beta_claim_holds_when_no_pair_of_bonuses_changes_order_and_falls_when_one_reverses(tmp_path):
+    steady = {b: {"rnd": -110.0, "rfig": -150.0, "vime": -190.0} for b in (0.25, 0.5, 1.0)}
+    _sensitivity(tmp_path / "steady", steady)
+    c = _beta_verdict(tmp_path / "steady")
+    # UMaze (every run at 1.0) is left out: it would pull every P towards 0.5
+    assert c.kind == V.SUPPORTED and "Left out, not discriminating (rule 3): PointMaze-UMaze" in c.detail
+    flipped = {**steady, 1.0: {"rnd": -190.0, "rfig": -150.0, "vime": -110.0}}
+    _sensitivity(tmp_path / "flip", flipped)
+    assert _beta_verdict(tmp_path / "flip").kind == V.CONTRADICTED
+    close = {b: {"rnd": -150.0, "rfig": -150.5, "vime": -149.5} for b in (0.25, 0.5, 1.0)}
+    _sensitivity(tmp_path / "close", close, umaze=False)
+    assert _beta_verdict(tmp_path / "close").kind == V.UNDECIDED

@@ -49,7 +49,7 @@ def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     processes: dict[tuple, float] = {}
     for key, run in stored.items():
         rec, summary = run.record, run.record.get("summary") or {}
-        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {})
+        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
         if stage is None or not run.complete:
             continue
         origin = rec.get("origin") or {}

@@ -12,23 +12,30 @@ before anything compiles, and analysis reads the declarations; ``make_bonus`` ma
 The public API for a training loop of one's own (docs/library.md) is :func:`create`: a bonus by
 name, with its settings' defaults and any overrides, without Hydra or this project's agent.
 
-A bonus of the user's own module is its YAML in the user's config folder (``hydra.searchpath``)
-with ``module: <importable module>``: the module declares the same two things
-(``docs/extending.md``), under a name that no built-in bonus has.
+A bonus of the user's own module declares the same two things (``docs/extending.md``), under a
+name that no built-in bonus has, and is found by that module's name: ``module: <importable module>``
+in its YAML (``launch.py``, through the user's config folder on ``hydra.searchpath``), ``module=``
+in :func:`create`, or an entry point of the group :data:`ENTRY_POINTS` (``name = module``) in the
+user's installed package, which both read.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import pkgutil
-from typing import Any, Sequence
+from typing import Any
 
-from rfig_exp.bonuses.settings import ROLES, BonusSettings
+from rfig_exp.bonuses.settings import OBS_CLIP, ROLES, BonusSettings
 from rfig_exp.config import variants
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import declared
 from rfig_exp.config.validation import integer
+
+# The entry-point group of the bonuses of installed packages: ``count = my_package.my_bonus``
+# under ``[project.entry-points."rfig_exp.bonuses"]`` of the package's pyproject.toml.
+ENTRY_POINTS = "rfig_exp.bonuses"
 
 
 def bonus_names() -> list[str]:
@@ -87,9 +94,19 @@ def declared_bonuses() -> dict[str, type[BonusSettings]]:
     return {name: settings_class(name) for name in bonus_names()}
 
 
-def parse_bonus(node, batch_size: int) -> BonusSettings:
-    """The ``bonus`` config node's settings for a rollout batch of ``batch_size`` states."""
+def installed_bonuses() -> dict[str, str]:
+    """The bonuses of installed packages, ``{name: module}``: the entry points of :data:`ENTRY_POINTS`."""
+    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+
+
+def parse_bonus(node, batch_size: int, obs_clip: float = OBS_CLIP) -> BonusSettings:
+    """The ``bonus`` config node's settings for a rollout batch of ``batch_size`` states, whose
+    observations the agent clips to ``[-obs_clip, obs_clip]`` once normalised (``agent.obs_clip``).
+    A name that no built-in bonus has is looked up among the installed ones when the node names no
+    ``module``."""
     name, module = node.get("name"), node.get("module")
+    if module is None and name not in bonus_names():
+        module = installed_bonuses().get(name)
     if module is not None:
         variants.check_own_name("bonus", name, module)
         declared_class = settings_class(str(name), module)
@@ -97,15 +114,18 @@ def parse_bonus(node, batch_size: int) -> BonusSettings:
         extra = sorted(set(map(str, node)) - {"name", "module", *settings})
         if extra:  # a built-in's YAML is held to its declaration by the tests; a user's, here
             raise ConfigError(f"bonus.{extra[0]} is not a setting of {name}; {module} declares {', '.join(settings)}")
-        return declared_class.parse(node, batch_size=batch_size)
-    return settings_class(_known_bonus(name)).parse(node, batch_size=batch_size)
+        return declared_class.parse(node, batch_size=batch_size, obs_clip=obs_clip)
+    return settings_class(_known_bonus(name)).parse(node, batch_size=batch_size, obs_clip=obs_clip)
 
 
 def _known_bonus(name) -> str:
     """``name`` when it is a bonus of this package; ConfigError listing the valid names otherwise."""
     names = bonus_names()
     if name not in names:
-        raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(names)}")
+        own = installed_bonuses()
+        mine = f"; installed: {', '.join(sorted(own))}" if own else ""
+        raise ConfigError(f"bonus.name={name!r} is not a known bonus; valid names: {', '.join(names)}{mine} "
+                          f"(a bonus of your own module: module=<its module>)")
     return name
 
 
@@ -119,28 +139,35 @@ def make_bonus(settings: BonusSettings, obs_shape, action_space):
     return bonus, float32_hparams(settings)
 
 
-def create(name: str, obs_shape: Sequence[int], action_space: Any, batch_size: int,
-           **overrides: Any) -> tuple[Any, Any]:
+def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, module: str | None = None,
+           obs_clip: float = OBS_CLIP, **overrides: Any) -> tuple[Any, Any]:
     """``(Bonus, hparams)`` of bonus ``name`` for a training loop of one's own (docs/library.md).
 
-    ``obs_shape``: one observation's shape (``(2,)`` for MountainCar); ``action_space``: a
-    ``DiscreteSpace(num_actions)`` or ``BoxSpace(dim, low, high)`` (``rfig_exp.bonuses`` has both);
-    ``batch_size``: the states of one rollout, ``num_steps * num_envs`` (a bonus that keeps a
-    fraction of each batch, RFIG's ``rho``, sizes its buffers by it); ``overrides``: the bonus's
-    settings by name (``num_features=512``), the rest keep their declared defaults, those of
+    ``obs_shape``: one observation's shape, as an int (``2``), a tuple (``(10, 10, 4)``; numpy's
+    integers too) or a space with a ``shape`` (gymnax's ``Box``); ``action_space``: a
+    ``DiscreteSpace(num_actions)`` or ``BoxSpace(dim, low, high)`` (``rfig_exp.bonuses`` has both), or
+    gymnax's ``Discrete`` or one-dimensional ``Box``; ``batch_size``: the states of one rollout,
+    ``num_steps * num_envs`` (a bonus that keeps a fraction of each batch, RFIG's ``rho``, sizes its
+    buffers by it); ``module``: the module of a bonus of one's own (else ``name`` is a built-in
+    bonus, or an installed one: :func:`installed_bonuses`); ``obs_clip``: the agent's clip of
+    normalised observations, which a bonus may read (``settings.obs_clip``); ``overrides``: the
+    bonus's settings by name (``num_features=512``), the rest keep their declared defaults, those of
     ``conf/bonus/<name>.yaml``. ``hparams`` is the bonus's settings object with its numeric
     settings as float32 scalars (a JAX pytree), the last argument of ``init``, ``reward``,
     ``update`` and ``refresh``.
 
     The settings go through the same checks as a config's (``parse_bonus``), and the bonus is the
     one ``make_bonus`` makes for this project's trainer: ConfigError for an unknown name (listing
-    the valid ones), an unknown setting (listing the bonus's own) or a bad value (naming its key,
-    ``bonus.<setting>``). ``beta``, the intrinsic advantage's weight, is the agent's (PPO's loss
-    reads it), not the bonus's: it is refused here rather than silently ignored.
+    the valid ones), an unknown setting (listing the bonus's own), a bad value (naming its key,
+    ``bonus.<setting>``) or a bad argument (naming it). ``beta``, the intrinsic advantage's weight, is
+    the agent's (PPO's loss reads it), not the bonus's: it is refused here rather than silently ignored
+    (``rfig_exp.agents.intrinsic.IntrinsicReward`` applies it).
     """
-    from rfig_exp.envs.base import BoxSpace, DiscreteSpace
-
-    cls = settings_class(_known_bonus(name))
+    if module is None and name not in bonus_names():
+        module = installed_bonuses().get(name)
+    if module is not None:
+        variants.check_own_name("bonus", name, module)
+    cls = settings_class(_known_bonus(name)) if module is None else settings_class(name, module)
     defaults = cls.defaults()
     for key in overrides:
         if key in cls.HPARAMS_ELSEWHERE:
@@ -148,13 +175,74 @@ def create(name: str, obs_shape: Sequence[int], action_space: Any, batch_size: i
         if key not in defaults:
             raise ConfigError(f"bonus.{key} is not a setting of bonus {name}; its settings: "
                               f"{', '.join(k for k in defaults if k not in cls.HPARAMS_ELSEWHERE)}")
-    batch_size = integer(batch_size, "batch_size", minimum=1)
-    shape = tuple(integer(s, "obs_shape", minimum=1) for s in obs_shape)
-    if not isinstance(action_space, (DiscreteSpace, BoxSpace)):
-        raise TypeError(f"action_space must be rfig_exp.bonuses.DiscreteSpace(num_actions) or "
-                        f"BoxSpace(dim, low, high), got {action_space!r}")
-    settings = parse_bonus({**defaults, **overrides, "name": name}, batch_size)
-    return make_bonus(settings, shape, action_space)
+    batch_size = positive_integer(batch_size, "batch_size")
+    shape, space = observation_shape(obs_shape), action_space_of(action_space)
+    node = {**defaults, **{k: _python_scalar(v) for k, v in overrides.items()}, "name": name}
+    if module is not None:
+        node["module"] = module
+    return make_bonus(parse_bonus(node, batch_size, obs_clip), shape, space)
+
+
+def positive_integer(value: Any, key: str) -> int:
+    """A positive integer, numpy's integers included (``np.int64(2)`` from a space's shape)."""
+    return integer(_python_scalar(value), key, minimum=1)
+
+
+def _python_scalar(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (``np.int64(2)`` -> ``2``); anything else as is."""
+    numpy_scalar = getattr(value, "shape", None) == () and hasattr(value, "item")
+    if numpy_scalar and not isinstance(value, (bool, int, float, str)):
+        return value.item()
+    return value
+
+
+def observation_shape(obs_shape: Any) -> tuple[int, ...]:
+    """One observation's shape as a tuple of Python ints, from an int, a sequence of ints or a space
+    with a ``shape`` (gymnax's or gymnasium's ``Box``); ConfigError naming ``obs_shape`` otherwise."""
+    value = _python_scalar(obs_shape)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    elif not isinstance(value, (tuple, list)) and isinstance(getattr(value, "shape", None), tuple):
+        value = value.shape  # a space; an array has a shape too, but is no shape
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
+        dims = tuple(value)
+    except TypeError:
+        raise ConfigError(f"obs_shape={obs_shape!r} must be an integer, a tuple of integers or a space with a "
+                          "shape (gymnax's Box)") from None
+    return tuple(positive_integer(d, "obs_shape") for d in dims)
+
+
+def action_space_of(space: Any) -> Any:
+    """``space`` as a ``DiscreteSpace`` or ``BoxSpace`` of ``rfig_exp.envs.base``: one of those, or a
+    space with ``n`` (gymnax's ``Discrete``) or with a one-dimensional ``shape`` and the same ``low``
+    and ``high`` on every dimension (gymnax's ``Box``); ConfigError naming ``action_space`` otherwise."""
+    from rfig_exp.envs.base import BoxSpace, DiscreteSpace
+
+    if isinstance(space, (DiscreteSpace, BoxSpace)):
+        return space
+    if hasattr(space, "n"):
+        if _python_scalar(getattr(space, "start", 0)) != 0:
+            raise ConfigError(f"action_space={space!r} must number its actions from 0 (start={space.start})")
+        return DiscreteSpace(positive_integer(space.n, "action_space.n"))
+    shape = getattr(space, "shape", None)
+    if isinstance(shape, tuple) and hasattr(space, "low") and hasattr(space, "high"):
+        if len(shape) != 1:
+            raise ConfigError(f"action_space: a Box of shape {shape}; a bonus takes one-dimensional actions")
+        low, high = _bound(space.low, "low"), _bound(space.high, "high")
+        return BoxSpace(positive_integer(shape[0], "action_space.shape[0]"), low, high)
+    raise ConfigError(f"action_space={space!r} must be rfig_exp.bonuses.DiscreteSpace(num_actions), "
+                      "BoxSpace(dim, low, high), or gymnax's Discrete or one-dimensional Box")
+
+
+def _bound(value: Any, which: str) -> float:
+    """A Box's ``low`` or ``high`` as one float: a scalar, or an array of one value repeated."""
+    values = {float(v) for v in (value.ravel().tolist() if hasattr(value, "ravel") else [value])}
+    if len(values) != 1:
+        raise ConfigError(f"action_space: a Box with a different {which} per dimension ({sorted(values)}); "
+                          "BoxSpace has one low and one high")
+    return values.pop()
 
 
 _LAZY = {"Bonus": "rfig_exp.bonuses.base", "BonusBatch": "rfig_exp.bonuses.base",
@@ -167,5 +255,6 @@ def __getattr__(name):  # from the JAX side, imported when first asked for
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ROLES", "Bonus", "BonusBatch", "BonusSettings", "BoxSpace", "DiscreteSpace", "bonus_names", "create",
-           "declared_bonuses", "declaring_modules", "make_bonus", "parse_bonus", "settings_class"]
+__all__ = ["ENTRY_POINTS", "OBS_CLIP", "ROLES", "Bonus", "BonusBatch", "BonusSettings", "BoxSpace", "DiscreteSpace",
+           "action_space_of", "bonus_names", "create", "declared_bonuses", "declaring_modules", "installed_bonuses",
+           "make_bonus", "observation_shape", "parse_bonus", "positive_integer", "settings_class"]

@@ -1,8 +1,9 @@
 """The one interface every exploration bonus implements.
 
 A bonus is a bundle of pure functions over its own pytree state. The agent owns
-observation normalisation, intrinsic-reward normalisation and both GAEs; a bonus owns
-only its model. ``reward`` always sees the state *before* this batch's ``update``.
+observation normalisation, intrinsic-reward normalisation and both GAEs
+(``rfig_exp.agents.intrinsic``, which this project's trainer and a loop of one's own both run);
+a bonus owns only its model. ``reward`` always sees the state *before* this batch's ``update``.
 
 Numeric hyperparameters are arguments of the compiled function, so a sweep can vmap over them:
 ``hparams`` is the bonus's settings object (:data:`Hparams`) as a JAX pytree whose leaves are its
@@ -112,7 +113,7 @@ def action_features(actions: jax.Array, action_space) -> jax.Array:
     raise TypeError(f"unknown action space {action_space!r}")
 
 
-S = TypeVar("S", bound=Settings)
+P = TypeVar("P")
 
 
 def _as_pytree(cls: type[Settings]) -> None:
@@ -127,8 +128,10 @@ def _as_pytree(cls: type[Settings]) -> None:
 _PYTREES: set[type] = set()
 
 
-def float32_hparams(settings: S) -> S:
-    """``settings`` as the compiled function's argument: its traced settings float32 scalars, the
-    rest as it was (``rfig_exp.bonuses.make_bonus`` returns it with the bonus)."""
-    _as_pytree(type(settings))
-    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), settings)
+def float32_hparams(hparams: P) -> P:
+    """``hparams`` as the compiled function's argument: a settings object with its traced settings
+    as float32 scalars, the rest as it was (``rfig_exp.bonuses.make_bonus`` returns it with the
+    bonus), or any pytree of numbers with each a float32 scalar."""
+    if isinstance(hparams, Settings):
+        _as_pytree(type(hparams))
+    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), hparams)

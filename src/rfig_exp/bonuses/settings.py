@@ -10,6 +10,7 @@ it; its ``make(settings, obs_shape, action_space) -> Bonus`` imports what the bo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -23,6 +24,10 @@ ACTIVATIONS = ("relu", "tanh")
 # finite and above zero (inf and nan refused by the same message)
 ABOVE_ZERO = Interval(0.0, "must be > 0", high=math.inf, low_open=True, high_open=True)
 AT_LEAST_ZERO = Interval(0.0, "must be >= 0", high=math.inf, high_open=True)
+
+# The agent's default clip of normalised observations (agent.obs_clip): a bonus's inputs lie in
+# [-obs_clip, obs_clip] (BonusSettings.obs_clip).
+OBS_CLIP = 5.0
 
 # a bonus's part in the paper's comparison, in the order reports list them
 ROLES = ("reference", "baseline", "method")   # plain PPO; the methods compared with; the proposed one
@@ -41,8 +46,9 @@ class PaperRow:
 
 @dataclass(frozen=True)
 class BonusSettings(Settings):
-    """A bonus's settings: ``batch_size`` (the rollout's states, given), ``bonus.beta`` (the
-    intrinsic advantage's weight, which the agent reads) and the bonus's own declared settings."""
+    """A bonus's settings: what the agent gives it (``batch_size``, the rollout's states, and
+    ``obs_clip``, the bound of the normalised observations it sees), ``bonus.beta`` (the intrinsic
+    advantage's weight, which the agent reads) and the bonus's own declared settings."""
 
     PREFIX: ClassVar[str] = "bonus."
     HPARAMS_ELSEWHERE: ClassVar[tuple[str, ...]] = ("beta",)  # PPOHparams.beta, not a leaf here
@@ -57,4 +63,6 @@ class BonusSettings(Settings):
 
     batch_size: int               # states of one rollout (agent.num_envs * agent.num_steps)
     beta: float = traced(0.5, Number(0.0), doc="intrinsic advantage weight (the paper: 0.5 for every method)")
+    # |normalised observation| <= obs_clip (agent.obs_clip, as the run's config sets it)
+    obs_clip: float = dataclasses.field(default=OBS_CLIP, kw_only=True)
 

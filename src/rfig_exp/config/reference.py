@@ -23,8 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import yaml
-
 from rfig_exp.config.settings import RUN, STATIC, TRACED, Declared, Settings, declared
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,6 +43,8 @@ def as_written(value: Any) -> Any:
 
 
 def _scalar(value: Any) -> str:
+    import yaml  # here: the bonuses' library use has no PyYAML
+
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).removesuffix("\n...\n").strip()
 
 

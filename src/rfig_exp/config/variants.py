@@ -28,8 +28,6 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from rfig_exp.config.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
@@ -86,6 +84,8 @@ def check_own_name(group: str, name: Any, module: Any) -> None:
 
 @lru_cache(maxsize=None)
 def _defaults(choices: tuple[tuple[str, str], ...], conf_dirs: tuple[Path, ...]) -> dict:
+    from omegaconf import OmegaConf  # here, not at the top: the bonuses' library use has no omegaconf
+
     from rfig_exp.config import reference  # it reads the declarations, which build on this module
 
     top = reference.run_defaults()
@@ -105,6 +105,8 @@ def defaults(choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict:
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     """``{"agent": {"lr": 3e-4}}`` -> ``{"agent.lr": 3e-4}``; lists are leaves."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
     if isinstance(tree, (DictConfig, ListConfig)):
         tree = OmegaConf.to_container(tree, resolve=True)
     if isinstance(tree, Mapping):

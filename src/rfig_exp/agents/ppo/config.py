@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, NamedTuple
 
-from rfig_exp.bonuses.settings import BonusSettings
+from rfig_exp.bonuses.settings import OBS_CLIP, BonusSettings
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import STATIC, Settings, declared, setting, static, traced
 from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
@@ -97,7 +97,7 @@ class AgentSettings(PPOStructure):
     gae_lambda: float = traced(0.95, Number(0.0, 1.0), doc="GAE lambda of both advantages")
     gamma_int: float = traced(0.99, Number(0.0, 1.0), doc="intrinsic (non-episodic) discount")
     ext_coef: float = traced(1.0, Number(0.0), doc="advantage = ext_coef * A_ext + bonus.beta * A_int; 0: reward-free")
-    obs_clip: float = traced(5.0, Number(0.0, low_open=True),
+    obs_clip: float = traced(OBS_CLIP, Number(0.0, low_open=True),
                              doc="normalised observations are clipped to [-obs_clip, obs_clip]")
 
     def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
@@ -118,6 +118,20 @@ class PPOHparams(NamedTuple):
     agent: AgentSettings
     beta: float     # bonus.beta: advantage = ext_coef * A_ext + beta * A_int
     bonus: BonusSettings
+
+    # what the agent's side of a bonus reads (rfig_exp.agents.intrinsic: obs_clip, gamma_int, beta,
+    # ext_coef, bonus), so the trainer runs those functions on these hyperparameters as they are
+    @property
+    def obs_clip(self) -> float:
+        return self.agent.obs_clip
+
+    @property
+    def gamma_int(self) -> float:
+        return self.agent.gamma_int
+
+    @property
+    def ext_coef(self) -> float:
+        return self.agent.ext_coef
 
 
 assert all(d.kind == STATIC for _, d in declared(PPOStructure))  # TrainSpec is the static part

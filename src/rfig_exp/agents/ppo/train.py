@@ -25,11 +25,12 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
+from rfig_exp.agents import intrinsic
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
 from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
-from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
@@ -84,11 +85,6 @@ def _env_action(action, action_space):
     return action
 
 
-def _where_seed(mask, a, b):
-    """Per-seed select between two stacked pytrees, ``mask`` is ``[S]``."""
-    return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
-
-
 def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     # length: long as a whole, short in its parts: a factory of closures (init, rollout, loss, one SGD step,
     # one PPO update, a window), each well under 80 lines, sharing the static network, env, bonus
@@ -116,15 +112,14 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         _, warm_obs = jax.lax.scan(warm_step, (env_state, obs),
                                    jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
         warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
-        obs_rms = rms_update(rms_init(obs_shape), warm_obs)
-        bonus_state = bonus.init(k_bonus, normalize(obs_rms, warm_obs, hparams.agent.obs_clip), hparams.bonus)
+        explored = intrinsic.init(bonus, k_bonus, warm_obs, num_envs, hparams)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
         obs, env_state = v_reset(jax.random.split(k_reset, num_envs))
         return RunState(
-            params=params, opt_state=optimizer.init(params), obs_rms=obs_rms,
-            int_return_filter=jnp.zeros((num_envs,), jnp.float32), int_return_rms=rms_init(()),
-            bonus_state=bonus_state, env_state=env_state, obs=obs,
+            params=params, opt_state=optimizer.init(params), obs_rms=explored.obs_rms,
+            int_return_filter=explored.return_filter, int_return_rms=explored.return_rms,
+            bonus_state=explored.bonus, env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs,), jnp.float32), episode_length=jnp.zeros((num_envs,), jnp.int32),
             update=jnp.zeros((), jnp.int32), key=k_run, visits=jnp.zeros((num_cells,), jnp.int32),
         )
@@ -187,15 +182,13 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         (env_state, last_obs, ep_ret, ep_len, finished), traj = rollout(state, k_roll, hp)
 
         # Algorithm 1: update the observation statistics with the batch, then the bonus
-        # sees states normalised by the new statistics. The policy and values keep the
-        # statistics they acted with, so old log-probs and values stay consistent.
-        obs_rms = rms_update(state.obs_rms, traj.obs.reshape((-1,) + obs_shape))
-        bonus_batch = BonusBatch(
-            obs=normalize(obs_rms, traj.obs, hp.agent.obs_clip), actions=_env_action(traj.action, env.action_space),
-            next_obs=normalize(obs_rms, traj.final_obs, hp.agent.obs_clip),
-            terminated=traj.terminated, truncated=traj.truncated)
-        r_int_raw, reward_metrics = bonus.reward(state.bonus_state, bonus_batch, hp.bonus)
-        bonus_state, bonus_metrics = bonus.update(state.bonus_state, bonus_batch, k_bonus, hp.bonus)
+        # sees states normalised by the new statistics (intrinsic.observe). The policy and values
+        # keep the statistics they acted with, so old log-probs and values stay consistent.
+        explored = intrinsic.IntrinsicState(state.obs_rms, state.int_return_filter, state.int_return_rms,
+                                            state.bonus_state)
+        transitions = BonusBatch(obs=traj.obs, actions=_env_action(traj.action, env.action_space),
+                                 next_obs=traj.final_obs, terminated=traj.terminated, truncated=traj.truncated)
+        explored, r_int_raw, bonus_metrics = intrinsic.observe(bonus, explored, transitions, k_bonus, hp)
 
         def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
             return network.apply(state.params, normalize(state.obs_rms, obs, hp.agent.obs_clip))[1]
@@ -206,13 +199,11 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
                                        traj.truncated.astype(jnp.float32), hp.agent.gamma, hp.agent.gae_lambda)
         if bonus.intrinsic:
-            int_filter, int_rms, r_int = scale_by_return_std(state.int_return_filter, state.int_return_rms,
-                                                             r_int_raw, hp.agent.gamma_int)
+            explored, r_int = intrinsic.scale(explored, r_int_raw, hp)
             v_int_last = values_when_acting(last_obs)[..., INT]
-            adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.agent.gamma_int, hp.agent.gae_lambda)
-            adv = hp.agent.ext_coef * adv_ext + hp.beta * adv_int
+            adv, adv_int = intrinsic.advantage(adv_ext, r_int, v_int, v_int_last, hp.agent.gae_lambda, hp)
         else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
-            int_filter, int_rms, r_int = state.int_return_filter, state.int_return_rms, r_int_raw
+            r_int = r_int_raw
             adv_int = jnp.zeros_like(adv_ext)
             adv = hp.agent.ext_coef * adv_ext
 
@@ -246,7 +237,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         else:
             visits = state.visits
 
-        bonus_metrics = {f"bonus/{k}": v for k, v in {**reward_metrics, **bonus_metrics}.items()}
+        bonus_metrics = {f"bonus/{k}": v for k, v in bonus_metrics.items()}
         counted = {f"bonus/{k}" for k in bonus.counted_metrics}
         metrics = UpdateMetrics(
             means={**SGDMetrics.mean_of(sgd_metrics)._asdict(), "extrinsic_reward": traj.reward.mean(),
@@ -258,8 +249,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             final={"coverage": (visits > 0).mean()} if num_cells else {},
         )
         new_state = RunState(
-            params=params, opt_state=opt_state, obs_rms=obs_rms, int_return_filter=int_filter,
-            int_return_rms=int_rms, bonus_state=bonus_state, env_state=env_state, obs=last_obs,
+            params=params, opt_state=opt_state, obs_rms=explored.obs_rms, int_return_filter=explored.return_filter,
+            int_return_rms=explored.return_rms, bonus_state=explored.bonus, env_state=env_state, obs=last_obs,
             episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key, visits=visits)
         return new_state, metrics
 
@@ -272,15 +263,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                 states, metrics = jax.tree.map(lambda x: x[None], (state, metrics))
             else:
                 states, metrics = jax.vmap(update, in_axes=(0, None))(states, hparams)
-            if bonus.refresh is not None:
-                need = jax.vmap(bonus.needs_refresh)(states.bonus_state)
-
-                def refresh(bonus_states):
-                    fresh = jax.vmap(bonus.refresh, in_axes=(0, None))(bonus_states, hparams.bonus)
-                    return _where_seed(need, fresh, bonus_states)
-
-                bonus_states = jax.lax.cond(need.any(), refresh, lambda b: b, states.bonus_state)
-                states = states._replace(bonus_state=bonus_states)
+            if bonus.refresh is not None:  # outside the vmap: see intrinsic.refresh_seeds
+                states = states._replace(bonus_state=intrinsic.refresh_seeds(bonus, states.bonus_state, hparams.bonus))
             return states, metrics
 
         states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)

@@ -1,0 +1,256 @@
+"""The agent's side of an exploration bonus: what a PPO does around ``rfig_exp.bonuses`` (docs/library.md).
+
+A bonus owns only its model. The agent around it, as the paper's Algorithm 1 and PPO+RND (Burda et
+al. 2018) have it:
+
+1. normalises observations by running statistics that start from random-policy warm-up states,
+   clipped to ``[-obs_clip, obs_clip]``, and makes the bonus's state from those warm-up states
+   (:func:`init`);
+2. per update, merges the rollout's states into the statistics, normalises the rollout's states and
+   true next states with the merged ones, and takes the reward from the bonus's state *before* the
+   batch's update, then the update (:func:`observe`); repairs the bonus's state when it asks for it
+   (:func:`refresh_if_needed`, :func:`refresh_seeds`), without vmap turning that into work for
+   every seed on every update;
+3. divides the intrinsic reward by the running std of the non-episodic discounted intrinsic return,
+   one forward filter per env carried across updates and episode ends (:func:`scale`);
+4. takes a non-episodic GAE of the scaled reward against the intrinsic value head, and weighs the
+   two advantages ``ext_coef * A_ext + beta * A_int`` (:func:`advantage`).
+
+These are pure functions over an :class:`IntrinsicState`, jit-, vmap- and scan-friendly; their
+numeric settings come in ``hp``, any object with the fields ``obs_clip``, ``gamma_int``, ``beta``,
+``ext_coef`` and ``bonus`` (the bonus's hyperparameters): :class:`IntrinsicHparams`, or this
+project's ``PPOHparams``, so the trainer (``rfig_exp.agents.ppo.train``) runs these same functions.
+:class:`IntrinsicReward` bundles them with a bonus and its settings for a training loop of one's
+own: a PureJaxRL ``ppo.py`` needs a handful of lines (docs/library.md shows the diff).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+from rfig_exp.agents.ppo import losses
+from rfig_exp.agents.ppo.config import AgentSettings
+from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.bonuses import create, positive_integer
+from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
+from rfig_exp.bonuses.settings import BonusSettings
+from rfig_exp.config.settings import declared
+
+
+class IntrinsicState(NamedTuple):
+    """Everything the agent keeps for the bonus, one seed's (a pytree: stack it to vmap seeds)."""
+
+    obs_rms: RunningMeanStd     # observation statistics, one observation's shape
+    return_filter: jax.Array    # [num_envs] discounted intrinsic return of each env's stream
+    return_rms: RunningMeanStd  # [] statistics of those returns
+    bonus: Any                  # the bonus's own state
+
+
+class IntrinsicHparams(NamedTuple):
+    """The numeric settings, float32 scalars (arguments of the compiled function, so a sweep can vmap
+    over them): the agent's and, in ``bonus``, the bonus's own."""
+
+    obs_clip: Any
+    gamma_int: Any
+    beta: Any
+    ext_coef: Any
+    bonus: Any
+
+
+def init(bonus: Bonus, key: jax.Array, warmup_obs: jax.Array, num_envs: int, hp: Any) -> IntrinsicState:
+    """The state before the first update: observation statistics of ``warmup_obs`` (``[N, *obs]``
+    raw states of a random policy: the resets and the steps after them) and the bonus's state made
+    from those states normalised."""
+    obs_rms = rms_update(rms_init(warmup_obs.shape[1:]), warmup_obs)
+    bonus_state = bonus.init(key, normalize(obs_rms, warmup_obs, hp.obs_clip), hp.bonus)
+    return IntrinsicState(obs_rms, jnp.zeros((num_envs,), jnp.float32), rms_init(()), bonus_state)
+
+
+def observe(bonus: Bonus, state: IntrinsicState, rollout: BonusBatch, key: jax.Array,
+            hp: Any) -> tuple[IntrinsicState, jax.Array, dict[str, jax.Array]]:
+    """``(state, r_int [T, B], metrics)`` for ``rollout``, a ``BonusBatch`` of *raw* observations
+    (``next_obs``: the true ``s'``, the final observation at an episode end): the statistics merged
+    with ``rollout.obs``, the bonus's reward (unscaled) from its state before this batch, then its
+    update, both on the batch normalised by the merged statistics. ``metrics``: the bonus's, of its
+    reward then of its update."""
+    obs_rms = rms_update(state.obs_rms, rollout.obs.reshape((-1,) + state.obs_rms.mean.shape))
+    batch = BonusBatch(obs=normalize(obs_rms, rollout.obs, hp.obs_clip), actions=rollout.actions,
+                       next_obs=normalize(obs_rms, rollout.next_obs, hp.obs_clip),
+                       terminated=rollout.terminated, truncated=rollout.truncated)
+    r_int, reward_metrics = bonus.reward(state.bonus, batch, hp.bonus)
+    bonus_state, update_metrics = bonus.update(state.bonus, batch, key, hp.bonus)
+    return state._replace(obs_rms=obs_rms, bonus=bonus_state), r_int, {**reward_metrics, **update_metrics}
+
+
+def scale(state: IntrinsicState, r_int: jax.Array, hp: Any) -> tuple[IntrinsicState, jax.Array]:
+    """``r_int [T, B]`` divided by the running std of the discounted intrinsic return (no mean
+    subtracted, no clipping: RND's scaling), the filter and its statistics advanced by the batch.
+    The std is of every return since the start, so the scaled reward falls as the bonus's raw
+    reward does (states becoming familiar), in units of the run's own intrinsic-return scale."""
+    return_filter, return_rms, scaled = scale_by_return_std(state.return_filter, state.return_rms, r_int, hp.gamma_int)
+    return state._replace(return_filter=return_filter, return_rms=return_rms), scaled
+
+
+def advantage(adv_ext: jax.Array, r_int: jax.Array, v_int: jax.Array, v_int_last: jax.Array, gae_lambda: Any,
+              hp: Any) -> tuple[jax.Array, jax.Array]:
+    """``(ext_coef * A_ext + beta * A_int, A_int)``, all ``[T, B]``: ``A_int`` the non-episodic GAE
+    of the scaled ``r_int`` along each env's stream (episode ends included), ``v_int`` the intrinsic
+    values the rollout saw, ``v_int_last [B]`` that of the observation after the rollout."""
+    adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, gae_lambda)
+    return hp.ext_coef * adv_ext + hp.beta * adv_int, adv_int
+
+
+def _where_seed(need: jax.Array, a: Any, b: Any) -> Any:
+    """Per-seed select between two stacked pytrees, ``need`` is ``[S]``."""
+    return jax.tree.map(lambda x, y: jnp.where(need.reshape(need.shape + (1,) * (x.ndim - 1)), x, y), a, b)
+
+
+def refresh_seeds(bonus: Bonus, states: Any, hp: Any, hp_axis: int | None = None) -> Any:
+    """The bonus's states of ``[S]`` seeds, each refreshed where its ``needs_refresh`` asks: one
+    ``lax.cond`` on whether any seed asks, outside the per-seed computation, so the expensive branch
+    (RFIG's exact inverse) runs on the updates where some seed needs it, not on every update as a
+    vmapped ``cond`` (a select of both branches) would. ``hp``: the bonus's hyperparameters, shared
+    by the seeds (``hp_axis=0``: one per seed)."""
+    need = jax.vmap(bonus.needs_refresh)(states)
+
+    def refresh(stacked):
+        fresh = jax.vmap(bonus.refresh, in_axes=(0, hp_axis))(stacked, hp)
+        return _where_seed(need, fresh, stacked)
+
+    return jax.lax.cond(need.any(), refresh, lambda b: b, states)
+
+
+def refresh_if_needed(bonus: Bonus, state: Any, hp: Any) -> Any:
+    """One seed's bonus state, refreshed if ``needs_refresh`` asks; under ``jax.vmap`` (PureJaxRL's
+    ``jit(vmap(train))``), :func:`refresh_seeds` over the seeds, so the refresh costs nothing on the
+    updates where no seed needs one. The state unchanged for a bonus without a refresh."""
+    if bonus.refresh is None:
+        return state
+    one = custom_vmap(lambda s, h: jax.lax.cond(bonus.needs_refresh(s), bonus.refresh, lambda s_, h_: s_, s, h))
+
+    @one.def_vmap
+    def rule(axis_size, in_batched, states, h):
+        states, hp_axis = _stacked(states, in_batched[0], axis_size), None
+        if any(jax.tree.leaves(in_batched[1])):  # a sweep vmapped over the hyperparameters as well
+            h, hp_axis = _stacked(h, in_batched[1], axis_size), 0
+        out = refresh_seeds(bonus, states, h, hp_axis)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return one(state, hp)
+
+
+def _stacked(tree: Any, batched: Any, axis_size: int) -> Any:
+    """``tree`` with every leaf that vmap left unbatched broadcast to ``[axis_size, ...]``."""
+    return jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x)), tree, batched)
+
+
+# The agent's settings IntrinsicReward takes, by its argument's name, each declared once: in
+# AgentSettings (conf/agent/ppo.yaml) under the name of the right, beta in BonusSettings.
+AGENT_SETTINGS = {"obs_clip": "obs_clip", "gamma_int": "gamma_int", "ext_coef": "ext_coef", "beta": "beta",
+                  "warmup_steps": "obs_norm_init_steps"}
+
+
+def _checked(given: dict[str, Any]) -> dict[str, Any]:
+    """The agent's settings of :data:`AGENT_SETTINGS`, ``given`` or their declared defaults, checked by
+    their declared rules (an error names the argument)."""
+    declarations = {**dict(declared(AgentSettings)), "beta": dict(declared(BonusSettings))["beta"]}
+    out = {}
+    for argument, name in AGENT_SETTINGS.items():
+        d = declarations[name]
+        out[argument] = d.rule(given.get(argument, d.default), argument, {})
+    return out
+
+
+@dataclass(frozen=True)
+class IntrinsicReward:
+    """A bonus with the agent's side of it, for a PPO of one's own: :meth:`create` it once, then per
+    seed :meth:`init` (from :meth:`warmup`'s states), and per update :meth:`step` after the rollout
+    and :meth:`advantage` beside the extrinsic GAE. ``hparams`` are the default of each method's
+    ``hp`` (pass other ``IntrinsicHparams`` to vmap a sweep over them)."""
+
+    bonus: Bonus
+    hparams: IntrinsicHparams
+    num_envs: int
+    warmup_steps: int   # the random policy's steps per env before training (agent.obs_norm_init_steps)
+
+    @classmethod
+    def create(cls, name: str, observation_space: Any, action_space: Any, num_envs: int, num_steps: int, *,
+               module: str | None = None, **settings: Any) -> IntrinsicReward:
+        """Bonus ``name`` (``rfig_exp.bonuses.create``: a built-in, an installed one, or one of
+        ``module``) for ``num_envs`` envs of ``num_steps`` steps per rollout, observations of
+        ``observation_space`` (a shape, an int or a space with a ``shape``), actions of
+        ``action_space`` (gymnax's spaces work as they are). ``settings``: the agent's
+        ``obs_clip``, ``gamma_int``, ``ext_coef``, ``beta`` and ``warmup_steps`` (defaults:
+        ``conf/agent/ppo.yaml``, ``beta`` 0.5), and the bonus's own by name."""
+        agent = _checked({k: v for k, v in settings.items() if k in AGENT_SETTINGS})
+        num_envs, num_steps = positive_integer(num_envs, "num_envs"), positive_integer(num_steps, "num_steps")
+        own = {k: v for k, v in settings.items() if k not in AGENT_SETTINGS}
+        bonus, bonus_hp = create(name, observation_space, action_space, num_envs * num_steps, module=module,
+                                 obs_clip=agent["obs_clip"], **own)
+        hparams = IntrinsicHparams(*float32_hparams((agent["obs_clip"], agent["gamma_int"], agent["beta"],
+                                                     agent["ext_coef"])), bonus=bonus_hp)
+        return cls(bonus, hparams, num_envs, agent["warmup_steps"])
+
+    def warmup(self, key: jax.Array, env: Any, env_params: Any) -> jax.Array:
+        """``[num_envs * (warmup_steps + 1), *obs]`` states of a uniformly random policy in a gymnax
+        env (``env.reset(key, params)``, ``env.step(key, state, action, params)``, auto-resetting):
+        the resets, then each step's true next state (``info["final_observation"]`` where the env
+        gives it, gymnax 1.0; else the observation it returns)."""
+        k_reset, k_steps = jax.random.split(key)
+        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, self.num_envs), env_params)
+        space = env.action_space(env_params)
+
+        def step(env_state, k):
+            k_act, k_env = jax.random.split(k)
+            actions = jax.vmap(space.sample)(jax.random.split(k_act, self.num_envs))
+            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_env, self.num_envs), env_state,
+                                                              actions, env_params)
+            final = out[-1].get("final_observation", out[0]) if isinstance(out[-1], dict) else out[0]
+            return out[1], final.reshape(out[0].shape)
+
+        _, states = jax.lax.scan(step, env_state, jax.random.split(k_steps, self.warmup_steps))
+        return jnp.concatenate([obs[None], states]).reshape((-1,) + obs.shape[1:])
+
+    def init(self, key: jax.Array, warmup_obs: jax.Array, hp: IntrinsicHparams | None = None) -> IntrinsicState:
+        """:func:`init`: the state before the first update, from ``warmup_obs`` (:meth:`warmup`)."""
+        return init(self.bonus, key, warmup_obs, self.num_envs, self.hparams if hp is None else hp)
+
+    def normalize(self, state: IntrinsicState, obs: jax.Array, hp: IntrinsicHparams | None = None) -> jax.Array:
+        """``obs`` normalised and clipped by the current statistics (for a policy that wants them too)."""
+        return normalize(state.obs_rms, obs, (self.hparams if hp is None else hp).obs_clip)
+
+    def step(self, state: IntrinsicState, obs: jax.Array, actions: jax.Array, next_obs: jax.Array,
+             terminated: jax.Array, truncated: jax.Array, key: jax.Array,
+             hp: IntrinsicHparams | None = None) -> tuple[IntrinsicState, jax.Array, dict[str, jax.Array]]:
+        """After a rollout of raw ``obs [T, B, *obs]``, ``actions``, true next states ``next_obs`` (any
+        shape of the same size: gymnax's unflattened final observation) and episode ends: ``(state,
+        r_int [T, B], metrics)``, ``r_int`` scaled (:func:`observe`, :func:`refresh_if_needed`,
+        :func:`scale`); zero for a bonus whose reward is (``none``). ``metrics``: the bonus's, and the
+        raw and scaled reward's means (``intrinsic_reward``, ``intrinsic_reward_normalized``)."""
+        hp = self.hparams if hp is None else hp
+        rollout = BonusBatch(obs, actions, next_obs.reshape(obs.shape), terminated, truncated)
+        state, raw, metrics = observe(self.bonus, state, rollout, key, hp)
+        state = state._replace(bonus=refresh_if_needed(self.bonus, state.bonus, hp.bonus))
+        r_int = raw
+        if self.bonus.intrinsic:
+            state, r_int = scale(state, raw, hp)
+        return state, r_int, {**metrics, "intrinsic_reward": raw.mean(), "intrinsic_reward_normalized": r_int.mean()}
+
+    def advantage(self, adv_ext: jax.Array, r_int: jax.Array, v_int: jax.Array, v_int_last: jax.Array,
+                  gae_lambda: Any, hp: IntrinsicHparams | None = None) -> tuple[jax.Array, jax.Array]:
+        """:func:`advantage`: ``(ext_coef * A_ext + beta * A_int, A_int)``; the intrinsic value head's
+        target is ``A_int + v_int``. For a bonus without a reward (``none``) ``A_int`` is zero: the
+        intrinsic head and its loss can go (the run is plain PPO)."""
+        hp = self.hparams if hp is None else hp
+        if self.bonus.intrinsic:
+            return advantage(adv_ext, r_int, v_int, v_int_last, gae_lambda, hp)
+        return hp.ext_coef * adv_ext, jnp.zeros_like(adv_ext)
+
+
+__all__ = ["AGENT_SETTINGS", "IntrinsicHparams", "IntrinsicReward", "IntrinsicState", "advantage", "init", "observe",
+           "refresh_if_needed", "refresh_seeds", "scale"]
