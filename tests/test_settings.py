@@ -125,7 +125,7 @@ def test_what_names_a_variant_is_declared_with_the_run_settings():
 
 def test_an_unknown_bonus_name_lists_the_known_ones():
     valid = ", ".join(bonus_names())
-    with pytest.raises(ConfigError, match=f"bonus.name='ucb' is not a known bonus; valid names: {valid}$"):
+    with pytest.raises(ConfigError, match=f"bonus.name='ucb' is not a known bonus; valid names: {valid} "):
         parse_bonus({"name": "ucb"}, 4096)
 
 
