@@ -128,7 +128,9 @@ def job_rows(results: Path, experiment: str, since: str | None = None) -> list[d
         summary, _ = contract.read_summary(run.path)
         if not summary or summary.status != "complete" or (since and (summary.finished_at or "") < since):
             continue
-        key = (run.env, run.bonus, run.variant, summary.finished_at, summary.wall_time_s)
+        # One process: its seeds share the wall and compile times; their finish times (whole
+        # seconds) may straddle a second's edge, so they do not identify it.
+        key = (run.env, run.bonus, run.variant, summary.wall_time_s, summary.compile_time_s)
         placed = summary.placement or {}
         row = jobs.setdefault(key, {
             "env": run.env, "bonus": run.bonus, "variant": run.variant, "seeds": 0,
@@ -141,6 +143,8 @@ def job_rows(results: Path, experiment: str, since: str | None = None) -> list[d
             "inverse_recoveries": None, "inverse_refreshes": None, "max_inverse_residual": None,
         })
         row["seeds"] += 1
+        if (summary.finished_at or "") > (row["finished_at"] or ""):
+            row["finished_at"], row["started"] = summary.finished_at, _started(summary)
         # RFIG's inverse in float32 (bonus.matmul_precision): recoveries and refreshes summed over
         # the job's seeds, its largest residual
         values = summary.bonus_values

@@ -117,8 +117,9 @@ def test_the_jobs_table_groups_seeds_by_process_and_keeps_rfigs_precision(tmp_pa
             "train_time_s": 11.0, "env_steps_per_second": 1e6, **extra,
             "placement": {"cores": "0-3", "device_memory_peak_bytes": 2**30, "device_memory_limit_bytes": 17 * 2**30}}))
 
-    for seed, residual in ((0, 1e-3), (1, 5e-4)):  # one process of two seeds
-        run("rfig", seed, "2026-11-27T03:00:10Z", bonus_recoveries=float(seed), bonus_refreshes=2.0,
+    # one process of two seeds, whose summaries were written on either side of a second's edge
+    for seed, residual, finished in ((0, 1e-3, "2026-11-27T03:00:09Z"), (1, 5e-4, "2026-11-27T03:00:10Z")):
+        run("rfig", seed, finished, bonus_recoveries=float(seed), bonus_refreshes=2.0,
             bonus_max_inverse_residual=residual)
     run("none", 0, "2026-11-27T03:00:00Z")  # beside it
     run("rnd", 0, "2026-11-27T01:00:00Z")  # restored: ended before this run started

@@ -143,7 +143,9 @@ def test_jobs_sharing_one_gpu_split_its_memory_and_the_cores(per_gpu, share):
         line = place_job(job, None, local=True, jobs_per_gpu=per_gpu, environ=env, num_gpus=1,
                          set_affinity=lambda pid, c: pinned.append(c), get_affinity=lambda pid: cores)
         assert env["CUDA_VISIBLE_DEVICES"] == "0" and env.get("XLA_PYTHON_CLIENT_MEM_FRACTION") == share, line
-        assert "XLA_CLIENT_MEM_FRACTION" not in env and "XLA_PYTHON_CLIENT_PREALLOCATE" not in env
+        assert "XLA_CLIENT_MEM_FRACTION" not in env
+        # a shared GPU's share is a cap, not preallocated; a job alone on it keeps JAX's default
+        assert env.get("XLA_PYTHON_CLIENT_PREALLOCATE") == (None if share is None else "false"), line
         assert f"{per_gpu} in parallel" in line and f"({per_gpu} job(s) on it" in line
         placed.append(pinned[0])
     first = placed[:per_gpu]
@@ -178,6 +180,10 @@ def test_a_memory_fraction_the_user_set_stands_under_either_name(var):
                      get_affinity=lambda pid: {0, 1, 2, 3})
     assert env[var] == "0.1" and not any(v in env for v in MEM_FRACTION_VARS if v != var), env
     assert f"{var}=0.1" in line
+    mine = dict(LOCAL, XLA_PYTHON_CLIENT_PREALLOCATE="true")  # the user's choice stands here too
+    place_job(1, None, jobs_per_gpu=4, environ=mine, num_gpus=1, set_affinity=lambda pid, c: None,
+              get_affinity=lambda pid: {0, 1, 2, 3})
+    assert mine["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
 
 def test_jobs_per_gpu_without_a_gpu_divides_the_cores():

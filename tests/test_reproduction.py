@@ -359,3 +359,24 @@ def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_
         assert run.record["relabelled_from"] == "repro" and run.record["summary"]["experiment"] == "paper32"
     assert repro_main(args) == 0 and read_data(p32).keys() == held.keys()  # again: kept once, identical
     assert repro_main(["merge", "--from", str(repro), "--data", str(p32), "--relabel", "repro:nope"]) == 1
+
+
+def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
+    from analysis.repro.data import StoredRun
+    from analysis.repro.sections import stage_costs
+
+    def run(seed, backend, wall, commit):
+        machine = {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}
+        summary = {"status": "complete", "wall_time_s": wall, "finished_at": f"2026-11-27T18:{seed:02d}:00Z",
+                   "machine": machine}
+        return StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": "rfig", "variant": "base",
+                                 "seed": seed, "variant_overrides": {}, "summary": summary,
+                                 "origin": {"commit": commit, "machine": backend}}, rows="")
+
+    runs = [run(s, "cpu", 600.0, "aaaaaaa") for s in range(8, 16)]      # one CPU job of seeds 8-15
+    runs += [run(s, "gpu", 30.0, "bbbbbbb") for s in range(16, 32)]     # one GPU job of seeds 16-31
+    costs = stage_costs({r.key: r for r in runs})
+    assert set(costs) == {("p32-mountaincar-8", "aaaaaaa"), ("paper32 on a GPU (NVIDIA H200)", "bbbbbbb")}
+    cpu, gpu = costs[("p32-mountaincar-8", "aaaaaaa")], costs[("paper32 on a GPU (NVIDIA H200)", "bbbbbbb")]
+    assert (cpu["runs"], cpu["wall_s"]) == (8, 600.0)
+    assert (gpu["runs"], gpu["wall_s"], gpu["finished"]) == (16, 30.0, "2026-11-27T18:31:00Z")

@@ -130,7 +130,8 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[st
     """Who made which stage (commit, machine, when), its estimated and measured cost, then each
     campaign's commands and notes, and the reductions from the paper."""
     lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
-             "the stage's job wall times, one CPU core each; estimated = `make estimate` from the committed throughput "
+             "the stage's job wall times, one CPU core each (a GPU row: its jobs' wall times summed, though "
+             "several ran at once); estimated = `make estimate` from the committed throughput "
              "table before the runs, and after adding the rows they measured):", "",
              render_markdown(["Stage", "runs", "commit", "machine", "finished", "estimated before (min)",
                               "measured (min)", "measured / before", "estimated after (min)", "measured / after"],

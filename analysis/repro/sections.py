@@ -41,6 +41,15 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
     return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
 
 
+def _made_in(rec: dict, summary: dict) -> str | None:
+    """The stage a run belongs to: its CPU block stage (``stage_of``), or, for a run made on a
+    GPU, one row per experiment and device (its jobs span every block of 8 seeds)."""
+    machine = summary.get("machine") or {}
+    if machine.get("backend") == "gpu":
+        return f"{rec['experiment']} on a GPU ({machine.get('device_kind') or 'unknown device'})"
+    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+
+
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
     summed wall time of their processes (s; the seeds of a process share one), the machines,
@@ -49,7 +58,7 @@ def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     processes: dict[tuple, float] = {}
     for key, run in stored.items():
         rec, summary = run.record, run.record.get("summary") or {}
-        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+        stage = _made_in(rec, summary)
         if stage is None or not run.complete:
             continue
         origin = rec.get("origin") or {}

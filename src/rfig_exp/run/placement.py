@@ -15,8 +15,10 @@ them. :func:`place_job` is called by the job itself, first thing, before JAX is 
   themselves from that mask.
 - several jobs on each GPU (``jobs_per_gpu``): slot ``k`` gets GPU ``k mod n_gpus``, each job
   a share of that GPU's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``: ``config.jobs.GPU_MEMORY_FOR_JOBS``
-  divided among the jobs on it; JAX alone would preallocate 75% and may grow to all of it) and
-  its own block of the machine's cores, since the jobs compile on the CPU side by side.
+  divided among the jobs on it; JAX alone would preallocate 75% and may grow to all of it) as a cap
+  that is not taken upfront (``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set: preallocated
+  shares leave the compiler's scratch buffers too little), and its own block of the machine's
+  cores, since the jobs compile on the CPU side by side.
 - under SLURM (``SLURM_JOB_ID`` set) nothing is changed: SLURM already placed the job.
 - a single run, or a sweep with Hydra's basic launcher (one process, jobs in turn): nothing
   is changed either (``mode="auto"``); ``mode="off"`` disables placement everywhere.
@@ -204,6 +206,10 @@ def _share_gpu(env: MutableMapping[str, str], pool: list[str], slot: int, jobs_i
         if not any(var in env for var in MEM_FRACTION_VARS):
             env[MEM_FRACTION_VARS[0]] = f"{memory_share(sharing):.2f}"
         var = next(v for v in MEM_FRACTION_VARS if v in env)
-        memory = f", {var}={env[var]}"
+        # The share is a cap, not an upfront grab: six jobs each preallocating 0.15 of an H200 left
+        # too little beside the pools for the autotuner's scratch buffers, and the jobs crashed
+        # out of memory while compiling (their peaks were 0.3-2 GiB).
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        memory = f", {var}={env[var]}, XLA_PYTHON_CLIENT_PREALLOCATE={env['XLA_PYTHON_CLIENT_PREALLOCATE']}"
     cores = _pin_cores(slot, jobs_in_parallel, cores_per_job, set_affinity, get_affinity)
     return f" GPU {pool[index]} of {len(pool)} ({sharing} job(s) on it{memory}), {cores}"
