@@ -180,8 +180,8 @@ def test_a_memory_fraction_the_user_set_stands_under_either_name(var):
                      get_affinity=lambda pid: {0, 1, 2, 3})
     assert env[var] == "0.1" and not any(v in env for v in MEM_FRACTION_VARS if v != var), env
     assert f"{var}=0.1" in line
-    mine = dict(LOCAL, XLA_PYTHON_CLIENT_PREALLOCATE="true")  # the user's choice stands here too
-    place_job(1, None, jobs_per_gpu=4, environ=mine, num_gpus=1, set_affinity=lambda pid, c: None,
+    mine = {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}  # the user's choice stands here too
+    place_job(1, None, local=True, jobs_per_gpu=4, environ=mine, num_gpus=1, set_affinity=lambda pid, c: None,
               get_affinity=lambda pid: {0, 1, 2, 3})
     assert mine["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
