@@ -27,6 +27,14 @@ DATA=${DATA:-docs/results/$CAMPAIGN/data}  # the committed runs of the campaign,
 # The lanes' niceness: 19 lets tests and development on the same cores go first (the lanes take
 # what is left) without stopping the campaign.
 NICE=${NICE:-0}
+# With autogroup scheduling (Linux's default where /proc/sys/kernel/sched_autogroup_enabled is 1),
+# niceness counts only against the processes of one's own session: lanes started in a session of
+# their own (setsid, a detached tmux) took the cores as equals of a test suite run elsewhere (58%
+# of a core each, measured). Such a session holds the lanes alone, so its group takes the
+# niceness too; a script run from one's shell leaves that shell's group alone.
+if [ "$NICE" != 0 ] && [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w "/proc/$$/autogroup" ]; then
+    echo "$NICE" > "/proc/$$/autogroup" && echo "[repro] this session's scheduling group at nice $NICE" >&2
+fi
 # wandb off: the CSV files are the record; stall_timeout_s 300: a wedged job costs 5 minutes, not 15.
 COMMON="results_dir=$RESULTS wandb.mode=disabled stall_timeout_s=300"
 
