@@ -10,30 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.stats
-
-try:
-    from analysis_fixtures import (
-        SEEDS,
-        STEP,
-        STEPS,
-        T,
-        make_clean_tree,
-        make_defect_tree,
-        make_full_suite_tree,
-        write_run,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (
-        SEEDS,
-        STEP,
-        STEPS,
-        T,
-        make_clean_tree,
-        make_defect_tree,
-        make_full_suite_tree,
-        write_run,
-    )
-
+from analysis_fixtures import (
+    SEEDS,
+    STEP,
+    STEPS,
+    T,
+    make_clean_tree,
+    make_defect_tree,
+    make_full_suite_tree,
+    write_run,
+)
 from conftest import analysis_reads
 
 from analysis import AnalysisError, collect, final_scores, find_experiments

@@ -6,20 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.stats
-
-try:
-    from analysis_fixtures import MAZE_EXTENT, MAZE_GRID, MAZE_LAYOUT, MC_GRID, STEPS, T, make_coverage_tree, write_run
-except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (
-        MAZE_EXTENT,
-        MAZE_GRID,
-        MAZE_LAYOUT,
-        MC_GRID,
-        STEPS,
-        T,
-        make_coverage_tree,
-        write_run,
-    )
+from analysis_fixtures import MAZE_EXTENT, MAZE_GRID, MAZE_LAYOUT, MC_GRID, STEPS, T, make_coverage_tree, write_run
 
 from analysis import collect
 

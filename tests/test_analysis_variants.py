@@ -9,31 +9,17 @@ import numpy as np
 import pytest
 import scipy.stats
 import yaml
-
-try:
-    from analysis_fixtures import (
-        SENS_DEFAULT,
-        STEPS,
-        T,
-        make_clean_tree,
-        make_lr_sweep_tree,
-        make_sensitivity_tree,
-        run_path,
-        truth_returns,
-        write_run,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import (
-        SENS_DEFAULT,
-        STEPS,
-        T,
-        make_clean_tree,
-        make_lr_sweep_tree,
-        make_sensitivity_tree,
-        run_path,
-        truth_returns,
-        write_run,
-    )
+from analysis_fixtures import (
+    SENS_DEFAULT,
+    STEPS,
+    T,
+    make_clean_tree,
+    make_lr_sweep_tree,
+    make_sensitivity_tree,
+    run_path,
+    truth_returns,
+    write_run,
+)
 
 from analysis import AnalysisError, collect, final_scores, find_experiments
 from analysis.aggregate import Interval, compute_aggregates

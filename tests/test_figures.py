@@ -6,11 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-
-try:
-    from analysis_fixtures import STEP, make_sensitivity_tree, write_run
-except ImportError:  # tests/ imported as a package
-    from tests.analysis_fixtures import STEP, make_sensitivity_tree, write_run
+from analysis_fixtures import STEP, make_sensitivity_tree, write_run
 
 from analysis import collect
 from analysis.aggregate import compute_aggregates
