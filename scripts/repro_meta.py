@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from analysis.repro.stages import stages  # noqa: E402
 from rfig_exp.config import variants  # noqa: E402
-from rfig_exp.launch import estimate  # noqa: E402
+from rfig_exp.launch import estimate_sweep, estimate_throughput  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.run import provenance  # noqa: E402
 
@@ -82,10 +82,10 @@ def stage_estimates(names: list[str], table: list[dict], results: Path,
         for command in known[name].commands:
             preset, *overrides = command.split()
             jobs = [(j, cfg, job_state(cfg, results, commit))
-                    for j, cfg in estimate.sweep_jobs(preset.split("=", 1)[1], overrides)]
+                    for j, cfg in estimate_sweep.sweep_jobs(preset.split("=", 1)[1], overrides)]
             missing += [" ".join(j) for j, _, state in jobs if state == "missing"]
             done = [(j, cfg) for j, cfg, state in jobs if state == "made"]
-            costs = estimate.cost_jobs(done, [], "", table, "cpu", compiled)
+            costs = estimate_sweep.cost_jobs(done, [], "", table, "cpu", compiled)
             total += sum(c.hours for c in costs if c.rate is not None) * 60
         minutes[name] = round(total, 1)
     return minutes, missing
@@ -109,9 +109,9 @@ def main() -> int:
                             text=True, check=True).stdout.strip()
     ran, started, finished = read_log(args.log)
     names = [s.name for s in stages() if s.name in ran]
-    before, missing = stage_estimates(names, estimate.read_throughput_table(args.clone / "benchmarks/throughput.csv"),
-                                      args.results, commit)
-    after, _ = stage_estimates(names, estimate.read_throughput_table(), args.results, commit)
+    table_then = estimate_throughput.read_throughput_table(args.clone / "benchmarks/throughput.csv")
+    before, missing = stage_estimates(names, table_then, args.results, commit)
+    after, _ = stage_estimates(names, estimate_throughput.read_throughput_table(), args.results, commit)
     wall = None
     if started and finished:
         span = datetime.fromisoformat(finished.replace("Z", "+00:00")) - datetime.fromisoformat(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.launch import estimate
+from rfig_exp.launch import estimate, estimate_sweep, estimate_throughput
 from rfig_exp.results import contract as results
 from rfig_exp.results import status
 
@@ -170,8 +170,8 @@ def measured(exp: Path, env: str, bonus: str, seeds: list[int], sps: float, comp
 
 
 def test_rounded_steps_is_whole_windows():
-    assert estimate.rounded_steps(1_000_000) == 41 * 24_576 == 1_007_616
-    assert estimate.rounded_steps(24_576) == 24_576
+    assert estimate_sweep.rounded_steps(1_000_000) == 41 * 24_576 == 1_007_616
+    assert estimate_sweep.rounded_steps(24_576) == 24_576
 
 
 def test_estimate_picks_the_cheapest_measured_job_shape(tmp_path):
@@ -179,7 +179,7 @@ def test_estimate_picks_the_cheapest_measured_job_shape(tmp_path):
     # mountaincar/rfig: one process of 1 seed and one of 8 seeds
     measured(res / "bench", "mountaincar", "rfig", [0], sps=20_000.0, compile_s=15.0)
     measured(res / "bench", "mountaincar", "rfig", [8, 9, 10, 11, 12, 13, 14, 15], sps=24_000.0, compile_s=20.0)
-    processes, skipped = estimate.collect_processes(res)
+    processes, skipped = estimate_throughput.collect_processes(res)
     assert len(processes) == 2 and skipped == {}  # 8 summaries of one process count once
     table = estimate.estimate(processes, ["mountaincar", "acrobot"], ["rfig"], 32, 1_007_616)["vm"]
     best = table["mountaincar", "rfig"]
@@ -196,7 +196,7 @@ def test_estimate_uses_medians_and_separates_hosts(tmp_path):
         measured(res / f"e{i}", "acrobot", "none", [0], sps=sps, compile_s=10.0 + i)
     measured(res / "gpu", "acrobot", "none", [0, 1], sps=500_000.0, compile_s=30.0, host="gpu-node",
              machine={"device_kind": "H100"})
-    processes, _ = estimate.collect_processes(res)
+    processes, _ = estimate_throughput.collect_processes(res)
     table = estimate.estimate(processes, ["acrobot"], ["none"], 32, 1_007_616)
     assert set(table) == {"vm", "gpu-node"}
     assert table["vm"]["acrobot", "none"].steps_per_second == 12_000.0
@@ -212,7 +212,7 @@ def test_estimate_leaves_out_other_variants_resumed_and_incomplete_runs(tmp_path
              variant_yaml="agent.num_envs: 4\n")                                   # changes the speed
     measured(exp, "acrobot", "rfig", [0], 5_000.0, 5.0, resumed_from_windows=[3])  # resumed
     run_folder(exp, "acrobot", "rnd", "base", 0, windows=2)                          # partial, no summary
-    processes, skipped = estimate.collect_processes(tmp_path / "results")
+    processes, skipped = estimate_throughput.collect_processes(tmp_path / "results")
     assert [(p.env, p.bonus, p.variant) for p in processes] == [("acrobot", "none", "agent.total_timesteps=98304")]
     assert skipped == {"other variants (hyperparameters that change the speed)": 1, "resumed runs": 1}
 
@@ -251,39 +251,39 @@ TABLE = [
 
 
 def test_table_rate_measured_scaled_extrapolated_and_guessed():
-    exact = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 8)
+    exact = estimate_throughput.table_rate(TABLE, "cpu", "mountaincar", "rfig", 8)
     assert (exact.steps_per_second, exact.compile_s) == (80000.0, 10.0) and "extrapolated" not in exact.source
     # Another seed count: the nearest measured one, scaled as the device's measured seed scaling
     # (Breakout: 1 -> 8 seeds doubled the throughput, so S^(1/3)).
-    assert estimate.seed_scaling(TABLE, "cpu") == pytest.approx(1 / 3)
-    scaled = estimate.table_rate(TABLE, "cpu", "mountaincar", "rfig", 4)
+    assert estimate_throughput.seed_scaling(TABLE, "cpu") == pytest.approx(1 / 3)
+    scaled = estimate_throughput.table_rate(TABLE, "cpu", "mountaincar", "rfig", 4)
     assert scaled.steps_per_second == pytest.approx(80000.0 * 0.5 ** (1 / 3)) and "seeds^0.33" in scaled.source
-    assert estimate.seed_scaling(TABLE, "h100") == 1.0  # nothing measured there: per-seed speed held
+    assert estimate_throughput.seed_scaling(TABLE, "h100") == 1.0  # nothing measured there: per-seed speed held
     # A task (env + speed-relevant options) measured only with other options takes that row, said so.
     brax = TABLE + [{"device": "cpu", "env": "sparse_ant[backend=spring]", "bonus": "none", "seeds": 8,
                      "env_steps_per_second": 20000.0, "compile_s": 28.0, "source": "b"}]
-    other = estimate.table_rate(brax, "cpu", "sparse_ant[backend=generalized]", "none", 8)
+    other = estimate_throughput.table_rate(brax, "cpu", "sparse_ant[backend=generalized]", "none", 8)
     assert other.steps_per_second == 20000.0 and "other env options" in other.source
-    assert estimate.table_rate(brax, "cpu", "sparse_ant[backend=spring]", "none", 8).source == "cpu table: b"
+    assert estimate_throughput.table_rate(brax, "cpu", "sparse_ant[backend=spring]", "none", 8).source == "cpu table: b"
     # Breakout has no RFIG row: its PPO speed times RFIG's slowdown on MountainCar (1/3).
-    extra = estimate.table_rate(TABLE, "cpu", "minatar_breakout", "rfig", 8)
+    extra = estimate_throughput.table_rate(TABLE, "cpu", "minatar_breakout", "rfig", 8)
     assert extra.steps_per_second == pytest.approx(100000.0 / 3) and "extrapolated" in extra.source
     # An env never measured: the bonus's median per-seed speed over the measured envs of its family.
-    guess = estimate.table_rate(TABLE, "cpu", "acrobot", "none", 8)
+    guess = estimate_throughput.table_rate(TABLE, "cpu", "acrobot", "none", 8)
     assert guess.steps_per_second == pytest.approx(240000.0) and "guessed" in guess.source
-    assert estimate.table_rate(TABLE, "cpu", "sparse_ant", "none", 8) is None  # no Brax env measured
-    assert estimate.table_rate(TABLE, "h100", "mountaincar", "none", 8) is None
+    assert estimate_throughput.table_rate(TABLE, "cpu", "sparse_ant", "none", 8) is None  # no Brax env measured
+    assert estimate_throughput.table_rate(TABLE, "h100", "mountaincar", "none", 8) is None
     # Another device: the env's speed there times the two devices' measured ratio.
     gpu = TABLE + [{"device": "h100", "env": "minatar_breakout", "bonus": "none", "seeds": 8,
                     "env_steps_per_second": 1000000.0, "compile_s": 15.0, "source": "g"}]
-    cross = estimate.table_rate(gpu, "h100", "mountaincar", "none", 8)
+    cross = estimate_throughput.table_rate(gpu, "h100", "mountaincar", "none", 8)
     assert cross.steps_per_second == pytest.approx(240000.0 * 10) and "extrapolated from cpu" in cross.source
 
 
 def test_wall_hours_spreads_the_longest_jobs_first():
-    assert estimate.wall_hours([1.0, 2.0, 2.0, 3.0], 2) == 4.0
-    assert estimate.wall_hours([1.0, 2.0, 2.0, 3.0], 1) == 8.0
-    assert estimate.wall_hours([5.0, 1.0], 8) == 5.0
+    assert estimate_sweep.wall_hours([1.0, 2.0, 2.0, 3.0], 2) == 4.0
+    assert estimate_sweep.wall_hours([1.0, 2.0, 2.0, 3.0], 1) == 8.0
+    assert estimate_sweep.wall_hours([5.0, 1.0], 8) == 5.0
 
 
 def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_here(tmp_path, capsys):
@@ -299,7 +299,8 @@ def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_he
     assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2", "--jobs"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(short.rsplit("\n\n", 1)[0]) and out.count("| env=") == 30
-    want = estimate.table_rate(estimate.read_throughput_table(), "cpu", "minatar_breakout", "rfig", 8)
+    table = estimate_throughput.read_throughput_table()
+    want = estimate_throughput.table_rate(table, "cpu", "minatar_breakout", "rfig", 8)
     assert f"env=minatar_breakout bonus=rfig | 8 | 1,007,616 | {want.steps_per_second:,.0f} |" in out
     total = float(out.split("Total: ")[1].split(" job-hours")[0])
     wall = float(out.split("slot(s): ")[1].split(" h")[0])
@@ -328,13 +329,13 @@ def test_recorded_rows_join_the_table_and_a_newer_measurement_wins(tmp_path, mon
     measured(tmp_path / "r" / "exp", "mountaincar", "rfig", list(range(8)), 40000.0, 30.0)
     measured(tmp_path / "r" / "exp", "mountaincar", "none", list(range(8)), 1000.0, 3.0, variant="agent.lr=0.1",
              variant_yaml="agent.lr: 0.1\n")  # another hyperparameter: not a speed measurement
-    added = estimate.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)
+    added = estimate_throughput.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)
     assert [(r["env"], r["bonus"], r["env_steps_per_second"]) for r in added] == [("mountaincar", "rfig", 40000)]
-    rows = estimate.read_throughput_table(table)
+    rows = estimate_throughput.read_throughput_table(table)
     assert table.read_text().startswith("# measured\n") and len(rows) == 2
-    assert estimate.table_rate(rows, "cpu", "mountaincar", "rfig", 8).steps_per_second == 40000.0
-    estimate.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)  # again: replaced, not doubled
-    assert len(estimate.read_throughput_table(table)) == 2
+    assert estimate_throughput.table_rate(rows, "cpu", "mountaincar", "rfig", 8).steps_per_second == 40000.0
+    estimate_throughput.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)  # again: replaced, not doubled
+    assert len(estimate_throughput.read_throughput_table(table)) == 2
 
 
 def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
@@ -342,7 +343,7 @@ def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
                       "eval_frequency": 24576, "agent": {"total_timesteps": 24576, "num_envs": 32, "num_steps": 128,
                                                          "num_minibatches": 32, "update_epochs": 4,
                                                          "hidden": [64, 64]}}) for r in (1.0, 10.0)]
-    first, second = estimate.cost_jobs(jobs, [], "", TABLE, "cpu")
+    first, second = estimate_sweep.cost_jobs(jobs, [], "", TABLE, "cpu")
     train = 8 * 24576 / 80000.0
     assert first.hours * 3600 == pytest.approx(10.0 + train)
     assert second.hours * 3600 == pytest.approx(1.0 + train)  # bonus.reg is an argument, not a shape
@@ -355,29 +356,29 @@ def test_calibration_measures_only_the_pairs_the_table_lacks(tmp_path, capsys):
     table = tmp_path / "throughput.csv"
     table.write_text("# measured\ndevice,env,bonus,seeds,env_steps_per_second,compile_s,source\n"
                      "cpu,cartpole,rnd,2,50000,10,bench\n")
-    jobs = estimate.sweep_jobs("smoke", ["bonus=none,rnd", "agent.num_envs=4", "agent.num_steps=16",
+    jobs = estimate_sweep.sweep_jobs("smoke", ["bonus=none,rnd", "agent.num_envs=4", "agent.num_steps=16",
                                          "agent.num_minibatches=2", "agent.update_epochs=1", "eval_frequency=128",
                                          "agent.obs_norm_init_steps=8"])
-    rows = estimate.read_throughput_table(table)
-    assert [(c["env"]["name"], c["bonus"]["name"]) for _, c in estimate.missing_pairs(jobs, rows, "cpu")] == [
+    rows = estimate_throughput.read_throughput_table(table)
+    assert [(c["env"]["name"], c["bonus"]["name"]) for _, c in estimate_sweep.missing_pairs(jobs, rows, "cpu")] == [
         ("cartpole", "none")]
-    added = estimate.calibrate(jobs, rows, "cpu", windows=2, path=table)
+    added = estimate_sweep.calibrate(jobs, rows, "cpu", windows=2, path=table)
     assert [(r["env"], r["bonus"], r["seeds"]) for r in added] == [("cartpole", "none", 2)]
     assert added[0]["env_steps_per_second"] > 0 and added[0]["compile_s"] > 0
     assert "cold compile" in added[0]["source"]
-    rows = estimate.read_throughput_table(table)
-    assert len(rows) == 2 and estimate.missing_pairs(jobs, rows, "cpu") == []
-    assert estimate.calibrate(jobs, rows, "cpu", windows=2, path=table) == []
+    rows = estimate_throughput.read_throughput_table(table)
+    assert len(rows) == 2 and estimate_sweep.missing_pairs(jobs, rows, "cpu") == []
+    assert estimate_sweep.calibrate(jobs, rows, "cpu", windows=2, path=table) == []
     assert "has a cpu row already" in capsys.readouterr().out
 
 
 def test_the_paper_grid_and_window_come_from_the_sweep_preset_and_config():
-    paper = estimate.sweep_grid()
+    paper = estimate_sweep.sweep_grid()
     assert paper.envs[:2] == ("acrobot", "mountaincar") and len(paper.envs) == 12
     assert paper.bonuses == ("none", "rfig", "rnd", "vime", "hashexplo")
     assert (paper.seeds, paper.steps, paper.eval_frequency) == (32, 1_000_000, 24_576)  # 4 jobs x 8 seeds
-    assert estimate.sweep_grid("paper32").seeds == 32                                      # 1 job x 32 seeds
-    assert estimate.sweep_grid("smoke").eval_frequency == 8192                              # the preset's own window
+    assert estimate_sweep.sweep_grid("paper32").seeds == 32                                  # 1 job x 32 seeds
+    assert estimate_sweep.sweep_grid("smoke").eval_frequency == 8192                         # the preset's own window
 
 
 def test_a_sweep_grid_reads_seed_ranges_budgets_and_windows(tmp_path):
@@ -388,7 +389,8 @@ def test_a_sweep_grid_reads_seed_ranges_budgets_and_windows(tmp_path):
     (conf / "sweep" / "mine.yaml").write_text(
         "# @package _global_\nnum_seeds: 2\neval_frequency: 1000\nagent:\n  total_timesteps: 5000\n"
         "hydra:\n  sweeper:\n    params:\n      env: acrobot,deepsea\n      bonus: rnd\n      seed: range(0,10,2)\n")
-    assert estimate.sweep_grid("mine", conf) == estimate.Grid(("acrobot", "deepsea"), ("rnd",), 10, 5000, 1000)
+    want_grid = estimate_sweep.Grid(("acrobot", "deepsea"), ("rnd",), 10, 5000, 1000)
+    assert estimate_sweep.sweep_grid("mine", conf) == want_grid
     (conf / "config.yaml").write_text((conf / "config.yaml").read_text().replace("eval_frequency: 24576",
                                                                                 "eval_frequency: 4096"))
-    assert estimate.default_eval_frequency(conf) == 4096
+    assert estimate_sweep.default_eval_frequency(conf) == 4096

@@ -49,37 +49,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-# Re-exported: python -m rfig_exp.launch.estimate's whole API, as before it was split in three modules.
-from rfig_exp.launch.estimate_sweep import (  # noqa: F401
-    CONF_DIR,
+from rfig_exp.launch.estimate_sweep import (
     PAPER_SWEEP,
-    Grid,
-    JobCost,
-    calibrate,
-    cost_jobs,
-    default_eval_frequency,
-    format_sweep_report,
     main_sweep,
-    missing_pairs,
     rounded_steps,
     sweep_grid,
-    sweep_jobs,
-    wall_hours,
 )
-from rfig_exp.launch.estimate_throughput import (  # noqa: F401
-    SPEED_NEUTRAL,
+from rfig_exp.launch.estimate_throughput import (
     THROUGHPUT_TABLE,
     Process,
-    Rate,
     collect_processes,
-    measured_rate,
-    read_throughput_table,
     record_rows,
-    seed_scaling,
-    suite,
-    table_rate,
-    task_key,
-    variant_is_speed_neutral,
 )
 
 
