@@ -47,11 +47,6 @@ from .methods import Method, build_methods, format_overrides
 from .names import BUILT_IN, Names, env_sort_key, sort_envs
 from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 
-# isort: off
-# Re-exported: what analysis.collect offered before analysis.runs and analysis.align split off.
-from .runs import EPISODES_COLUMN, RETURN_COLUMN, STEPS_COLUMN, load_run  # noqa: F401, E402
-# isort: on
-
 
 @dataclass
 class Collection:

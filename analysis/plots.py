@@ -22,9 +22,10 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
-from .collect import RETURN_COLUMN, Collection  # noqa: E402
+from .collect import Collection  # noqa: E402
 from .maker import ReportContext, Section  # noqa: E402
 from .names import env_label  # noqa: E402
+from .runs import RETURN_COLUMN  # noqa: E402
 
 FORMATS = ("png", "pdf")
 _DPI = 150

@@ -133,8 +133,8 @@ def test_whole_rows_matches_a_csv_reader(tmp_path):
 ])
 def test_status_and_analysis_agree_on_completeness(tmp_path, summary, rows, state):
     """One rule (results.incomplete_reason): status, the trainer (results.is_complete) and
-    analysis.collect.load_run give the same answer for the same run folder."""
-    from analysis.collect import load_run
+    analysis.runs.load_run give the same answer for the same run folder."""
+    from analysis.runs import load_run
 
     path = run_folder(tmp_path / "exp", "mountaincar", "none", "base", 0, windows=rows)
     (path / "summary.json").write_text(summary if isinstance(summary, str) else json.dumps(summary))
