@@ -380,3 +380,32 @@ def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
     cpu, gpu = costs[("p32-mountaincar-8", "aaaaaaa")], costs[("paper32 on a GPU (NVIDIA H200)", "bbbbbbb")]
     assert (cpu["runs"], cpu["wall_s"]) == (8, 600.0)
     assert (gpu["runs"], gpu["wall_s"], gpu["finished"]) == (16, 30.0, "2026-11-27T18:31:00Z")
+
+
+def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_gpus_runs():
+    """The stage table's estimate is of a whole stage: a stage measured on part of its runs (cut
+    short, or its other runs made on a GPU) must not show measured / estimated, and its
+    "in the data" column counts every machine's runs of its cells."""
+    from analysis.repro.build import _stage_rows
+    from analysis.repro.data import StoredRun
+    from analysis.repro.sections import stage_costs, stage_coverage
+
+    def run(env, bonus, seed, backend, wall):
+        summary = {"status": "complete", "wall_time_s": wall, "finished_at": "2026-11-27T18:00:00Z",
+                   "machine": {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}}
+        return StoredRun(record={"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base", "seed": seed,
+                                 "variant_overrides": {}, "summary": summary,
+                                 "origin": {"commit": "aaaaaaa", "machine": backend}}, rows="")
+
+    bonuses = ("none", "rfig", "rnd", "vime", "hashexplo")
+    runs = [run("mountaincar", b, s, "cpu", 60.0 + i) for i, b in enumerate(bonuses) for s in range(8, 16)]
+    runs += [run("acrobot", b, s, "cpu", 100.0) for b in bonuses[:1] for s in range(8, 16)]   # 8 of 40
+    runs += [run("acrobot", b, s, "gpu", 5.0) for b in bonuses[1:] for s in range(8, 16)]     # the rest
+    stored = {r.key: r for r in runs}
+    meta = {"campaigns": [{"commit": "aaaaaaa", "machine": "cpu",
+                           "stages": {"p32-mountaincar-8": {"before": 5.0}, "p32-acrobot-8": {"before": 5.0}}}]}
+    rows = {r[0]: r for r in _stage_rows(meta, stage_costs(stored), stage_coverage(stored))}
+    full, part = rows["p32-mountaincar-8"], rows["p32-acrobot-8"]
+    assert full[1:3] == ["40", "40/40"] and full[8] == f"{(5 * 60 + 10) / 60 / 5.0:.2f}"
+    assert part[1:3] == ["8", "40/40"] and part[5] == "—" and part[8] == "—"
+    assert part[7] == "2"   # its own measured minutes stay: one CPU job of 100 s

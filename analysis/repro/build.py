@@ -48,10 +48,11 @@ from .sections import (
     sensitivity,
     speed,
     stage_costs,
+    stage_coverage,
     theory_section,
     timing_section,
 )
-from .stages import BACKEND, preset_envs
+from .stages import BACKEND, preset_envs, stage_sizes
 
 MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
@@ -102,10 +103,14 @@ def _ratio(a, b) -> str:
     return f"{a / b:.2f}" if a and b else "—"
 
 
-def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict]) -> list[list[str]]:
+def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int]) -> list[list[str]]:
     """One row per stage of each campaign (a stage key ``a+b`` is a joint estimate), then the
-    stages the data holds that no campaign names (e.g. an export merged from another machine)."""
-    rows, named = [], set()
+    stages the data holds that no campaign names (e.g. an export merged from another machine).
+
+    ``coverage``: stage -> its cells' complete runs in the data from any machine. A stage whose
+    size is fixed (:func:`stage_sizes`) and that did not make all of its runs itself gets no
+    measured / estimated ratio: its estimate is of the whole stage, its measurement of a part."""
+    rows, named, sizes = [], set(), stage_sizes()
     for camp in meta.get("campaigns", []):
         commit = camp.get("commit") or "unknown"
         for key, est in (camp.get("stages") or {}).items():
@@ -116,26 +121,42 @@ def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict]) -> list[list[str
             wall = sum(c["wall_s"] for c in found) / 60
             machines = sorted({m for c in found for m in c["machines"]}) or [camp.get("machine") or "—"]
             finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
+            size = sum(sizes[s] for s, _ in parts) if all(s in sizes for s, _ in parts) else None
+            whole = size is None or runs == size
             before, after = est.get("before"), est.get("after")
-            rows.append([key.replace("+", " + "), str(runs), commit, "; ".join(machines), finished, _minutes(before),
-                         _minutes(wall), _ratio(wall, before), _minutes(after), _ratio(wall, after)])
+            rows.append([key.replace("+", " + "), str(runs), _in_data([s for s, _ in parts], coverage, size), commit,
+                         "; ".join(machines), finished if runs and whole else "—", _minutes(before), _minutes(wall),
+                         _ratio(wall, before) if whole else "—", _minutes(after),
+                         _ratio(wall, after) if whole else "—"])
     for (stage, commit), c in sorted(costs.items()):
         if (stage, commit) not in named:
-            rows.append([stage, str(c["runs"]), commit, "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
+            rows.append([stage, str(c["runs"]), _in_data([stage], coverage, sizes.get(stage)), commit,
+                         "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
                          "—", _minutes(c["wall_s"] / 60), "—", "—", "—"])
     return rows
 
 
-def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], envs: list[str]) -> str:
+def _in_data(stages: list[str], coverage: dict[str, int], size: int | None) -> str:
+    """How many of the stages' runs the data holds, from any machine, of how many: ``40/40``."""
+    if size is None:
+        return "—"
+    return f"{sum(coverage.get(s, 0) for s in stages)}/{size}"
+
+
+def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int],
+                   envs: list[str]) -> str:
     """Who made which stage (commit, machine, when), its estimated and measured cost, then each
     campaign's commands and notes, and the reductions from the paper."""
     lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
              "the stage's job wall times, one CPU core each (a GPU row: its jobs' wall times summed, though "
              "several ran at once); estimated = `make estimate` from the committed throughput "
-             "table before the runs, and after adding the rows they measured):", "",
-             render_markdown(["Stage", "runs", "commit", "machine", "finished", "estimated before (min)",
-                              "measured (min)", "measured / before", "estimated after (min)", "measured / after"],
-                             _stage_rows(meta, costs), align="lrllllrrrr")]
+             "table before the runs, and after adding the rows they measured; in the data = the stage's runs "
+             "the data holds from any machine, a GPU's included, of all it makes; a stage that made only part "
+             "of its runs itself has no finish time and no ratio):", "",
+             render_markdown(["Stage", "runs", "in the data", "commit", "machine", "finished",
+                              "estimated before (min)", "measured (min)", "measured / before", "estimated after (min)",
+                              "measured / after"],
+                             _stage_rows(meta, costs, coverage), align="lrrllllrrrr")]
     for camp in meta.get("campaigns", []):
         lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
                       f"{camp.get('machine')}; {camp.get('started')} to {camp.get('finished')}, "
@@ -191,7 +212,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
     stored = read_data(data_dir)
-    parts["provenance"] = _provenance_md(meta, stage_costs(stored), parts["main"].envs)
+    parts["provenance"] = _provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
     parts["missing"] = missing_md(stored, experiment, EXPECTED_PRESETS.get(experiment, [experiment]))
     parts["origins"] = origins_md(stored, experiment)
     parts["compared"] = COMPARE_WITH.get(experiment)

@@ -76,6 +76,18 @@ def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     return out
 
 
+def stage_coverage(stored: dict) -> dict[str, int]:
+    """stage -> complete runs of its cells in ``stored``, whichever machine made them (a run made
+    on a GPU counts for the CPU block stage of its seed)."""
+    out: dict[str, int] = {}
+    for run in stored.values():
+        rec = run.record
+        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+        if stage is not None and run.complete:
+            out[stage] = out.get(stage, 0) + 1
+    return out
+
+
 def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:
     """Fraction of seeds that solve DeepSea (final return > 0.5) against the size, per bonus."""
     sizes = {}

@@ -69,10 +69,15 @@ class Stage:
     commands: tuple[str, ...]  # launch.py -m arguments, one sweep each, no spaces inside an argument
 
 
+def preset_values(preset: str, key: str) -> list[str]:
+    """The values a sweep preset sweeps ``key`` over (``hydra.sweeper.params.<key>``)."""
+    params = OmegaConf.select(OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml"), "hydra.sweeper.params") or {}
+    return [e.strip() for e in str(params.get(key, "")).split(",") if e.strip()]
+
+
 def preset_envs(preset: str) -> list[str]:
     """The envs a sweep preset sweeps over (``hydra.sweeper.params.env``)."""
-    params = OmegaConf.select(OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml"), "hydra.sweeper.params") or {}
-    return [e.strip() for e in str(params.get("env", "")).split(",") if e.strip()]
+    return preset_values(preset, "env")
 
 
 def stages(campaign: str = MAIN) -> list[Stage]:
@@ -105,6 +110,17 @@ def paper32_stages() -> list[Stage]:
     return [Stage(f"p32-{panel_name(e)}-{b}",
                   (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} seed={b} num_seeds={SEED_BLOCK}",))
             for group in (first, rest) for b in blocks for e in group]
+
+
+def stage_sizes() -> dict[str, int]:
+    """stage -> how many runs it makes, where that is fixed by its name: a 32-seed stage makes
+    :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
+    on its presets' full grids; it is not listed.)"""
+    sizes = {}
+    for stage in paper32_stages():
+        preset = stage.commands[0].split()[0].split("=", 1)[1]
+        sizes[stage.name] = SEED_BLOCK * len(preset_values(preset, "bonus"))
+    return sizes
 
 
 def repro_stages() -> list[Stage]:
