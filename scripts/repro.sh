@@ -7,6 +7,7 @@
 #   scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
 #   CAMPAIGN=paper32 NICE=19 scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
 #   scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
+#   LANES=2 scripts/repro.sh brax-ant brax-hopper deepsea-30   # some stages, on two lanes
 #   scripts/repro.sh --list                # the stages, in the order the lanes take them
 #   RESULTS=/data/rfig PY=python scripts/repro.sh deepsea-40
 #   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" scripts/repro.sh core   # on a cluster
@@ -96,15 +97,25 @@ if [ "${1:-}" = "--list" ]; then
     exit 0
 fi
 
+# Named stages are checked before anything runs: a typo must not cost the stages before it.
+for s in "$@"; do
+    case " $(echo $STAGES) " in
+        *" $s "*) ;;
+        *) echo "[repro] unknown stage '$s' of campaign $CAMPAIGN; valid: $(echo $STAGES)" >&2; exit 2 ;;
+    esac
+done
+# Two lanes by default for the whole campaign; named stages run one after another unless LANES=2.
+if [ $# -gt 0 ]; then LANES=${LANES:-1}; STAGES="$*"; fi
+
 # Committed runs are put back into RESULTS first (as complete runs), so every sweep below skips
 # the cells the published data already holds and runs only what is missing.
 if [ -z "${NO_RESTORE:-}" ] && [ -f "$DATA/runs.json.gz" ]; then
     $PY -m analysis.repro restore --results "$RESULTS" --data "$DATA" || exit $?
 fi
 
-# No stages named: every stage, on two lanes of one core each (placed processes ran faster than two
-# unpinned ones sharing both cores, docs/scale-out.md).
-if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+# Two lanes of one core each (placed processes ran faster than two unpinned ones sharing both
+# cores, docs/scale-out.md), each taking the next stage of STAGES that no lane has taken yet.
+if [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     claims=$(mktemp -d "${TMPDIR:-/tmp}/repro-claims.XXXXXX")
     trap 'rm -rf "$claims"' EXIT
     echo "[repro] campaign $CAMPAIGN, two lanes (cores 0 and 1), each taking the next stage: $STAGES"
@@ -121,7 +132,7 @@ if [ $# -eq 0 ] && [ "${LANES:-2}" = 2 ] && command -v taskset >/dev/null && [ "
 fi
 
 status=0
-for s in ${@:-$STAGES}; do
+for s in $STAGES; do
     stage "$s" || status=1
 done
 exit $status

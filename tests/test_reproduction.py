@@ -4,6 +4,8 @@ sensitivity, checked on synthetic results trees whose answers are known."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -247,6 +249,45 @@ def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_t
     listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin"}, check=True).stdout.split()
     assert listed == names
+
+
+def test_repro_sh_refuses_an_unknown_stage_before_it_runs_any(tmp_path):
+    """A typo among named stages fails at once, naming the valid stages, before the committed
+    runs are restored or the stages before it run."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "LANES": "2"}
+    out = subprocess.run(["bash", str(root / "scripts/repro.sh"), "core", "brax-hoper"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 2
+    assert "unknown stage 'brax-hoper' of campaign repro; valid: core" in out.stderr and "brax-hopper" in out.stderr
+    assert "[repro]" not in out.stdout and not (tmp_path / "results").exists()
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None or (os.cpu_count() or 1) < 2, reason="two lanes need two cores")
+def test_repro_sh_runs_the_named_stages_once_each_on_one_lane_or_two(tmp_path):
+    """Named stages run one after another, or with LANES=2 on two lanes that share them out; each
+    named stage once and no other. TRIES=0 gives up on each sweep without training (every stage
+    then ends NOT complete, exit 1), so this checks the lanes' bookkeeping alone."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    named = ["core", "brax-hopper", "deepsea-30"]
+    for lanes in (None, "2"):
+        env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "TRIES": "0",
+               "NO_RESTORE": "1", **({"LANES": lanes} if lanes else {})}
+        out = subprocess.run(["bash", str(root / "scripts/repro.sh"), *named], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 1, out.stderr
+        started = re.findall(r"^(\[lane [AB]\] )?\[repro\] \S+ stage (\S+) started$", out.stdout, re.M)
+        assert sorted(s for _, s in started) == sorted(named)
+        assert all(bool(lane) == bool(lanes) for lane, _ in started)
+        if not lanes:
+            assert [s for _, s in started] == named
 
 
 def test_rfig_and_hashexplo_part_ways_where_their_solved_intervals_separate():
