@@ -94,8 +94,8 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
                     "## Deep exploration: DeepSea scaling (beyond the paper)", "## Sensitivity, measured", "abc1234"):
         assert heading in text
     # who made which stage: the synthetic runs carry no origin, and the campaign names its estimate
-    assert "| core | 40 | unknown |" in text and "| deepsea-30 | 16 | unknown |" in text
-    assert "| core | 0 | abc1234 | a test | — | 1 |" in text
+    assert "| core | 40 | — | unknown |" in text and "| deepsea-30 | 16 | — | unknown |" in text
+    assert "| core | 0 | — | abc1234 | a test | — | 1 |" in text
     assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()
     assert (out / "sensitivity.png").is_file()
     assert "| 30 | 0/8 [0.00, 0.32] | 8/8 [0.68, 1.00] |" in text
@@ -404,7 +404,7 @@ def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_
 
 def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
     from analysis.repro.data import StoredRun
-    from analysis.repro.sections import stage_costs
+    from analysis.repro.made_by import stage_costs
 
     def run(seed, backend, wall, commit):
         machine = {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}
@@ -427,9 +427,8 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     """The stage table's estimate is of a whole stage: a stage measured on part of its runs (cut
     short, or its other runs made on a GPU) must not show measured / estimated, and its
     "in the data" column counts every machine's runs of its cells."""
-    from analysis.repro.build import _stage_rows
     from analysis.repro.data import StoredRun
-    from analysis.repro.sections import stage_costs, stage_coverage
+    from analysis.repro.made_by import stage_costs, stage_coverage, stage_rows
 
     def run(env, bonus, seed, backend, wall):
         summary = {"status": "complete", "wall_time_s": wall, "finished_at": "2026-11-27T18:00:00Z",
@@ -445,7 +444,7 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     stored = {r.key: r for r in runs}
     meta = {"campaigns": [{"commit": "aaaaaaa", "machine": "cpu",
                            "stages": {"p32-mountaincar-8": {"before": 5.0}, "p32-acrobot-8": {"before": 5.0}}}]}
-    rows = {r[0]: r for r in _stage_rows(meta, stage_costs(stored), stage_coverage(stored))}
+    rows = {r[0]: r for r in stage_rows(meta, stage_costs(stored), stage_coverage(stored))}
     full, part = rows["p32-mountaincar-8"], rows["p32-acrobot-8"]
     assert full[1:3] == ["40", "40/40"] and full[8] == f"{(5 * 60 + 10) / 60 / 5.0:.2f}"
     assert part[1:3] == ["8", "40/40"] and part[5] == "—" and part[8] == "—"

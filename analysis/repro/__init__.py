@@ -2,4 +2,5 @@
 its report. ``python -m analysis.repro {restore,export,merge,build}`` (``build.py``);
 ``python -m analysis.repro.stages {list,commands}`` (``stages.py``, what ``scripts/repro.sh`` runs).
 ``data`` converts a results tree to the compact per-run data and back, ``cells`` says which cells a
-grid expects and where each came from, ``sections`` draws the report's own sections."""
+grid expects and where each came from, ``made_by`` which stage made which runs and at what cost,
+``sections`` draws the report's own sections."""

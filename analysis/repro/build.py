@@ -39,6 +39,7 @@ from ..report import build_report
 from ..tables import render_markdown
 from .cells import compare_claims, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
+from .made_by import stage_costs, stage_coverage, stage_rows
 from .sections import (
     SENS,
     backend_section,
@@ -47,12 +48,10 @@ from .sections import (
     read_timing,
     sensitivity,
     speed,
-    stage_costs,
-    stage_coverage,
     theory_section,
     timing_section,
 )
-from .stages import BACKEND, preset_envs, stage_sizes
+from .stages import BACKEND, preset_envs
 
 MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
@@ -95,54 +94,6 @@ def _speed_md(speed: dict[str, dict[str, float]], coll: Collection) -> str:
     return render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)
 
 
-def _minutes(x) -> str:
-    return f"{x:.0f}" if x else "—"
-
-
-def _ratio(a, b) -> str:
-    return f"{a / b:.2f}" if a and b else "—"
-
-
-def _stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int]) -> list[list[str]]:
-    """One row per stage of each campaign (a stage key ``a+b`` is a joint estimate), then the
-    stages the data holds that no campaign names (e.g. an export merged from another machine).
-
-    ``coverage``: stage -> its cells' complete runs in the data from any machine. A stage whose
-    size is fixed (:func:`stage_sizes`) and that did not make all of its runs itself gets no
-    measured / estimated ratio: its estimate is of the whole stage, its measurement of a part."""
-    rows, named, sizes = [], set(), stage_sizes()
-    for camp in meta.get("campaigns", []):
-        commit = camp.get("commit") or "unknown"
-        for key, est in (camp.get("stages") or {}).items():
-            parts = [(stage, commit) for stage in key.split("+")]
-            named.update(parts)
-            found = [costs[p] for p in parts if p in costs]
-            runs = sum(c["runs"] for c in found)
-            wall = sum(c["wall_s"] for c in found) / 60
-            machines = sorted({m for c in found for m in c["machines"]}) or [camp.get("machine") or "—"]
-            finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
-            size = sum(sizes[s] for s, _ in parts) if all(s in sizes for s, _ in parts) else None
-            whole = size is None or runs == size
-            before, after = est.get("before"), est.get("after")
-            rows.append([key.replace("+", " + "), str(runs), _in_data([s for s, _ in parts], coverage, size), commit,
-                         "; ".join(machines), finished if runs and whole else "—", _minutes(before), _minutes(wall),
-                         _ratio(wall, before) if whole else "—", _minutes(after),
-                         _ratio(wall, after) if whole else "—"])
-    for (stage, commit), c in sorted(costs.items()):
-        if (stage, commit) not in named:
-            rows.append([stage, str(c["runs"]), _in_data([stage], coverage, sizes.get(stage)), commit,
-                         "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
-                         "—", _minutes(c["wall_s"] / 60), "—", "—", "—"])
-    return rows
-
-
-def _in_data(stages: list[str], coverage: dict[str, int], size: int | None) -> str:
-    """How many of the stages' runs the data holds, from any machine, of how many: ``40/40``."""
-    if size is None:
-        return "—"
-    return f"{sum(coverage.get(s, 0) for s in stages)}/{size}"
-
-
 def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int],
                    envs: list[str]) -> str:
     """Who made which stage (commit, machine, when), its estimated and measured cost, then each
@@ -156,7 +107,7 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dic
              render_markdown(["Stage", "runs", "in the data", "commit", "machine", "finished",
                               "estimated before (min)", "measured (min)", "measured / before", "estimated after (min)",
                               "measured / after"],
-                             _stage_rows(meta, costs, coverage), align="lrrllllrrrr")]
+                             stage_rows(meta, costs, coverage), align="lrrllllrrrr")]
     for camp in meta.get("campaigns", []):
         lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
                       f"{camp.get('machine')}; {camp.get('started')} to {camp.get('finished')}, "

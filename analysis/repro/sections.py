@@ -26,7 +26,6 @@ from ..collect import Collection, final_scores  # noqa: E402
 from ..names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from ..plots import _save  # noqa: E402
 from ..tables import render_markdown  # noqa: E402
-from .stages import stage_of  # noqa: E402
 
 SENS = "sensitivity"
 
@@ -39,53 +38,6 @@ def speed(coll: Collection) -> dict[str, dict[str, float]]:
         if r.complete and r.method == r.bonus and sps:
             per[r.env][r.bonus].append(sps)
     return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
-
-
-def _made_in(rec: dict, summary: dict) -> str | None:
-    """The stage a run belongs to: its CPU block stage (``stage_of``), or, for a run made on a
-    GPU, one row per experiment and device (its jobs span every block of 8 seeds)."""
-    machine = summary.get("machine") or {}
-    if machine.get("backend") == "gpu":
-        return f"{rec['experiment']} on a GPU ({machine.get('device_kind') or 'unknown device'})"
-    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
-
-
-def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
-    """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
-    summed wall time of their processes (s; the seeds of a process share one), the machines,
-    and the latest finish. ``stored``: the data folder's runs (analysis.repro.data.read_data)."""
-    out: dict[tuple[str, str], dict] = {}
-    processes: dict[tuple, float] = {}
-    for key, run in stored.items():
-        rec, summary = run.record, run.record.get("summary") or {}
-        stage = _made_in(rec, summary)
-        if stage is None or not run.complete:
-            continue
-        origin = rec.get("origin") or {}
-        commit = origin.get("commit") or "unknown"
-        row = out.setdefault((stage, commit), {"runs": 0, "wall_s": 0.0, "machines": set(), "finished": None})
-        row["runs"] += 1
-        if origin.get("machine"):
-            row["machines"].add(origin["machine"])
-        if summary.get("finished_at") and (row["finished"] is None or summary["finished_at"] > row["finished"]):
-            row["finished"] = summary["finished_at"]
-        if summary.get("wall_time_s"):
-            processes[(stage, commit, *key[:4], summary["wall_time_s"])] = float(summary["wall_time_s"])
-    for (stage, commit, *_), wall in processes.items():
-        out[(stage, commit)]["wall_s"] += wall
-    return out
-
-
-def stage_coverage(stored: dict) -> dict[str, int]:
-    """stage -> complete runs of its cells in ``stored``, whichever machine made them (a run made
-    on a GPU counts for the CPU block stage of its seed)."""
-    out: dict[str, int] = {}
-    for run in stored.values():
-        rec = run.record
-        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
-        if stage is not None and run.complete:
-            out[stage] = out.get(stage, 0) + 1
-    return out
 
 
 def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:
