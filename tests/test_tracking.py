@@ -14,6 +14,7 @@ from rfig_exp.run.tracking import progress_line
 def test_progress_line_reports_the_true_median():
     line = progress_line("t", 1, 2, 10, 20, 1000.0, [321.1, 412.8], [0.1, 0.2], 5.0)
     assert "return 367 (median of 2 seeds)" in line
+    assert "return 321.1 (1 seed) |" in progress_line("t", 1, 2, 10, 20, 1000.0, [321.1], None, 5.0)
 
 
 def test_rfig_notes_its_inverse_upkeep_and_warns_once_when_every_update_recovers(caplog):

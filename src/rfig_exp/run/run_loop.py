@@ -265,7 +265,7 @@ class JobRun:
             wandb_runs.finish(s, summary.to_json(), failed=s in failures)
             if s not in failures:
                 summaries.append(summary)
-        log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seeds); results in %s",
+        log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seed%s); results in %s",
                  self.tag, wall, compile_time, steps_trained * len(seeds) / max(train_time, 1e-9), len(seeds),
-                 self.dirs[seeds[0]].parent)
+                 "" if len(seeds) == 1 else "s", self.dirs[seeds[0]].parent)
         return summaries

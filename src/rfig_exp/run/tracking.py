@@ -20,6 +20,11 @@ def _fmt(value: float) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
 
 
+def seeds_phrase(n: int) -> str:
+    """How a progress line names the seeds a return stands for: ``1 seed``, ``median of 8 seeds``."""
+    return "1 seed" if n == 1 else f"median of {n} seeds"
+
+
 def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
                   steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float] | None, eta_s: float,
                   extra: str = "") -> str:
@@ -29,7 +34,7 @@ def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total
     r_int = "" if intrinsic is None else f" | r_int {_fmt(sum(intrinsic) / max(len(intrinsic), 1))}"
     return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
             f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
-            f"return {_fmt(median)} (median of {len(returns)} seeds){r_int}"
+            f"return {_fmt(median)} ({seeds_phrase(len(returns))}){r_int}"
             + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
 
 
