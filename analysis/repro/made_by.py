@@ -10,13 +10,18 @@ from __future__ import annotations
 from .stages import stage_of, stage_sizes
 
 
+def _block_stage(rec: dict) -> str | None:
+    """The CPU block stage that makes a run's seed (``stage_of`` on its stored record)."""
+    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+
+
 def made_in(rec: dict, summary: dict) -> str | None:
     """The stage a run belongs to: its CPU block stage (``stage_of``), or, for a run made on a
     GPU, one row per experiment and device (its jobs span every block of 8 seeds)."""
     machine = summary.get("machine") or {}
     if machine.get("backend") == "gpu":
         return f"{rec['experiment']} on a GPU ({machine.get('device_kind') or 'unknown device'})"
-    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+    return _block_stage(rec)
 
 
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
@@ -50,8 +55,7 @@ def stage_coverage(stored: dict) -> dict[str, int]:
     on a GPU counts for the CPU block stage of its seed)."""
     out: dict[str, int] = {}
     for run in stored.values():
-        rec = run.record
-        stage = stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+        stage = _block_stage(run.record)
         if stage is not None and run.complete:
             out[stage] = out.get(stage, 0) + 1
     return out

@@ -116,11 +116,9 @@ def stage_sizes() -> dict[str, int]:
     """stage -> how many runs it makes, where that is fixed by its name: a 32-seed stage makes
     :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
     on its presets' full grids; it is not listed.)"""
-    sizes = {}
-    for stage in paper32_stages():
-        preset = stage.commands[0].split()[0].split("=", 1)[1]
-        sizes[stage.name] = SEED_BLOCK * len(preset_values(preset, "bonus"))
-    return sizes
+    bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
+    return {stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
+            for stage in paper32_stages()}
 
 
 def repro_stages() -> list[Stage]:
