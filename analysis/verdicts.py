@@ -33,7 +33,9 @@ every rule to synthetic scores whose answer is known, with a case that fails if 
      point estimate and the number of seeds at which an effect of the measured size would be
      resolved, k (h / e)^2, with e the estimate's distance from the threshold and h the
      half-width of the interval towards it (intervals shrink like 1/sqrt(n)); "no effect" when
-     e is below ``NO_EFFECT`` of the statistic's range;
+     e is below ``NO_EFFECT`` of the statistic's range. Where the runs behind a statistic have
+     different numbers of seeds (a grid still filling), it reads **n = k to m**, the fewest and the
+     most, and the seeds to resolve, counted from the fewest, are a lower bound ("or more");
    - **does not discriminate**: every panel the claim needs is saturated (rule 3).
 5. Intervals are 95% percentile intervals of a bootstrap over runs, stratified by panel and method
    (runs resampled with replacement within each), ``REPS`` resamples from a fixed seed; a
@@ -115,12 +117,14 @@ Z95 = 1.959963984540054
 class Dist:
     """A statistic's point estimate and its bootstrap distribution; ``n``: seeds per method (the
     smallest sample behind it), ``scale``: the width of the statistic's range (1 for probabilities
-    and normalised scores), for rule 4's "no effect"."""
+    and normalised scores), for rule 4's "no effect"; ``n_max``: the largest sample behind it (None:
+    every sample has ``n``)."""
 
     point: float
     samples: np.ndarray
     n: int
     scale: float = 1.0
+    n_max: int | None = None
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         tail = (1.0 - level) / 2 * 100
@@ -132,25 +136,34 @@ class Dist:
 class Verdict:
     """One of the four verdicts (or not measured), with its words: ``kind`` is SUPPORTED,
     CONTRADICTED, UNDECIDED, NO_DISCRIMINATION or NOT_MEASURED; ``toward`` the side the point
-    estimate is on (+1: the claim's, -1: the other, 0: none); ``resolve_at``: rule 4's seeds."""
+    estimate is on (+1: the claim's, -1: the other, 0: none); ``resolve_at``: rule 4's seeds;
+    ``n_max``: the most seeds behind it where its samples differ in size (None: all have ``n``)."""
 
     kind: str
     n: int | None = None
     toward: int = 0
     resolve_at: float | None = None
     why: str = ""  # an undecided verdict's reason, where it is not one estimate's distance from a threshold
+    n_max: int | None = None
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the samples behind the verdict differ in size (rule 4's "n = k to m")."""
+        return self.n is not None and self.n_max is not None and self.n_max != self.n
 
     @property
     def text(self) -> str:
         if self.kind != UNDECIDED:
             return self.kind
+        seeds = f"n = {self.n} to {self.n_max}" if self.mixed else f"n = {self.n}"
         if self.why:
-            return f"undecided at n = {self.n} ({self.why})"
+            return f"undecided at {seeds} ({self.why})"
         side = {1: "estimate on the claim's side", -1: "estimate against the claim", 0: "no effect measured"}[
             self.toward]
-        at = f"; an effect of this size is resolved at about {_round_seeds(self.resolve_at)} seeds" \
+        more = " or more" if self.mixed else ""
+        at = f"; an effect of this size is resolved at about {_round_seeds(self.resolve_at)} seeds{more}" \
             if self.resolve_at else ""
-        return f"undecided at n = {self.n} ({side}{at})"
+        return f"undecided at {seeds} ({side}{at})"
 
 
 def _round_seeds(n: float | None) -> str:
@@ -172,26 +185,27 @@ def seeds_to_resolve(point: float, lo: float, hi: float, threshold: float, n: in
 
 
 def judge(point: float, lo: float, hi: float, threshold: float, n: int, against: tuple[float, float] | None = None,
-          claim_above: bool = True, scale: float = 1.0) -> Verdict:
+          claim_above: bool = True, scale: float = 1.0, n_max: int | None = None) -> Verdict:
     """Rule 4 for the claim "statistic > threshold" (``claim_above``; else "< threshold"): supported
     when the 95% interval [lo, hi] clears the threshold on the claim's side; contradicted when the
-    ``against`` interval (rule 6's Bonferroni one; default the same) lies entirely on the other side."""
+    ``against`` interval (rule 6's Bonferroni one; default the same) lies entirely on the other side.
+    ``n``: the fewest seeds behind the statistic, ``n_max`` the most (rule 4's "n = k to m")."""
     a_lo, a_hi = against if against is not None else (lo, hi)
     if not claim_above:  # mirror: the claim "< t" is "-statistic > -t"
         point, lo, hi, a_lo, a_hi, threshold = -point, -hi, -lo, -a_hi, -a_lo, -threshold
     if lo > threshold:
-        return Verdict(SUPPORTED, n)
+        return Verdict(SUPPORTED, n, n_max=n_max)
     if a_hi < threshold:
-        return Verdict(CONTRADICTED, n)
+        return Verdict(CONTRADICTED, n, n_max=n_max)
     toward = 0 if abs(point - threshold) < NO_EFFECT * scale else (1 if point > threshold else -1)
-    return Verdict(UNDECIDED, n, toward, seeds_to_resolve(point, lo, hi, threshold, n, scale))
+    return Verdict(UNDECIDED, n, toward, seeds_to_resolve(point, lo, hi, threshold, n, scale), n_max=n_max)
 
 
 def judge_dist(d: Dist, threshold: float, comparisons: int = 1, claim_above: bool = True) -> Verdict:
     """:func:`judge` on a bootstrap distribution, the "against" side at 1 - 0.05/comparisons."""
     lo, hi = d.interval(LEVEL)
     against = d.interval(1 - (1 - LEVEL) / comparisons)
-    return judge(d.point, lo, hi, threshold, d.n, against, claim_above, d.scale)
+    return judge(d.point, lo, hi, threshold, d.n, against, claim_above, d.scale, d.n_max)
 
 
 def judge_all(verdicts: Sequence[Verdict]) -> Verdict:
@@ -201,15 +215,22 @@ def judge_all(verdicts: Sequence[Verdict]) -> Verdict:
     verdicts = [v for v in verdicts if v.kind != NO_DISCRIMINATION]
     if not verdicts:
         return Verdict(NO_DISCRIMINATION)
-    n = min(v.n for v in verdicts if v.n is not None) if any(v.n is not None for v in verdicts) else None
+    n, n_max = _seed_range(verdicts)
     if any(v.kind == CONTRADICTED for v in verdicts):
-        return Verdict(CONTRADICTED, n)
+        return Verdict(CONTRADICTED, n, n_max=n_max)
     open_ = [v for v in verdicts if v.kind != SUPPORTED]
     if not open_:
-        return Verdict(SUPPORTED, n)
+        return Verdict(SUPPORTED, n, n_max=n_max)
     toward = -1 if any(v.toward == -1 for v in open_) else (1 if all(v.toward == 1 for v in open_) else 0)
     resolve = [v.resolve_at for v in open_]
-    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve) else max(resolve))
+    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve) else max(resolve), n_max=n_max)
+
+
+def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
+    """The fewest and the most seeds behind some verdicts (None, None when none says)."""
+    lows = [v.n for v in verdicts if v.n is not None]
+    highs = [v.n_max if v.n_max is not None else v.n for v in verdicts if v.n is not None]
+    return (min(lows), max(highs)) if lows else (None, None)
 
 
 def judge_within(d: Dist, band: tuple[float, float], comparisons: int = 1) -> Verdict:
@@ -218,14 +239,14 @@ def judge_within(d: Dist, band: tuple[float, float], comparisons: int = 1) -> Ve
     lo, hi = d.interval(LEVEL)
     a_lo, a_hi = d.interval(1 - (1 - LEVEL) / comparisons)
     if band[0] < lo and hi < band[1]:
-        return Verdict(SUPPORTED, d.n)
+        return Verdict(SUPPORTED, d.n, n_max=d.n_max)
     if a_lo > band[1] or a_hi < band[0]:
-        return Verdict(CONTRADICTED, d.n)
+        return Verdict(CONTRADICTED, d.n, n_max=d.n_max)
     # rule 4's seeds: the interval must clear the band's nearest edge, from whichever side the estimate is on
     edge = band[0] if abs(d.point - band[0]) < abs(d.point - band[1]) else band[1]
     e, h = abs(d.point - edge), (hi - d.point if edge > d.point else d.point - lo)
     resolve = d.n * (h / e) ** 2 if e > 0 and h > 0 else None
-    return Verdict(UNDECIDED, d.n, 1 if band[0] <= d.point <= band[1] else -1, resolve)
+    return Verdict(UNDECIDED, d.n, 1 if band[0] <= d.point <= band[1] else -1, resolve, n_max=d.n_max)
 
 
 # --------------------------------------------------------------------------- panels
@@ -272,8 +293,8 @@ def stratified(samples: Mapping[tuple, np.ndarray], statistic: Callable[[Mapping
     keys = sorted(samples)
     point = statistic({k: np.asarray(samples[k], float)[None, :] for k in keys})
     boot = statistic({k: resample(samples[k], reps, rng) for k in keys})
-    n = min(len(samples[k]) for k in keys)
-    return Dist(float(np.asarray(point).reshape(-1)[0]), np.asarray(boot, float), n, scale)
+    sizes = [len(samples[k]) for k in keys]
+    return Dist(float(np.asarray(point).reshape(-1)[0]), np.asarray(boot, float), min(sizes), scale, max(sizes))
 
 
 def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
@@ -291,13 +312,15 @@ def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], re
 @dataclass(frozen=True)
 class OddsRatio:
     """Mantel-Haenszel common odds ratio with its Robins-Breslow-Greenland interval; ``strata``: the
-    informative panels (the others: both methods solve every seed or none)."""
+    informative panels (the others: both methods solve every seed or none); ``n`` and ``n_max``: the
+    fewest and the most seeds of one method on one of them."""
 
     point: float
     lo: float
     hi: float
     strata: int
     n: int
+    n_max: int | None = None
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         if self.strata == 0:
@@ -318,7 +341,8 @@ def mantel_haenszel(tables: Sequence[tuple[int, int, int, int]]) -> OddsRatio:
     panel. A table with no variation in success (a + c = 0 or b + d = 0) carries no information and is
     dropped; 0.5 is added to every cell of a kept table with an empty cell."""
     kept = []
-    n = min((min(a + b, c + d) for a, b, c, d in tables if a + c and b + d), default=0)
+    sizes = [size for a, b, c, d in tables if a + c and b + d for size in (a + b, c + d)]
+    n, n_max = min(sizes, default=0), max(sizes, default=0)
     for a, b, c, d in tables:
         if a + c == 0 or b + d == 0:
             continue
@@ -326,7 +350,7 @@ def mantel_haenszel(tables: Sequence[tuple[int, int, int, int]]) -> OddsRatio:
             a, b, c, d = a + 0.5, b + 0.5, c + 0.5, d + 0.5
         kept.append((float(a), float(b), float(c), float(d)))
     if not kept:
-        return OddsRatio(float("nan"), float("nan"), float("nan"), 0, n)
+        return OddsRatio(float("nan"), float("nan"), float("nan"), 0, n, n_max)
     r = np.array([a * d / (a + b + c + d) for a, b, c, d in kept])
     s = np.array([b * c / (a + b + c + d) for a, b, c, d in kept])
     p = np.array([(a + d) / (a + b + c + d) for a, b, c, d in kept])
@@ -335,7 +359,8 @@ def mantel_haenszel(tables: Sequence[tuple[int, int, int, int]]) -> OddsRatio:
     ratio = sr / ss
     var = (p * r).sum() / (2 * sr ** 2) + (p * s + q * r).sum() / (2 * sr * ss) + (q * s).sum() / (2 * ss ** 2)
     half = Z95 * math.sqrt(var)
-    return OddsRatio(float(ratio), math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half), len(kept), n)
+    return OddsRatio(float(ratio), math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half), len(kept), n,
+                     n_max)
 
 
 def judge_odds_ratio(odds: OddsRatio) -> Verdict:
@@ -343,7 +368,7 @@ def judge_odds_ratio(odds: OddsRatio) -> Verdict:
     if odds.strata == 0:
         return Verdict(NO_DISCRIMINATION)
     lo, hi = odds.interval(LEVEL)
-    return judge(math.log(odds.point), math.log(lo), math.log(hi), 0.0, odds.n, scale=1.0)
+    return judge(math.log(odds.point), math.log(lo), math.log(hi), 0.0, odds.n, scale=1.0, n_max=odds.n_max)
 
 
 # --------------------------------------------------------------------------- the beta claim
@@ -353,14 +378,14 @@ def ranking_verdict(directions: Mapping[tuple[str, str], Sequence[Verdict]]) -> 
     """The beta claim: ``directions[(A, B)]`` holds, per value of beta, rule 4's verdict on
     P(A > B) > 0.5 (judged with the Bonferroni "against" interval over the pairs x values). A pair
     resolved both ways contradicts; every resolved pair resolved alike at every value supports."""
-    every = [v for vs in directions.values() for v in vs]
-    n = min((v.n for v in every if v.n is not None), default=None)
+    n, n_max = _seed_range([v for vs in directions.values() for v in vs])
     kinds = [{v.kind for v in vs} for vs in directions.values()]
     if any({SUPPORTED, CONTRADICTED} <= k for k in kinds):
-        return Verdict(CONTRADICTED, n)
+        return Verdict(CONTRADICTED, n, n_max=n_max)
     resolved = [k for k in kinds if k & {SUPPORTED, CONTRADICTED}]
     if resolved and all(len(k) == 1 for k in resolved):
-        return Verdict(SUPPORTED, n)
+        return Verdict(SUPPORTED, n, n_max=n_max)
     partly = sum(1 for k in resolved if len(k) > 1)
     return Verdict(UNDECIDED, n, 0, None, f"no pair reversed; {partly} of {len(kinds)} pairs resolved at some beta "
-                   "but not at every one" if resolved else f"none of {len(kinds)} pairs resolved at any beta")
+                   "but not at every one" if resolved else f"none of {len(kinds)} pairs resolved at any beta",
+                   n_max=n_max)

@@ -51,6 +51,29 @@ def test_an_undecided_verdict_gives_its_direction_and_the_seeds_that_would_resol
     assert flat.toward == 0 and flat.resolve_at is None and "no effect measured" in flat.text
 
 
+def test_a_statistic_over_samples_of_different_sizes_says_so_and_bounds_its_seeds_from_below():
+    rng = np.random.default_rng(3)
+    # a grid still filling: one panel at 32 seeds per method, the other at 8
+    samples = {("a", "x"): rng.normal(0.2, 1, 32), ("a", "y"): rng.normal(0, 1, 32),
+               ("b", "x"): rng.normal(0.2, 1, 8), ("b", "y"): rng.normal(0, 1, 8)}
+    d = V.stratified(samples, lambda s: np.mean([V.poi_rows(s[(p, "x")], s[(p, "y")]) for p in "ab"], axis=0),
+                     reps=400)
+    assert (d.n, d.n_max) == (8, 32)
+    v = V.judge_dist(d, 0.5)
+    assert v.kind == V.UNDECIDED and v.mixed
+    assert v.text.startswith("undecided at n = 8 to 32 (") and v.text.endswith(" seeds or more)")
+    # one size throughout reads as before
+    same = V.judge(0.6, 0.45, 0.75, 0.5, 8, n_max=8)
+    assert not same.mixed and same.text.startswith("undecided at n = 8 (") and same.text.endswith("18 seeds)")
+    # a claim over panels spans the panels' seeds; a pooled odds ratio spans its tables'
+    both = V.judge_all([V.Verdict(V.UNDECIDED, 8, 1, 20.0), V.Verdict(V.SUPPORTED, 24, n_max=32)])
+    assert (both.n, both.n_max) == (8, 32) and both.text.startswith("undecided at n = 8 to 32 (")
+    assert both.text.endswith("resolved at about 20 seeds or more)")
+    odds = V.mantel_haenszel([(20, 12, 10, 22), (6, 2, 3, 5), (8, 0, 8, 0)])  # the last: no variation, dropped
+    assert (odds.n, odds.n_max) == (8, 32)
+    assert V.judge_odds_ratio(odds).n_max == 32
+
+
 def test_a_claim_on_every_panel_holds_only_when_each_panel_holds_and_falls_with_one():
     s, c, u = V.Verdict(V.SUPPORTED, 8), V.Verdict(V.CONTRADICTED, 8), V.Verdict(V.UNDECIDED, 8, 1, 20.0)
     assert V.judge_all([s, s, s]).kind == V.SUPPORTED

@@ -445,7 +445,7 @@ def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
             lo, hi = d.interval()
             ppo, rfig = (float(V.iqm_rows(p.runs(e, m)[None])[0]) for m in ("none", "rfig"))
             rows.append([label, f"{ppo:.1f}", f"{rfig:.1f}", f"{d.point:.2f} [{lo:.2f}, {hi:.2f}]",
-                         V.judge_dist(d, 0.5).text, str(d.n)])
+                         V.judge_dist(d, 0.5).text, f"{d.n}-{d.n_max}" if d.n_max not in (None, d.n) else str(d.n)])
     if not rows:
         return ""
     return ("Brax's `spring` backend is another physics, not only a faster one: the same check of RFIG against PPO "
