@@ -96,6 +96,7 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
     # who made which stage: the synthetic runs carry no origin, and the campaign names its estimate
     assert "| core | 40 | — | unknown |" in text and "| deepsea-30 | 16 | — | unknown |" in text
     assert "| core | 0 | — | abc1234 | a test | — | 1 |" in text
+    assert "a test; times not recorded)" in text and "to None" not in text  # a campaign without times
     assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()
     assert (out / "sensitivity.png").is_file()
     assert "| 30 | 0/8 [0.00, 0.32] | 8/8 [0.68, 1.00] |" in text
@@ -449,3 +450,24 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     assert full[1:3] == ["40", "40/40"] and full[8] == f"{(5 * 60 + 10) / 60 / 5.0:.2f}"
     assert part[1:3] == ["8", "40/40"] and part[5] == "—" and part[8] == "—"
     assert part[7] == "2"   # its own measured minutes stay: one CPU job of 100 s
+
+
+def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it_runs():
+    """A campaign with no end yet must not print "None": the report is dated by the newest run in
+    the data (not the build's clock, so rebuilds stay byte-identical), and its line says it runs."""
+    from analysis.repro.build import _as_of, _campaign_span
+    from analysis.repro.data import StoredRun
+
+    def run(seed, finished_at):
+        summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": finished_at}
+        return StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": "rfig", "variant": "base",
+                                 "seed": seed, "variant_overrides": {}, "summary": summary}, rows="")
+
+    stored = {r.key: r for r in (run(8, "2026-11-28T01:00:00Z"), run(9, "2026-11-28T02:00:00Z"), run(0, None))}
+    running = {"campaigns": [{"started": "2026-11-27T14:57:21Z", "finished": None, "wall_time": None}]}
+    assert _as_of(running, stored).startswith("2026-11-28T02:00:00Z (the newest run's end")
+    assert _campaign_span(running["campaigns"][0]) == "from 2026-11-27T14:57:21Z, still running"
+    done = {"campaigns": [{"started": "2026-11-27T14:57:21Z", "finished": "2026-11-29T00:00:00Z", "wall_time": "9 h"}]}
+    assert _as_of(done, stored).startswith("2026-11-29T00:00:00Z (the runs' end")
+    assert _campaign_span(done["campaigns"][0]) == "2026-11-27T14:57:21Z to 2026-11-29T00:00:00Z, 9 h"
+    assert _campaign_span({}) == "times not recorded" and _as_of({}, {}) == "unknown"

@@ -110,8 +110,7 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dic
                              stage_rows(meta, costs, coverage), align="lrrllllrrrr")]
     for camp in meta.get("campaigns", []):
         lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
-                      f"{camp.get('machine')}; {camp.get('started')} to {camp.get('finished')}, "
-                      f"{camp.get('wall_time')}):", ""]
+                      f"{camp.get('machine')}; {_campaign_span(camp)}):", ""]
         if camp.get("commands"):
             lines += ["<details><summary>commands</summary>", "", *[f"- `{c}`" for c in camp["commands"]], "",
                       "</details>", ""]
@@ -138,11 +137,26 @@ def coverage_of_the_paper(envs: list[str]) -> str:
             + (f"; also {', '.join(extra)}, which the paper's figure does not have" if extra else "") + ".")
 
 
-def _as_of(meta: dict) -> str:
-    """The data's time (the last campaign's end), not the build's: a rebuild from unchanged data
-    writes the same bytes."""
+def _as_of(meta: dict, stored: dict) -> str:
+    """The data's time, not the build's, so that a rebuild from unchanged data writes the same bytes:
+    the last campaign's end, or while a campaign still runs, the end of the newest run in the data."""
     ends = [c["finished"] for c in meta.get("campaigns", []) if c.get("finished")]
-    return f"{max(ends)} (the runs' end, data/meta.json)" if ends else "unknown"
+    running = [c for c in meta.get("campaigns", []) if c.get("started") and not c.get("finished")]
+    runs = [r.record.get("summary", {}).get("finished_at") for r in stored.values()]
+    newest = max((t for t in runs if t), default=None)
+    if running and newest:
+        return f"{newest} (the newest run's end; a campaign still adds runs, data/meta.json)"
+    if ends:
+        return f"{max(ends)} (the runs' end, data/meta.json)"
+    return f"{newest} (the newest run's end)" if newest else "unknown"
+
+
+def _campaign_span(camp: dict) -> str:
+    """When a campaign ran, in words: its start and end, or that it is still running."""
+    started, finished, wall = camp.get("started"), camp.get("finished"), camp.get("wall_time")
+    if finished:
+        return f"{started or 'start not recorded'} to {finished}" + (f", {wall}" if wall else "")
+    return f"from {started}, still running" if started else "times not recorded"
 
 
 def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN) -> Path:
@@ -150,11 +164,13 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset)."""
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((data_dir / "meta.json").read_text()) if (data_dir / "meta.json").is_file() else {}
+    stored = read_data(data_dir)
     with tempfile.TemporaryDirectory() as tmp:
         tree = rebuild_tree(data_dir, Path(tmp) / "results")
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
-        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta)), data_dir)
+        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored)),
+                         data_dir)
         # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -162,7 +178,6 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
-    stored = read_data(data_dir)
     parts["provenance"] = _provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
     parts["missing"] = missing_md(stored, experiment, EXPECTED_PRESETS.get(experiment, [experiment]))
     parts["origins"] = origins_md(stored, experiment)
