@@ -97,6 +97,8 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
     assert "| core | 40 | — | unknown |" in text and "| deepsea-30 | 16 | — | unknown |" in text
     assert "| core | 0 | — | abc1234 | a test | — | 1 |" in text
     assert "a test; times not recorded)" in text and "to None" not in text  # a campaign without times
+    # the synthetic grid holds a few of the paper's cells: its verdicts say they are interim
+    assert "The grid is still filling" in text
     assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()
     assert (out / "sensitivity.png").is_file()
     assert "| 30 | 0/8 [0.00, 0.32] | 8/8 [0.68, 1.00] |" in text
@@ -471,3 +473,11 @@ def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it
     assert _as_of(done, stored).startswith("2026-11-29T00:00:00Z (the runs' end")
     assert _campaign_span(done["campaigns"][0]) == "2026-11-27T14:57:21Z to 2026-11-29T00:00:00Z, 9 h"
     assert _campaign_span({}) == "times not recorded" and _as_of({}, {}) == "unknown"
+
+
+def test_the_claims_are_called_interim_only_while_the_grid_fills():
+    from analysis.repro.build import _claims_sections
+
+    parts = {"claims": [], "comparisons": [], "beyond": [], "timing_md": "", "backend_md": ""}
+    assert "still filling" in "\n".join(_claims_sections({**parts, "filling": True}))
+    assert "still filling" not in "\n".join(_claims_sections({**parts, "filling": False}))

@@ -61,12 +61,18 @@ def held_cells(stored: dict, experiment: str) -> dict[tuple[str, str], list]:
     return out
 
 
+def missing_cells(stored: dict, experiment: str, presets: list[str]) -> list[tuple[str, str, int, int]]:
+    """The cells the presets ask for that the data does not hold in full: (task, bonus, seeds held,
+    seeds asked for) each."""
+    have = held_cells(stored, experiment)
+    return [(task, bonus, len(have.get((task, bonus), [])), n) for (task, bonus), n in expected_cells(presets).items()
+            if len(have.get((task, bonus), [])) < n]
+
+
 def missing_md(stored: dict, experiment: str, presets: list[str]) -> str:
     """The cells the presets ask for that the data does not hold in full, one line each."""
     want = expected_cells(presets)
-    have = held_cells(stored, experiment)
-    short = [(task, bonus, len(have.get((task, bonus), [])), n) for (task, bonus), n in want.items()
-             if len(have.get((task, bonus), [])) < n]
+    short = missing_cells(stored, experiment, presets)
     if not short:
         return f"None: every cell of `sweep={'`, `sweep='.join(presets)}` is here with all its seeds."
     by_task: dict[str, list[str]] = defaultdict(list)
