@@ -481,3 +481,25 @@ def test_the_claims_are_called_interim_only_while_the_grid_fills():
     parts = {"claims": [], "comparisons": [], "beyond": [], "timing_md": "", "backend_md": ""}
     assert "still filling" in "\n".join(_claims_sections({**parts, "filling": True}))
     assert "still filling" not in "\n".join(_claims_sections({**parts, "filling": False}))
+
+
+def test_an_export_of_complete_runs_takes_a_finished_block_while_the_next_block_of_its_cell_runs(tmp_path):
+    """The 32-seed grid runs a cell in blocks of 8 seeds: seeds 16-23 done while 24-31 run. Export by
+    cells holds the done block back until the running one ends (and loses it if the machine goes
+    first); export by runs takes it, and only it."""
+    from analysis.repro.data import read_data
+
+    raw = tmp_path / "raw"
+    for s in range(16, 24):
+        write_run(raw, "paper32", "mountaincar", "rfig", s, STEPS, np.full(T, -120.0 - s))
+    for s in range(24, 32):   # the next block, under way
+        write_run(raw, "paper32", "mountaincar", "rfig", s, STEPS[:4], np.full(4, -150.0), complete=False)
+    by_cells = export_tree(raw, tmp_path / "cells", ["paper32"], complete_cells=True)
+    assert by_cells["runs"] == 0 and by_cells["held_back"] == ["paper32/mountaincar/rfig/base: 8 of 16 seeds complete"]
+    by_runs = export_tree(raw, tmp_path / "runs", ["paper32"], complete_runs=True)
+    assert by_runs["runs"] == 8 and by_runs["held_back"] == [
+        "paper32/mountaincar/rfig/base: 8 of 16 seeds complete; seeds 24-31 left"]
+    held = read_data(tmp_path / "runs")
+    assert sorted(k[4] for k in held) == list(range(16, 24)) and all(r.complete for r in held.values())
+    with pytest.raises(ValueError):
+        export_tree(raw, tmp_path / "both", ["paper32"], complete_cells=True, complete_runs=True)

@@ -403,8 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--results", type=Path, required=True)
     e.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     e.add_argument("--experiment", default=MAIN, help="the main grid's experiment (default repro)")
-    e.add_argument("--complete-cells", action="store_true",
-                   help="only cells (env x bonus x variant) whose every run is complete; the rest are named and left")
+    only = e.add_mutually_exclusive_group()
+    only.add_argument("--complete-cells", action="store_true",
+                      help="only cells (env x bonus x variant) whose every run is complete; the rest are named "
+                           "and left")
+    only.add_argument("--complete-runs", action="store_true",
+                      help="every complete run (whole jobs: a job's seeds finish together), also of a cell whose "
+                           "next block of seeds still runs; the incomplete ones are named and left")
     m = sub.add_parser("merge", help="add the runs of another data folder (an export from another machine)")
     m.add_argument("--from", dest="source", type=Path, required=True)
     m.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
@@ -428,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
             exps = [x for x in (args.experiment, SENS, BACKEND) if x in find_experiments(args.results)]
             if args.experiment not in exps:
                 raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
-            counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells)
+            counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells,
+                                 complete_runs=args.complete_runs)
             for cell in counts["held_back"]:
                 print(f"left for a later export (not every run complete): {cell}")
             print(_stored_line(counts, f"{', '.join(exps)} of {args.results}", args.data))

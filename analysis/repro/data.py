@@ -153,11 +153,17 @@ def _run_from_folder(path: Path, ident: dict) -> StoredRun:
     return StoredRun(rec, _canonical_rows(df), visits)
 
 
-def read_tree(results: str | Path, experiments=None, complete_cells: bool = False) -> tuple[dict, list[str]]:
+def read_tree(results: str | Path, experiments=None, complete_cells: bool = False,
+              complete_runs: bool = False) -> tuple[dict, list[str]]:
     """The runs of ``results`` (the experiments given, or all) in compact form, by run key.
 
     ``complete_cells``: only the cells (experiment, env, bonus, variant) whose every run there is
-    complete; the others are left for a later export and named in the second value."""
+    complete; ``complete_runs``: every complete run, its cell's other runs left (a job's vmapped
+    seeds finish together, so this takes whole jobs: a block of seeds that finished goes in while the
+    next block of the same cell still runs). What is left waits for a later export and is named,
+    per cell, in the second value."""
+    if complete_cells and complete_runs:
+        raise ValueError("complete_cells and complete_runs: choose one")
     results = Path(results)
     runs: dict[RunKey, StoredRun] = {}
     for exp in experiments or find_experiments(results):
@@ -166,17 +172,30 @@ def read_tree(results: str | Path, experiments=None, complete_cells: bool = Fals
             stored = _run_from_folder(run.path, ident)
             runs[stored.key] = stored
     held_back: list[str] = []
-    if complete_cells:
+    if complete_cells or complete_runs:
         cells: dict[tuple, list[StoredRun]] = {}
         for r in runs.values():
             cells.setdefault(r.key[:4], []).append(r)
         for cell, members in sorted(cells.items()):
             if not all(r.complete for r in members):
                 done = sum(r.complete for r in members)
-                held_back.append(f"{'/'.join(map(str, cell))}: {done} of {len(members)} seeds complete")
-                for r in members:
+                left = [r for r in members if complete_cells or not r.complete]
+                held_back.append(f"{'/'.join(map(str, cell))}: {done} of {len(members)} seeds complete"
+                                 + (f"; seeds {_seed_list(r.key[4] for r in left)} left" if complete_runs else ""))
+                for r in left:
                     del runs[r.key]
     return runs, held_back
+
+
+def _seed_list(seeds) -> str:
+    """Seeds as ranges: 8-15, 24."""
+    seeds, parts = sorted(seeds), []
+    for s in seeds:
+        if parts and s == parts[-1][1] + 1:
+            parts[-1][1] = s
+        else:
+            parts.append([s, s])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in parts)
 
 
 def read_data(data_dir: str | Path) -> dict[RunKey, StoredRun]:
@@ -261,12 +280,13 @@ def write_data(runs: dict[RunKey, StoredRun], data_dir: str | Path) -> dict:
             "bytes": written}
 
 
-def export_tree(results: str | Path, data_dir: str | Path, experiments=None, complete_cells: bool = False) -> dict:
+def export_tree(results: str | Path, data_dir: str | Path, experiments=None, complete_cells: bool = False,
+                complete_runs: bool = False) -> dict:
     """Add the runs of ``results`` (the experiments given, or all) to the data in ``data_dir``
     (:func:`merge_runs`; a conflict writes nothing). Returns counts, with ``held_back``: the cells
-    left out by ``complete_cells``."""
+    left out (or partly left) by ``complete_cells`` or ``complete_runs`` (:func:`read_tree`)."""
     stored = read_data(data_dir)
-    new, held_back = read_tree(results, experiments, complete_cells)
+    new, held_back = read_tree(results, experiments, complete_cells, complete_runs)
     merged = merge_runs(stored, new)
     counts = write_data(stored, data_dir)
     return {**counts, **merged, "held_back": held_back}
