@@ -166,10 +166,11 @@ def _runs(data: Path) -> list[dict]:
 @pytest.mark.kept_apart  # two jobs at once on their own cores, and a deadline that cuts one
 def test_a_dry_run_exports_only_whole_cells_and_the_next_run_skips_them(tmp_path):
     """The script end to end on the CPU: two cells at once (jobs_per_gpu=2), one of 256 steps that
-    completes and one of 10M that the deadline cuts; only the complete cell is exported. Merged
-    into a data folder, it is restored by the next run, whose sweep then skips it."""
+    completes and one of 1G steps that the deadline cuts (it must outlast the deadline on any
+    machine: 10M steps of this tiny config took 80 s on 2 AMD EPYC cores); only the complete cell is
+    exported. Merged into a data folder, it is restored by the next run, whose sweep then skips it."""
     cells = ["env=cartpole", "bonus=none", "num_seeds=2", *TINY]
-    out = script(tmp_path, str(tmp_path / "out"), *cells, "agent.total_timesteps=256,10000000",
+    out = script(tmp_path, str(tmp_path / "out"), *cells, "agent.total_timesteps=256,1000000000",
                  ALLOW_CPU="1", JOBS_PER_GPU="2", DEADLINE_S="480", LAST_START_S="480", GRACE_S="60")
     log = (tmp_path / "out" / "paper32_gpu.log").read_text()
     assert out.returncode == 0, log[-4000:]
