@@ -320,10 +320,10 @@ def _claims_sections(parts: dict) -> list[str]:
         "only, panels where every method sits at one score left out, a 95% interval entirely on one side for "
         "*supported* or *contradicted*, and otherwise *undecided* with the number of seeds at which an effect of the "
         "measured size would be resolved."
-        + (" The grid is still filling (Cells still missing, above), so these verdicts are interim: read again at each "
-           "stage's export, one whose interval lies near its threshold can turn as seeds arrive (no correction is "
-           "made for the repeated looks), and the grid's answer is its verdicts once every cell holds all its "
-           "seeds." if parts.get("filling") else ""),
+        + (" The grid is still filling (its missing cells are listed above), so these verdicts are interim: read "
+           "again at each stage's export, one whose interval lies near its threshold can turn as seeds arrive (no "
+           "correction is made for the repeated looks), and the grid's answer is its verdicts once every cell holds "
+           "all its seeds." if parts.get("filling") else ""),
         "",
         _claims_md(parts["claims"], parts.get("compared")),
         "",
