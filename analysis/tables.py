@@ -131,6 +131,12 @@ def few_seeds_note(n_min: int) -> str:
             "seeds, not as a confidence interval; no entry is marked best.")
 
 
+def usual_seeds(ns) -> int:
+    """The number of seeds most cells of a score table have (0 for none): the table marks the others."""
+    ns = list(ns)
+    return Counter(ns).most_common(1)[0][0] if ns else 0
+
+
 def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat: str = "mean",
                       coll: Collection | None = None):
     """Rows = envs, columns = methods. stat "mean": mean ± half-width of the
@@ -140,7 +146,7 @@ def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat
     label = coll.label if coll is not None else (lambda b: b)
     header = ["Env"] + [label(b) for b in methods]
     ns = [agg.per_env[e][b]["n"] for e in envs for b in methods if b in agg.per_env.get(e, {})]
-    usual_n = Counter(ns).most_common(1)[0][0] if ns else 0
+    usual_n = usual_seeds(ns)
     rows = []
     for e in envs:
         cells_for = agg.per_env.get(e, {})

@@ -97,6 +97,7 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
     assert "| core | 40 | — | unknown |" in text and "| deepsea-30 | 16 | — | unknown |" in text
     assert "| core | 0 | — | abc1234 | a test | — | 1 |" in text
     assert "a test; times not recorded)" in text and "to None" not in text  # a campaign without times
+    assert "8 seeds per cell unless marked" in text   # the score table's usual n, stated where it is shown
     # the synthetic grid holds a few of the paper's cells: its verdicts say they are interim
     assert "The grid is still filling" in text
     assert (out / "main/curves.png").is_file() and (out / "deepsea_scaling.png").is_file()

@@ -36,7 +36,7 @@ from ..collect import AnalysisError, Collection, collect, find_experiments, retu
 from ..maker import ReportOptions
 from ..names import env_label, method_label, sort_methods, split_task
 from ..report import build_report
-from ..tables import render_markdown
+from ..tables import render_markdown, usual_seeds
 from .cells import compare_claims, missing_cells, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
@@ -199,7 +199,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     (out / "summary.md").write_text(
         f"![learning curves]({out.as_posix()}/{CURVES})\n\n"
         + (table.read_text() if table.is_file() else "")
-        + f"\n*Our IQM final scores with 95% intervals over seeds (the paper shows curves only). Below, the paper's "
+        + f"\n*Our IQM final scores with 95% intervals over seeds, {parts['usual_n']} seeds per cell unless marked "
+          f"(the paper shows curves only). Below, the paper's "
           f"claims on its own {len(preset_envs('paper'))} panels, judged by the rules fixed before the data was read "
           f"([{rules}]({rules})).*\n\n" + judged)
     (out / "claims.json").write_text(json.dumps([c.__dict__ for c in claims], indent=1))
@@ -242,7 +243,8 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
     return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
             "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique,
-            "timing_md": timing_section(data_dir), "backend_md": backend_section(tree, main, reps, seed)}
+            "timing_md": timing_section(data_dir), "backend_md": backend_section(tree, main, reps, seed),
+            "usual_n": usual_seeds(cell["n"] for per in agg.per_env.values() for cell in per.values())}
 
 
 def _index_md(parts: dict, theory_md: str, out: Path) -> str:
@@ -282,8 +284,8 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "## Final scores per panel (ours: the paper shows curves and no score table)",
         "",
         scores.read_text() if scores.is_file() else "",
-        "*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds; bold: the best "
-        "whose CI overlaps no other.*",
+        f"*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds, "
+        f"{parts['usual_n']} seeds per cell unless marked; bold: the best whose CI overlaps no other.*",
         "",
         "## RFIG against PPO, panel by panel",
         "",
