@@ -79,7 +79,7 @@ def missing_md(stored: dict, experiment: str, presets: list[str]) -> str:
     for task, bonus, got, n in short:
         by_task[task].append(f"{method_label(bonus)} ({got}/{n} seeds)" if got else method_label(bonus))
     lines = [f"{len(short)} of {len(want)} cells of `sweep={'`, `sweep='.join(presets)}` are not here in full "
-             "(a cell is exported only once every seed of it is complete):", ""]
+             "(a run goes into the data only once it is complete):", ""]
     lines += [f"- {env_label(t)}: {', '.join(by_task[t])}" for t in sort_envs(by_task)]
     return "\n".join(lines)
 
