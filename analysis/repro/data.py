@@ -37,6 +37,7 @@ import pandas as pd
 import yaml
 
 from rfig_exp.results import contract
+from rfig_exp.results.status import seed_ranges
 
 from ..runs import find_experiments
 
@@ -181,21 +182,10 @@ def read_tree(results: str | Path, experiments=None, complete_cells: bool = Fals
                 done = sum(r.complete for r in members)
                 left = [r for r in members if complete_cells or not r.complete]
                 held_back.append(f"{'/'.join(map(str, cell))}: {done} of {len(members)} seeds complete"
-                                 + (f"; seeds {_seed_list(r.key[4] for r in left)} left" if complete_runs else ""))
+                                 + (f"; seeds {seed_ranges(r.key[4] for r in left)} left" if complete_runs else ""))
                 for r in left:
                     del runs[r.key]
     return runs, held_back
-
-
-def _seed_list(seeds) -> str:
-    """Seeds as ranges: 8-15, 24."""
-    seeds, parts = sorted(seeds), []
-    for s in seeds:
-        if parts and s == parts[-1][1] + 1:
-            parts[-1][1] = s
-        else:
-            parts.append([s, s])
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in parts)
 
 
 def read_data(data_dir: str | Path) -> dict[RunKey, StoredRun]:
