@@ -20,11 +20,13 @@ CONF = ROOT / "conf"
 
 
 def analysis_reads() -> set[str]:
-    """What of rfig_exp analysis may load: the results contract (with variant names and values)
-    and each bonus's JAX-free declaration (its label, colour and role)."""
+    """What of rfig_exp analysis may load: the results contract (with variant names and values),
+    the results tree's JAX-free status reader (its seed ranges) and each bonus's JAX-free
+    declaration (its label, colour and role)."""
     from rfig_exp.bonuses import bonus_names
 
-    return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults", "rfig_exp.bonuses",
+    return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults",
+            "rfig_exp.results.status", "rfig_exp.bonuses",
             "rfig_exp.bonuses.settings", "rfig_exp.config", "rfig_exp.config.variants", "rfig_exp.config.settings",
             "rfig_exp.config.validation", "rfig_exp.config.errors",
             *(f"rfig_exp.bonuses.{b}" for b in bonus_names())}

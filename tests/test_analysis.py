@@ -471,7 +471,8 @@ def test_cli_bad_input(tmp_path, capsys):
 
 def test_analysis_never_imports_jax_or_the_trainer():
     """analysis reads results through the results contract (rfig_exp.results.contract, with
-    rfig_exp.config.variants for variant names and values) and each bonus's label, colour and role from
+    rfig_exp.config.variants for variant names and values, and rfig_exp.results.status for
+    seed ranges) and each bonus's label, colour and role from
     its declaration (rfig_exp.bonuses), and nothing else of rfig_exp: importing all of it, makers
     included, loads no JAX and no training code."""
     code = ("import sys, pkgutil, importlib, analysis, analysis.makers\n"
