@@ -95,7 +95,7 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
         assert heading in text
     # who made which stage: the synthetic runs carry no origin, and the campaign names its estimate
     assert "| core | 40 | — | unknown |" in text and "| deepsea-30 | 16 | — | unknown |" in text
-    assert "| core | 0 | — | abc1234 | a test | — | 1 |" in text
+    assert "| core | 0 | — | abc1234 | — | — | 1 |" in text   # made none of its runs: no machine to name
     assert "a test; times not recorded)" in text and "to None" not in text  # a campaign without times
     assert "8 seeds per cell unless marked" in text   # the score table's usual n, stated where it is shown
     # the synthetic grid holds a few of the paper's cells: its verdicts say they are interim
@@ -453,6 +453,39 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     assert full[1:3] == ["40", "40/40"] and full[8] == f"{(5 * 60 + 10) / 60 / 5.0:.2f}"
     assert part[1:3] == ["8", "40/40"] and part[5] == "—" and part[8] == "—"
     assert part[7] == "2"   # its own measured minutes stay: one CPU job of 100 s
+
+
+def test_the_stage_table_names_no_machine_for_a_stage_not_run_and_shows_after_estimates_only_when_recorded():
+    """A stage that made none of its runs must not carry the campaign's starting machine as if it
+    ran there, and the two "after" columns appear only when some stage has an after estimate."""
+    from analysis.repro.build import _provenance_md
+    from analysis.repro.data import StoredRun
+    from analysis.repro.made_by import stage_costs, stage_coverage
+
+    summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": "2026-11-28T01:00:00Z",
+               "machine": {"backend": "cpu", "device_kind": "cpu"}}
+    runs = [StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": b, "variant": "base", "seed": s,
+                              "variant_overrides": {}, "summary": summary,
+                              "origin": {"commit": "aaaaaaa", "machine": "2 CPU cores (AMD EPYC)"}}, rows="")
+            for b in ("none", "rfig", "rnd", "vime", "hashexplo") for s in range(8, 16)]
+    stored = {r.key: r for r in runs}
+    costs, coverage = stage_costs(stored), stage_coverage(stored)
+
+    def table(after):
+        stages = {"p32-mountaincar-8": {"before": 5.0, "after": after}, "p32-acrobot-8": {"before": 5.0}}
+        meta = {"campaigns": [{"commit": "aaaaaaa", "machine": "2 CPU cores (Intel Xeon)", "stages": stages}]}
+        text = _provenance_md(meta, costs, coverage, ["mountaincar", "acrobot"])
+        rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in text.splitlines()
+                if line.startswith("| p32-")}
+        return text, rows
+
+    text, rows = table(after=None)
+    assert "estimated after" not in text and "measured / after" not in text
+    assert rows["p32-mountaincar-8"][4] == "2 CPU cores (AMD EPYC)"
+    assert rows["p32-acrobot-8"][1:5] == ["0", "0/40", "aaaaaaa", "—"]
+    text, rows = table(after=4.0)
+    assert "| estimated after (min) | measured / after |" in text
+    assert rows["p32-mountaincar-8"][-2:] == ["4", f"{(5 * 60) / 60 / 4.0:.2f} |"]
 
 
 def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it_runs():

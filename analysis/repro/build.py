@@ -98,16 +98,22 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dic
                    envs: list[str]) -> str:
     """Who made which stage (commit, machine, when), its estimated and measured cost, then each
     campaign's commands and notes, and the reductions from the paper."""
+    # The "after" estimate (make estimate once the stage's measured rows are in the throughput
+    # table) exists only where a campaign recorded one; without any, its two columns stay out.
+    after = any((est or {}).get("after") for camp in meta.get("campaigns", [])
+                for est in (camp.get("stages") or {}).values())
+    header = ["Stage", "runs", "in the data", "commit", "machine", "finished", "estimated before (min)",
+              "measured (min)", "measured / before", "estimated after (min)", "measured / after"]
+    rows = stage_rows(meta, costs, coverage)
+    keep = len(header) if after else len(header) - 2
     lines = ["**Made by** (each run records the commit, machine and jax version that made it; measured = the sum of "
              "the stage's job wall times, one CPU core each (a GPU row: its jobs' wall times summed, though "
              "several ran at once); estimated = `make estimate` from the committed throughput "
-             "table before the runs, and after adding the rows they measured; in the data = the stage's runs "
-             "the data holds from any machine, a GPU's included, of all it makes; a stage that made only part "
-             "of its runs itself has no finish time and no ratio):", "",
-             render_markdown(["Stage", "runs", "in the data", "commit", "machine", "finished",
-                              "estimated before (min)", "measured (min)", "measured / before", "estimated after (min)",
-                              "measured / after"],
-                             stage_rows(meta, costs, coverage), align="lrrllllrrrr")]
+             "table before the runs" + (", and after adding the rows they measured" if after else "") +
+             "; in the data = the stage's runs the data holds from any machine, a GPU's included, of all it "
+             "makes; a stage that made only part of its runs itself has no finish time and no ratio; a stage "
+             "that made none names no machine):", "",
+             render_markdown(header[:keep], [r[:keep] for r in rows], align="lrrllllrrrr"[:keep])]
     for camp in meta.get("campaigns", []):
         lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
                       f"{camp.get('machine')}; {_campaign_span(camp)}):", ""]
@@ -180,8 +186,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     index = out / "index.md"
     parts["provenance"] = _provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
     presets = EXPECTED_PRESETS.get(experiment, [experiment])
-    parts["missing"] = missing_md(stored, experiment, presets)
-    parts["filling"] = bool(missing_cells(stored, experiment, presets))
+    short = missing_cells(stored, experiment, presets)
+    parts["missing"], parts["filling"] = missing_md(short, presets), bool(short)
     parts["origins"] = origins_md(stored, experiment)
     parts["compared"] = COMPARE_WITH.get(experiment)
     (out / "rules.md").write_text(rules_md())

@@ -69,10 +69,10 @@ def missing_cells(stored: dict, experiment: str, presets: list[str]) -> list[tup
             if len(have.get((task, bonus), [])) < n]
 
 
-def missing_md(stored: dict, experiment: str, presets: list[str]) -> str:
-    """The cells the presets ask for that the data does not hold in full, one line each."""
+def missing_md(short: list[tuple[str, str, int, int]], presets: list[str]) -> str:
+    """The cells the presets ask for that the data does not hold in full (``short``, from
+    :func:`missing_cells`), one line each."""
     want = expected_cells(presets)
-    short = missing_cells(stored, experiment, presets)
     if not short:
         return f"None: every cell of `sweep={'`, `sweep='.join(presets)}` is here with all its seeds."
     by_task: dict[str, list[str]] = defaultdict(list)

@@ -85,7 +85,10 @@ def stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[st
             found = [costs[p] for p in parts if p in costs]
             runs = sum(c["runs"] for c in found)
             wall = sum(c["wall_s"] for c in found) / 60
-            machines = sorted({m for c in found for m in c["machines"]}) or [camp.get("machine") or "—"]
+            # A stage that made none of its runs names no machine: the campaign's own is where it
+            # started, not where this stage will run.
+            fallback = (camp.get("machine") or "—") if runs else "—"
+            machines = sorted({m for c in found for m in c["machines"]}) or [fallback]
             finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
             size = sum(sizes[s] for s, _ in parts) if all(s in sizes for s, _ in parts) else None
             whole = size is None or runs == size
