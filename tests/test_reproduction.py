@@ -382,6 +382,36 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert listed == names
 
 
+def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_made_the_rest(tmp_path, capsys):
+    """A fresh machine's lanes take their stage list from the committed data: a stage is left while
+    any of its 40 runs is missing or incomplete there, and done when every run is, GPU-made or not."""
+    from analysis.repro.data import StoredRun
+    from analysis.repro.stages import main as stages_main
+    from analysis.repro.stages import stages, stages_left
+
+    def run(env, bonus, seed, backend="cpu", status="complete"):
+        summary = {"status": status, "machine": {"backend": backend}}
+        return StoredRun(record={"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base",
+                                 "seed": seed, "variant_overrides": {}, "summary": summary}, rows="")
+
+    bonuses = ("none", "rfig", "rnd", "vime", "hashexplo")
+    runs = [run("mountaincar", b, s) for b in bonuses for s in range(8, 16)]                       # all 40
+    runs += [run("acrobot", b, s, "gpu" if b != "none" else "cpu") for b in bonuses for s in range(8, 16)]
+    runs += [run("minatar_breakout", b, s) for b in bonuses for s in range(8, 16) if (b, s) != ("vime", 15)]
+    runs += [run("minatar_asterix", b, s, status="running" if (b, s) == ("rfig", 8) else "complete")
+             for b in bonuses for s in range(8, 16)]
+    runs += [run(e, b, s) for e in ("mountaincar", "acrobot") for b in bonuses for s in range(0, 8)]  # seeds 0-7
+    left = stages_left({r.key: r for r in runs})
+    everything = [s.name for s in stages("paper32")]
+    assert left == [n for n in everything if n not in ("p32-mountaincar-8", "p32-acrobot-8")]
+    assert "p32-breakout-8" in left and "p32-asterix-8" in left
+    assert stages_left({}) == everything
+    assert stages_main(["list", "--left", str(tmp_path)]) == 2            # only the 32-seed campaign has fixed stages
+    assert "--campaign paper32" in capsys.readouterr().err
+    assert stages_main(["list", "--campaign", "paper32", "--left", str(tmp_path / "absent")]) == 2
+    assert "no data folder" in capsys.readouterr().err
+
+
 def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_papers_cells(tmp_path):
     from analysis.repro.build import main as repro_main
     from analysis.repro.data import read_data

@@ -16,6 +16,7 @@ to its stage with :func:`stage_of` for the table of who made what.
 
     python -m analysis.repro.stages list                        # the names, in the order the lanes take them
     python -m analysis.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
+    python -m analysis.repro.stages list --campaign paper32 --left docs/results/paper32/data   # those not in the data
     python -m analysis.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
 
 The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -185,6 +187,16 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     return out
 
 
+def stages_left(stored: dict) -> list[str]:
+    """The 32-seed stages whose runs ``stored`` (a data folder's runs, analysis.repro.data.read_data)
+    does not hold in full, whichever machine made those it holds, in the order the lanes take them:
+    what a fresh machine's lanes still have to run."""
+    from .made_by import stage_coverage
+
+    held, sizes = stage_coverage(stored), stage_sizes()
+    return [s.name for s in paper32_stages() if held.get(s.name, 0) < sizes[s.name]]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -193,14 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     ls.add_argument("--estimate", action="store_true",
                     help="one line per stage with its estimated minutes on one core (from the reproduction's data)")
     ls.add_argument("--data", default="docs/results/repro/data", help="the reproduction's data, for --estimate")
+    ls.add_argument("--left", metavar="DATA",
+                    help="only the stages whose runs DATA (the 32-seed data folder) does not hold in full "
+                         "(--campaign paper32)")
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
     c.add_argument("stage")
     args = p.parse_args(argv)
     if args.command == "list":
+        from .data import read_data
+
+        if args.left:
+            if args.campaign != PAPER32:
+                print(f"error: --left needs --campaign {PAPER32} (its stages have a fixed size)", file=sys.stderr)
+                return 2
+            if not Path(args.left).is_dir():
+                print(f"error: --left: no data folder {args.left}", file=sys.stderr)
+                return 2
+            print(" ".join(stages_left(read_data(args.left))))
+            return 0
         if not args.estimate:
             print(" ".join(s.name for s in stages(args.campaign)))
             return 0
-        from .data import read_data
 
         estimates = stage_estimates(args.campaign, read_data(args.data))
         total = 0.0
