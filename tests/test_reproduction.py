@@ -382,6 +382,34 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert listed == names
 
 
+def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus(tmp_path):
+    """A cell made partly on a GPU must not show a GPU's steps/s beside a CPU core's PPO as a ratio:
+    one table per device (the CPU's first, runs that record no machine apart), medians per cell."""
+    from analysis.collect import collect
+    from analysis.repro.build import _speed_md
+    from analysis.repro.sections import NOT_RECORDED, speed
+
+    def machine(device):
+        return {} if device is None else {"machine": {"backend": "gpu" if device != "cpu" else "cpu",
+                                                      "device_kind": device}}
+
+    made = [("none", 0, "cpu", 1000.0), ("none", 1, "cpu", 3000.0), ("rfig", 0, "cpu", 500.0),
+            ("rfig", 1, "NVIDIA H200", 4e6), ("none", 2, "NVIDIA H200", 8e6), ("rnd", 0, None, 700.0)]
+    for bonus, seed, device, sps in made:
+        write_run(tmp_path, "paper32", "mountaincar", bonus, seed, STEPS, np.full(T, -120.0),
+                  summary={"env_steps_per_second": sps, **machine(device)})
+    coll = collect(tmp_path, "paper32")
+    measured = speed(coll)
+    assert measured == {"cpu": {"mountaincar": {"none": 2000.0, "rfig": 500.0}},
+                        "NVIDIA H200": {"mountaincar": {"none": 8e6, "rfig": 4e6}},
+                        NOT_RECORDED: {"mountaincar": {"rnd": 700.0}}}
+    text = _speed_md(measured, coll)
+    cpu, gpu, unknown = text.index("**On the CPU**"), text.index("**On NVIDIA H200**"), text.index("record no machine")
+    assert cpu < gpu < unknown
+    assert "500 (0.25x)" in text[cpu:gpu] and "4,000,000 (0.50x)" in text[gpu:unknown]
+    assert "| 700 |" in text[unknown:] and "(" not in text[unknown:].split("\n", 2)[-1]   # no PPO there: no ratio
+
+
 def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_made_the_rest(tmp_path, capsys):
     """A fresh machine's lanes take their stage list from the committed data: a stage is left while
     any of its 40 runs is missing or incomplete there, and done when every run is, GPU-made or not."""

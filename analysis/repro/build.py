@@ -41,6 +41,7 @@ from .cells import compare_claims, missing_cells, missing_md, origins_md
 from .data import DataConflict, export_tree, merge_data, merge_relabelled, read_data, rebuild_tree, restore_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .sections import (
+    NOT_RECORDED,
     SENS,
     backend_section,
     deepsea_scaling,
@@ -79,19 +80,26 @@ def _claims_md(claims, compared: tuple[Path, str] | None = None, first: str = CL
     return render_markdown([first, *CLAIM_HEADER[1:], "Details"], rows, align="lllll")
 
 
-def _speed_md(speed: dict[str, dict[str, float]], coll: Collection) -> str:
-    bonuses = sort_methods({b for d in speed.values() for b in d})
-    rows = []
-    for e in coll.envs:
-        if e not in speed:
-            continue
-        d = speed[e]
-        row = [env_label(e)]
-        for b in bonuses:
-            row.append(f"{d[b]:,.0f}" + (f" ({d[b] / d['none']:.2f}x)" if "none" in d and b != "none" and b in d
-                                         else "") if b in d else "—")
-        rows.append(row)
-    return render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)
+def _speed_md(speed: dict[str, dict[str, dict[str, float]]], coll: Collection) -> str:
+    """One table per device (the CPU first, then each accelerator, then runs that record none),
+    each method's rate beside PPO's on the same device only."""
+    order = sorted(speed, key=lambda dev: (dev != "cpu", dev == NOT_RECORDED, dev))
+    bonuses = sort_methods({b for dev in speed.values() for d in dev.values() for b in d})
+    out = []
+    for dev in order:
+        rows = []
+        for e in coll.envs:
+            d = speed[dev].get(e)
+            if not d:
+                continue
+            row = [env_label(e)]
+            for b in bonuses:
+                ratio = f" ({d[b] / d['none']:.2f}x)" if "none" in d and b != "none" and b in d else ""
+                row.append(f"{d[b]:,.0f}{ratio}" if b in d else "—")
+            rows.append(row)
+        title = {"cpu": "On the CPU", NOT_RECORDED: "Runs that record no machine"}.get(dev, f"On {dev}")
+        out += [f"**{title}**:", "", render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)]
+    return "\n".join(out) if out else "No run records its throughput."
 
 
 def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int],
@@ -300,8 +308,9 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     ]
     lines += _claims_sections(parts)
     lines += [
-        "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job; the machines are in "
-        "the table above; not evidence for the timing claim: other work shared the machine)",
+        "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job, median per cell, "
+        "one table per device: a GPU's rate and a CPU core's are never pooled; the machines are in the table "
+        "above; not evidence for the timing claim: other work shared the machine)",
         "",
         _speed_md(parts["speed"], main),
         "",

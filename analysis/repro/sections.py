@@ -30,14 +30,21 @@ from ..tables import render_markdown  # noqa: E402
 SENS = "sensitivity"
 
 
-def speed(coll: Collection) -> dict[str, dict[str, float]]:
-    """env -> bonus -> median env steps/s of the primary methods' complete runs (one per process)."""
-    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+NOT_RECORDED = "machine not recorded"
+
+
+def speed(coll: Collection) -> dict[str, dict[str, dict[str, float]]]:
+    """device -> env -> bonus -> median env steps/s of the primary methods' complete runs (one per
+    process), the device as each run's summary records it (``cpu``, or the accelerator's kind;
+    :data:`NOT_RECORDED` for runs older than that field): a GPU's rate and a CPU core's are not
+    one quantity, so they are never pooled or divided by each other."""
+    per: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for r in coll.runs:
         sps = r.summary.env_steps_per_second if r.summary else None
         if r.complete and r.method == r.bonus and sps:
-            per[r.env][r.bonus].append(sps)
-    return {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in per.items()}
+            per[r.summary.device or NOT_RECORDED][r.env][r.bonus].append(sps)
+    return {dev: {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in envs.items()}
+            for dev, envs in per.items()}
 
 
 def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:
