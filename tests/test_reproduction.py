@@ -34,6 +34,18 @@ def _grid(root, levels: dict, experiment="repro", env="mountaincar", overrides=N
             write_run(root, experiment, env, bonus, s, STEPS, r, overrides=overrides, extra=extra)
 
 
+PAPER_BONUSES = ("none", "rfig", "rnd", "vime", "hashexplo")
+
+
+def stored_run(env: str, bonus: str, seed: int, summary: dict, origin: dict | None = None):
+    """One 32-seed run in compact form (its base variant, no metrics rows) with the summary given."""
+    from analysis.repro.data import StoredRun
+
+    record = {"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base", "seed": seed,
+              "variant_overrides": {}, "summary": summary}
+    return StoredRun(record={**record, "origin": origin} if origin is not None else record, rows="")
+
+
 def test_wilson_interval_matches_the_closed_form_at_the_edges():
     lo, hi = wilson(0, 8)
     assert lo == 0.0 and hi == pytest.approx(1.96**2 / (8 + 1.96**2), rel=1e-6)
@@ -413,16 +425,13 @@ def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus
 def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_made_the_rest(tmp_path, capsys):
     """A fresh machine's lanes take their stage list from the committed data: a stage is left while
     any of its 40 runs is missing or incomplete there, and done when every run is, GPU-made or not."""
-    from analysis.repro.data import StoredRun
     from analysis.repro.stages import main as stages_main
     from analysis.repro.stages import stages, stages_left
 
     def run(env, bonus, seed, backend="cpu", status="complete"):
-        summary = {"status": status, "machine": {"backend": backend}}
-        return StoredRun(record={"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base",
-                                 "seed": seed, "variant_overrides": {}, "summary": summary}, rows="")
+        return stored_run(env, bonus, seed, {"status": status, "machine": {"backend": backend}})
 
-    bonuses = ("none", "rfig", "rnd", "vime", "hashexplo")
+    bonuses = PAPER_BONUSES
     runs = [run("mountaincar", b, s) for b in bonuses for s in range(8, 16)]                       # all 40
     runs += [run("acrobot", b, s, "gpu" if b != "none" else "cpu") for b in bonuses for s in range(8, 16)]
     runs += [run("minatar_breakout", b, s) for b in bonuses for s in range(8, 16) if (b, s) != ("vime", 15)]
@@ -465,16 +474,13 @@ def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_
 
 
 def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
-    from analysis.repro.data import StoredRun
     from analysis.repro.made_by import stage_costs
 
     def run(seed, backend, wall, commit):
         machine = {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}
         summary = {"status": "complete", "wall_time_s": wall, "finished_at": f"2026-11-27T18:{seed:02d}:00Z",
                    "machine": machine}
-        return StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": "rfig", "variant": "base",
-                                 "seed": seed, "variant_overrides": {}, "summary": summary,
-                                 "origin": {"commit": commit, "machine": backend}}, rows="")
+        return stored_run("mountaincar", "rfig", seed, summary, {"commit": commit, "machine": backend})
 
     runs = [run(s, "cpu", 600.0, "aaaaaaa") for s in range(8, 16)]      # one CPU job of seeds 8-15
     runs += [run(s, "gpu", 30.0, "bbbbbbb") for s in range(16, 32)]     # one GPU job of seeds 16-31
@@ -489,17 +495,14 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     """The stage table's estimate is of a whole stage: a stage measured on part of its runs (cut
     short, or its other runs made on a GPU) must not show measured / estimated, and its
     "in the data" column counts every machine's runs of its cells."""
-    from analysis.repro.data import StoredRun
     from analysis.repro.made_by import stage_costs, stage_coverage, stage_rows
 
     def run(env, bonus, seed, backend, wall):
         summary = {"status": "complete", "wall_time_s": wall, "finished_at": "2026-11-27T18:00:00Z",
                    "machine": {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}}
-        return StoredRun(record={"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base", "seed": seed,
-                                 "variant_overrides": {}, "summary": summary,
-                                 "origin": {"commit": "aaaaaaa", "machine": backend}}, rows="")
+        return stored_run(env, bonus, seed, summary, {"commit": "aaaaaaa", "machine": backend})
 
-    bonuses = ("none", "rfig", "rnd", "vime", "hashexplo")
+    bonuses = PAPER_BONUSES
     runs = [run("mountaincar", b, s, "cpu", 60.0 + i) for i, b in enumerate(bonuses) for s in range(8, 16)]
     runs += [run("acrobot", b, s, "cpu", 100.0) for b in bonuses[:1] for s in range(8, 16)]   # 8 of 40
     runs += [run("acrobot", b, s, "gpu", 5.0) for b in bonuses[1:] for s in range(8, 16)]     # the rest
@@ -517,15 +520,12 @@ def test_the_stage_table_names_no_machine_for_a_stage_not_run_and_shows_after_es
     """A stage that made none of its runs must not carry the campaign's starting machine as if it
     ran there, and the two "after" columns appear only when some stage has an after estimate."""
     from analysis.repro.build import _provenance_md
-    from analysis.repro.data import StoredRun
     from analysis.repro.made_by import stage_costs, stage_coverage
 
     summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": "2026-11-28T01:00:00Z",
                "machine": {"backend": "cpu", "device_kind": "cpu"}}
-    runs = [StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": b, "variant": "base", "seed": s,
-                              "variant_overrides": {}, "summary": summary,
-                              "origin": {"commit": "aaaaaaa", "machine": "2 CPU cores (AMD EPYC)"}}, rows="")
-            for b in ("none", "rfig", "rnd", "vime", "hashexplo") for s in range(8, 16)]
+    runs = [stored_run("mountaincar", b, s, summary, {"commit": "aaaaaaa", "machine": "2 CPU cores (AMD EPYC)"})
+            for b in PAPER_BONUSES for s in range(8, 16)]
     stored = {r.key: r for r in runs}
     costs, coverage = stage_costs(stored), stage_coverage(stored)
 
@@ -550,12 +550,10 @@ def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it
     """A campaign with no end yet must not print "None": the report is dated by the newest run in
     the data (not the build's clock, so rebuilds stay byte-identical), and its line says it runs."""
     from analysis.repro.build import _as_of, _campaign_span
-    from analysis.repro.data import StoredRun
 
     def run(seed, finished_at):
-        summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": finished_at}
-        return StoredRun(record={"experiment": "paper32", "env": "mountaincar", "bonus": "rfig", "variant": "base",
-                                 "seed": seed, "variant_overrides": {}, "summary": summary}, rows="")
+        return stored_run("mountaincar", "rfig", seed,
+                          {"status": "complete", "wall_time_s": 60.0, "finished_at": finished_at})
 
     stored = {r.key: r for r in (run(8, "2026-11-28T01:00:00Z"), run(9, "2026-11-28T02:00:00Z"), run(0, None))}
     running = {"campaigns": [{"started": "2026-11-27T14:57:21Z", "finished": None, "wall_time": None}]}
