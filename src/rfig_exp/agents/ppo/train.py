@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from rfig_exp.agents import intrinsic
+from rfig_exp.agents import intrinsic, signal
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
@@ -239,6 +239,9 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
         bonus_metrics = {f"bonus/{k}": v for k, v in bonus_metrics.items()}
         counted = {f"bonus/{k}" for k in bonus.counted_metrics}
+        if bonus.intrinsic:  # is the raw bonus informative? (counts before this batch, as the bonus saw)
+            seen_before = state.visits[traj.cell] if num_cells else None
+            bonus_metrics.update({f"signal/{k}": v for k, v in signal.batch_signal(r_int_raw, seen_before).items()})
         metrics = UpdateMetrics(
             means={**SGDMetrics.mean_of(sgd_metrics)._asdict(), "extrinsic_reward": traj.reward.mean(),
                    "intrinsic_reward": r_int_raw.mean(), "intrinsic_reward_normalized": r_int.mean(),
