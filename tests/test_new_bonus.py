@@ -127,7 +127,7 @@ def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     assert "Toy" in (report / "index.md").read_text()
     assert "| Toy " in (report / "method_comparison.md").read_text()
     names = _run(tree, "-c", "from analysis import names; print(names.method_colour('toy'), *names.METHOD_ORDER)")
-    assert names.stdout.split() == ["#123456", "none", "rnd", "vime", "hashexplo", "toy", "rfig"], names.stderr
+    assert names.stdout.split() == ["#123456", "none", "noise", "rnd", "vime", "hashexplo", "toy", "rfig"], names.stderr
 
     # the tests that run every bonus: its cells of the bonus x env matrix, the library's create,
     # and the lists of bonus names that the settings, the YAML files and the modules must agree on

@@ -46,6 +46,7 @@ class VIMEState(NamedTuple):
     opt_state: Any      # Adam moments of ``params``
     key: jax.Array      # weight-noise key shared by this batch's reward and update
     updates: jax.Array  # [] int32, Adam steps taken
+    medians: jax.Array  # [kl_ratio_len] the last batches' median information gains, a ring (slot: updates % len)
 
 
 def action_dim(action_space) -> int:
@@ -80,6 +81,19 @@ def sample_noise(key: jax.Array, mu: Layers) -> Layers:
     for x in leaves:
         offsets.append(offsets[-1] + x.size)
     return jax.tree.unflatten(tree, [flat[a:b].reshape(x.shape) for a, b, x in zip(offsets[:-1], offsets[1:], leaves)])
+
+
+def weight_noise(key: jax.Array, mu: Layers, num_samples: int) -> list:
+    """``num_samples`` weight-noise samples from ``key`` (a Python list: the passes stay plain 2-D
+    matmuls instead of batched ones); one sample uses ``key`` itself."""
+    keys = [key] if num_samples == 1 else list(jax.random.split(key, num_samples))
+    return [sample_noise(k, mu) for k in keys]
+
+
+def mean_sigma(params: dict) -> jax.Array:
+    """The posterior std averaged over every weight and bias."""
+    leaves = jax.tree.leaves(params["rho"])
+    return sum(jnp.sum(jax.nn.softplus(r)) for r in leaves) / sum(r.size for r in leaves)
 
 
 def sample_weights(params: dict, eps: Layers) -> Layers:
@@ -164,3 +178,13 @@ def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
                        + (jnp.square(sigma) + jnp.square(mu)) / (2.0 * jnp.square(prior_sigma)) - 0.5)
 
     return sum(jax.tree.leaves(jax.tree.map(kl, params["mu"], params["rho"])))
+
+
+def recent_medians(medians: jax.Array, updates: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The reference's KL ratio queue (``use_kl_ratio_q``): ``medians [Q]``, a ring of the last
+    batches' median gains whose next slot is ``updates % Q``, with this batch's median of ``gain``
+    put there, and the mean of the slots filled so far (the reference appends, then averages)."""
+    length = medians.shape[0]
+    medians = medians.at[updates % length].set(jnp.median(gain))
+    filled = jnp.minimum(updates + 1, length)
+    return medians, jnp.sum(jnp.where(jnp.arange(length) < filled, medians, 0.0)) / filled

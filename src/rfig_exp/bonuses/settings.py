@@ -30,7 +30,8 @@ AT_LEAST_ZERO = Interval(0.0, "must be >= 0", high=math.inf, high_open=True)
 OBS_CLIP = 5.0
 
 # a bonus's part in the paper's comparison, in the order reports list them
-ROLES = ("reference", "baseline", "method")   # plain PPO; the methods compared with; the proposed one
+# plain PPO; a bonus without information (the control); the methods compared with; the proposed one
+ROLES = ("reference", "control", "baseline", "method")
 
 
 @dataclass(frozen=True)

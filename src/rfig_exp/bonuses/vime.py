@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Mapping
 
 from rfig_exp.bonuses.settings import BonusSettings, PaperRow
 from rfig_exp.config.settings import static, traced
-from rfig_exp.config.validation import POSITIVE_INT, Choice, Number, Widths
+from rfig_exp.config.validation import POSITIVE_INT, Choice, Count, Number, Widths
 
 VIME_TARGETS = ("next_obs", "delta")
 
@@ -53,9 +53,16 @@ class VIMESettings(BonusSettings):
     likelihood_sigma: float = traced(5.0, Number(0, low_open=True),
                                      doc="std of the Gaussian likelihood N(s'; f(s, a), sigma^2) (reference)")
     prior_sigma: float = traced(0.5, Number(0, low_open=True), doc="weight prior N(0, prior_sigma^2) (reference)")
-    init_sigma: float = traced(0.5, Number(0, low_open=True),
-                               doc="posterior std of every weight at init (reference: the prior std)")
-    clip: float = traced(1000.0, Number(0, low_open=True), doc="the bonus is clipped to [0, clip] (reference)")
+    init_sigma: float = traced(
+        0.05, Number(0, low_open=True),
+        doc="posterior std of every weight at init (the RFIG authors' VIME, rho = -3; the reference's 0.5 "
+            "makes a 256-wide BNN's predictions noise: docs/bonuses/vime.md)")
+    clip: float = traced(1000.0, Number(0, low_open=True),
+                         doc="the information gain is clipped to [0, clip] before the ratio (reference)")
+    kl_ratio_len: int = static(
+        10, Count(0),
+        doc="the bonus is the information gain over the mean of the last N batch medians (the reference's "
+            "use_kl_ratio_q, kl_q_len 10); 0: the information gain itself")
     kl_weight: float = traced(
         0.02, Number(0),
         doc="KL(q || prior) weight against the per-transition mean NLL: the reference's 1/(5 batches * 10)")
@@ -83,26 +90,34 @@ def make(settings: VIMESettings, obs_shape, action_space):
         return x, y
 
     def noise(state) -> list:
-        """``num_samples`` weight-noise samples from ``state.key`` (a Python list: the
-        passes stay plain 2-D matmuls instead of batched ones)."""
-        keys = [state.key] if num_samples == 1 else list(jax.random.split(state.key, num_samples))
-        return [bnn.sample_noise(k, state.params["mu"]) for k in keys]
+        return bnn.weight_noise(state.key, state.params["mu"], num_samples)
+
+    ratio_len = settings.kl_ratio_len
 
     def init(key, warmup_obs, hp: VIMESettings):
         del warmup_obs
         k_params, k_noise = jax.random.split(key)
         params = bnn.init_params(k_params, sizes, hp.init_sigma)
         return bnn.VIMEState(params=params, opt_state=adam_init(params), key=k_noise,
-                         updates=jnp.zeros((), jnp.int32))
+                             updates=jnp.zeros((), jnp.int32),
+                             medians=jnp.zeros((max(ratio_len, 1),), jnp.float32))
 
-    def reward(state, batch, hp: VIMESettings):
+    def clipped_gain(state, batch, hp: VIMESettings):
+        """``([N] information gain clipped to [0, clip], [N] raw)``; NaN -> 0, +inf -> clip."""
         x, y = inputs_targets(batch)
         ig = bnn.information_gain(state.params, noise(state), x, y, hp)
-        finite = jnp.isfinite(ig)
-        bonus = jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp.clip, neginf=0.0), 0.0, hp.clip)
-        metrics = {"info_gain_mean": jnp.mean(bonus), "info_gain_max": jnp.max(bonus),
+        return jnp.clip(jnp.nan_to_num(ig, nan=0.0, posinf=hp.clip, neginf=0.0), 0.0, hp.clip), ig
+
+    def reward(state, batch, hp: VIMESettings):
+        gain, ig = clipped_gain(state, batch, hp)
+        metrics = {"info_gain_mean": jnp.mean(gain), "info_gain_max": jnp.max(gain),
                    "clipped_fraction": jnp.mean((ig > hp.clip).astype(jnp.float32)),
-                   "nonfinite_fraction": jnp.mean((~finite).astype(jnp.float32))}
+                   "nonfinite_fraction": jnp.mean((~jnp.isfinite(ig)).astype(jnp.float32))}
+        bonus = gain
+        if ratio_len:
+            _, typical = bnn.recent_medians(state.medians, state.updates, gain)
+            bonus = gain / jnp.where(typical > 0, typical, 1.0)
+            metrics["ratio_denominator"] = typical
         return bonus.reshape(batch.terminated.shape), metrics
 
     def loss_fn(params, eps, x, y, hp: VIMESettings):
@@ -122,14 +137,14 @@ def make(settings: VIMESettings, obs_shape, action_space):
         grads, (nll, kl) = jax.grad(loss_fn, has_aux=True)(state.params, noise(state), x, y, hp)
         # Adam b1 0.9, b2 0.999 as Lasagne's adam in the reference
         params, opt_state = adam_step(state.params, grads, state.opt_state, hp.lr, hp.adam_eps)
-        new_state = bnn.VIMEState(params=params, opt_state=opt_state, key=key, updates=state.updates + 1)
-        return new_state, {"dynamics_nll": nll, "kl_to_prior": kl, "posterior_sigma_mean": mean_sigma(params)}
-
-    def mean_sigma(params):
-        leaves = jax.tree.leaves(params["rho"])
-        return sum(jnp.sum(jax.nn.softplus(r)) for r in leaves) / sum(r.size for r in leaves)
+        # The same gain as this batch's reward (same posterior, same noise): compiled together, computed once.
+        gain = clipped_gain(state, batch, hp)[0]
+        medians = bnn.recent_medians(state.medians, state.updates, gain)[0] if ratio_len else state.medians
+        new_state = bnn.VIMEState(params=params, opt_state=opt_state, key=key, updates=state.updates + 1,
+                                  medians=medians)
+        return new_state, {"dynamics_nll": nll, "kl_to_prior": kl, "posterior_sigma_mean": bnn.mean_sigma(params)}
 
     def describe(state):
-        return {"posterior_sigma_mean": mean_sigma(state.params), "model_updates": state.updates}
+        return {"posterior_sigma_mean": bnn.mean_sigma(state.params), "model_updates": state.updates}
 
     return Bonus(settings.name, init, reward, update, describe=describe)
