@@ -24,7 +24,7 @@ RESULTS=${RESULTS:-results}
 TRIES=${TRIES:-4}
 EXTRA=${EXTRA:-}
 CAMPAIGN=${CAMPAIGN:-repro}
-DATA=${DATA:-docs/results/$CAMPAIGN/data}  # the committed runs of the campaign, put back first
+DATA=${DATA:-$($PY -m analysis.repro.stages data --campaign "$CAMPAIGN")}  # the committed runs it joins, put back first
 # The lanes' niceness: 19 lets tests and development on the same cores go first (the lanes take
 # what is left) without stopping the campaign.
 NICE=${NICE:-0}

@@ -37,12 +37,20 @@ def _grid(root, levels: dict, experiment="repro", env="mountaincar", overrides=N
 PAPER_BONUSES = ("none", "rfig", "rnd", "vime", "hashexplo")
 
 
-def stored_run(env: str, bonus: str, seed: int, summary: dict, origin: dict | None = None):
-    """One 32-seed run in compact form (its base variant, no metrics rows) with the summary given."""
-    from analysis.repro.data import StoredRun
+# The 32-seed campaign's VIME runs: made at VIME's old defaults, filed under that variant (its runs at the
+# new defaults are the baselines rerun's).
+OLD_VIME = {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}
 
-    record = {"experiment": "paper32", "env": env, "bonus": bonus, "variant": "base", "seed": seed,
-              "variant_overrides": {}, "summary": summary}
+
+def stored_run(env: str, bonus: str, seed: int, summary: dict, origin: dict | None = None):
+    """One 32-seed campaign run in compact form (no metrics rows) with the summary given: its base
+    variant, VIME's at its old defaults."""
+    from analysis.repro.data import StoredRun
+    from rfig_exp.config.variants import variant_name
+
+    overrides = OLD_VIME if bonus == "vime" else {}
+    record = {"experiment": "paper32", "env": env, "bonus": bonus, "variant": variant_name(overrides), "seed": seed,
+              "variant_overrides": overrides, "summary": summary}
     return StoredRun(record={**record, "origin": origin} if origin is not None else record, rows="")
 
 
@@ -394,6 +402,74 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert listed == names
 
 
+def test_the_baselines_rerun_makes_vime_and_the_control_at_all_32_seeds_panel_by_panel():
+    import subprocess
+    import sys
+
+    from analysis.repro.stages import (
+        BASELINE_BONUSES,
+        BASELINES_ORDER,
+        CAMPAIGN_DATA,
+        panel_name,
+        paper32_envs,
+        stage_of,
+        stage_sizes,
+        stages,
+    )
+
+    bl = stages("baselines")
+    names = [s.name for s in bl]
+    assert len(names) == len(set(names)) == 12 * 4 and sorted(BASELINES_ORDER) == sorted(paper32_envs())
+    assert not set(names) & {s.name for c in ("repro", "paper32") for s in stages(c)}
+    assert [n.rsplit("-", 1)[0] for n in names[::4]] == [f"bl-{panel_name(e)}" for e in BASELINES_ORDER]
+    for stage in bl:
+        (command,) = stage.commands
+        words = dict(w.split("=", 1) for w in command.split())
+        assert words["bonus"] == ",".join(BASELINE_BONUSES) == "vime,noise" and words["num_seeds"] == "8"
+        for s in range(int(words["seed"]), int(words["seed"]) + 8):
+            for bonus in BASELINE_BONUSES:
+                assert stage_of("paper32", words["env"], bonus, {}, seed=s) == stage.name
+        assert stage_sizes()[stage.name] == 16
+    # VIME's runs at its old defaults keep their 32-seed stages (or none: seeds 0-7 are the reproduction's)
+    old = {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}
+    assert stage_of("paper32", "minatar_breakout", "vime", old, seed=9) == "p32-breakout-8"
+    assert stage_of("paper32", "minatar_breakout", "vime", old, seed=3) is None
+    assert CAMPAIGN_DATA["baselines"] == CAMPAIGN_DATA["paper32"]
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+                            env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "baselines"},
+                            check=True).stdout.split()
+    assert listed == names
+
+
+def test_relabel_variant_files_a_bonus_runs_under_their_old_defaults_numbers_unchanged(tmp_path):
+    from analysis.repro.data import read_data, relabel_variant_in
+
+    raw, data = tmp_path / "raw", tmp_path / "data"
+    for bonus in ("vime", "rnd"):
+        for seed in range(2):
+            write_run(raw, "paper32", "mountaincar", bonus, seed, STEPS, np.full(T, -120.0 + seed))
+    export_tree(raw, data, ["paper32"])
+    before = read_data(data)
+    line = relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "old defaults")
+    assert "2 vime runs" in line and "bonus.init_sigma=0.5,bonus.kl_ratio_len=0" in line
+    after = read_data(data)
+    assert len(after) == len(before) == 4
+    for key, run in before.items():
+        if key[2] == "rnd":
+            assert after[key].record == run.record and after[key].rows == run.rows
+            continue
+        moved = after[(*key[:3], "bonus.init_sigma=0.5,bonus.kl_ratio_len=0", key[4])]
+        assert moved.rows == run.rows and moved.record["relabelled_variant_from"] == "base"
+        bonus_config = moved.record["config"]["bonus"]
+        assert bonus_config["init_sigma"] == 0.5 and bonus_config["kl_ratio_len"] == 0
+        assert moved.record["summary"]["variant"] == moved.key[3]
+    with pytest.raises(ValueError, match="no hashexplo runs"):
+        relabel_variant_in(data, "hashexplo", ["bonus.lr=1"], "x")
+    with pytest.raises(ValueError, match="expected bonus.KEY=VALUE"):
+        relabel_variant_in(data, "vime", ["init_sigma=0.5"], "x")
+
+
 def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus(tmp_path):
     """A cell made partly on a GPU must not show a GPU's steps/s beside a CPU core's PPO as a ratio:
     one table per device (the CPU's first, runs that record no machine apart), medians per cell."""
@@ -450,7 +526,7 @@ def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_mad
 
 
 def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_papers_cells(tmp_path):
-    from analysis.repro.build import main as repro_main
+    from analysis.repro.cli import main as repro_main
     from analysis.repro.data import read_data
 
     raw, repro, p32 = tmp_path / "raw", tmp_path / "repro", tmp_path / "p32"

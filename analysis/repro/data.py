@@ -42,6 +42,8 @@ from rfig_exp.results.status import seed_ranges
 from ..runs import find_experiments
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
+                "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",
+                "bonus/occupied_buckets",
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
 ID_COLUMNS = ("experiment", "env", "bonus", "variant", "seed")
 DROPPED_SUMMARY_KEYS = ("overrides",)  # long, and no report reads it
@@ -305,6 +307,55 @@ def relabel_runs(runs: dict[RunKey, StoredRun], source: str, target: str, envs, 
         moved = replace(run, record=record)
         out[moved.key] = moved
     return out
+
+
+def relabel_variant(runs: dict[RunKey, StoredRun], bonus: str, overrides: dict, note: str) -> dict[RunKey, StoredRun]:
+    """Every run of ``bonus`` filed under the variant it is once ``overrides`` are written out: for runs
+    made before the bonus's defaults changed, ``overrides`` are the old defaults, so each run lands
+    where the same command with those overrides writes today, and its record says so (its config
+    takes the values, ``relabelled_variant_from`` the variant it had, ``note`` why). Their numbers stay
+    as they are; the bonus's runs at the new defaults then go under its base variant, never mixed
+    with these. Other runs are returned unchanged."""
+    from rfig_exp.config.variants import variant_name
+
+    out = {}
+    for key, run in runs.items():
+        if key[2] != bonus:
+            out[key] = run
+            continue
+        record = dict(run.record)
+        moved = {**record.get("variant_overrides", {}), **overrides}
+        record.update(variant=variant_name(moved), variant_overrides=moved,
+                      relabelled_variant_from=record.get("relabelled_variant_from", record["variant"]),
+                      relabelled_variant_note=note)
+        config = dict(record.get("config") or {})
+        config["bonus"] = {**config.get("bonus", {}), **{k.split(".", 1)[1]: v for k, v in overrides.items()}}
+        record["config"] = config
+        if isinstance(record.get("summary"), dict):
+            record["summary"] = {**record["summary"], "variant": record["variant"], "variant_overrides": moved}
+        relabelled = replace(run, record=record)
+        out[relabelled.key] = relabelled
+    return out
+
+
+def relabel_variant_in(data_dir: str | Path, bonus: str, items: list[str], note: str) -> str:
+    """:func:`relabel_variant` on a data folder, the overrides given as ``bonus.KEY=VALUE`` strings
+    (values read as YAML); the line that says where the runs went. ValueError for a bad item or a
+    folder without runs of ``bonus``."""
+    overrides = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("bonus."):
+            raise ValueError(f"--set {item}: expected bonus.KEY=VALUE")
+        overrides[key] = yaml.safe_load(value)
+    stored = read_data(data_dir)
+    if not any(k[2] == bonus for k in stored):
+        raise ValueError(f"no {bonus} runs in {data_dir}")
+    moved = relabel_variant(stored, bonus, overrides, note)
+    counts = write_data(moved, data_dir)
+    variants = sorted({k[3] for k in moved if k[2] == bonus})
+    return (f"{sum(k[2] == bonus for k in moved)} {bonus} runs of {data_dir} filed under {variants}; "
+            f"it holds {counts['runs']} runs")
 
 
 def merge_relabelled(source: str | Path, data_dir: str | Path, from_experiment: str, to_experiment: str, envs,

@@ -34,8 +34,11 @@ from omegaconf import OmegaConf
 
 from rfig_exp.config.variants import CONF_DIR
 
-MAIN, SENS, PAPER32, BACKEND = "repro", "sensitivity", "paper32", "backend"
-CAMPAIGNS = (MAIN, PAPER32)
+MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
+CAMPAIGNS = (MAIN, PAPER32, BASELINES)
+# The data folder each campaign's runs go into (scripts/repro.sh puts its complete runs back first).
+CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
+                 BASELINES: "docs/results/paper32/data"}
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
 # One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
@@ -65,6 +68,19 @@ PAPER32_FIRST = ("sparse_halfcheetah", "minatar_breakout", "sparse_ant", "sparse
 PAPER32_PRESETS = ("paper32", "paper32_brax")
 
 
+# The working-baselines rerun, in the 32-seed grid (experiment paper32): VIME at its new defaults
+# (docs/bonuses/vime.md; its runs at the old ones are filed under their own variant) and the noise
+# control, all 32 seeds of the 12 panels. A stage is one panel x one block of 8 seeds: two jobs of 8
+# vmapped seeds, the blocks of sweep=paper. Panels complete one after another, so each reaches 32
+# seeds (and a verdict) as soon as it can: the cheap ones first, then those whose claims involve
+# VIME (Breakout's peak, VIME on Sparse-Walker2d and Sparse-Ant), then the MinAtar panels where the
+# old VIME was a constant, then the rest.
+BASELINE_BONUSES = ("vime", "noise")
+BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
+                   "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
+                   "sparse_hopper", "sparse_halfcheetah")
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -86,6 +102,8 @@ def stages(campaign: str = MAIN) -> list[Stage]:
     """Every stage of ``campaign``, in the order the lanes take them."""
     if campaign == PAPER32:
         return paper32_stages()
+    if campaign == BASELINES:
+        return baselines_stages()
     if campaign != MAIN:
         raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
     return repro_stages()
@@ -114,13 +132,25 @@ def paper32_stages() -> list[Stage]:
             for group in (first, rest) for b in blocks for e in group]
 
 
+def baselines_stages() -> list[Stage]:
+    """One stage per panel x block of 8 seeds (0-31) of :data:`BASELINE_BONUSES`, panel by panel in
+    :data:`BASELINES_ORDER`."""
+    brax = set(preset_envs("paper32_brax"))
+    assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
+    return [Stage(f"bl-{panel_name(e)}-{b}",
+                  (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} bonus={','.join(BASELINE_BONUSES)} "
+                   f"seed={b} num_seeds={SEED_BLOCK}",))
+            for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
+
+
 def stage_sizes() -> dict[str, int]:
     """stage -> how many runs it makes, where that is fixed by its name: a 32-seed stage makes
     :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
     on its presets' full grids; it is not listed.)"""
     bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
-    return {stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
-            for stage in paper32_stages()}
+    return {**{stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
+               for stage in paper32_stages()},
+            **{stage.name: SEED_BLOCK * len(BASELINE_BONUSES) for stage in baselines_stages()}}
 
 
 def repro_stages() -> list[Stage]:
@@ -142,7 +172,11 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
     """The stage that makes a run (folder names, its variant's overrides and its seed); None for a
     run that no stage makes (a 32-seed run of seeds 0-7 is the reproduction's)."""
     if experiment == PAPER32:
-        if seed is None or not SEED_BLOCK <= seed < PAPER_SEEDS or env not in paper32_envs():
+        if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
+            return None
+        if bonus in BASELINE_BONUSES and not any(k.startswith("bonus.") for k in variant_overrides):
+            return f"bl-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+        if seed < SEED_BLOCK:
             return None
         return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
     if experiment == SENS:
@@ -177,13 +211,19 @@ def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int =
 
 def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
-    what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); None
-    where that is not known (the reproduction's own stages are estimated by scripts/repro_meta.py)."""
+    what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
+    baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
+    control (its bonus is free; the second value head is the rest). None where that is not known
+    (the reproduction's own stages are estimated by scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
-        cost = measured_minutes(stored, env) if campaign == PAPER32 and env else {}
-        out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 5 else None
+        cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
+        if campaign == BASELINES:
+            cost = {b: cost[b] for b in ("vime", "none") if b in cost}
+            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 2 else None
+        else:
+            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 5 else None
     return out
 
 
@@ -208,9 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     ls.add_argument("--left", metavar="DATA",
                     help="only the stages whose runs DATA (the 32-seed data folder) does not hold in full "
                          "(--campaign paper32)")
+    d = sub.add_parser("data", help="the data folder a campaign's runs go into")
+    d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
     c.add_argument("stage")
     args = p.parse_args(argv)
+    if args.command == "data":
+        print(CAMPAIGN_DATA[args.campaign])
+        return 0
     if args.command == "list":
         from .data import read_data
 
