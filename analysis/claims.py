@@ -18,7 +18,7 @@ import numpy as np
 
 from . import verdicts as V
 from .collect import Collection, final_scores
-from .names import BASELINES, env_label, method_label
+from .names import BASELINES, CONTROLS, env_label, method_label
 
 # What counts as solving an env (per run, on its final evaluation window), where the env has a
 # success criterion: reaching the goal before the time limit on average, or the env's own flag.
@@ -248,7 +248,8 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
             claims.append(Claim.judged(words, "P(X > each other method) on the panel", "—", V.Verdict(V.NOT_MEASURED),
                                        f"no {method_label(method)} runs on {env_label(target)}"))
             continue
-        others = [m for m in p.scores[env] if m != method]
+        # the methods the paper compares: the control (analysis.control) is not one of them
+        others = [m for m in p.scores[env] if m != method and p.coll.bonus_of(m) not in CONTROLS]
         if env in p.saturated:
             claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))
             continue

@@ -91,6 +91,7 @@ METHOD_ORDER: tuple[str, ...] = BUILT_IN.order
 PALETTE: Mapping[str, str] = MappingProxyType({b: BUILT_IN.colour(b) for b in METHOD_ORDER})
 REFERENCES: tuple[str, ...] = BUILT_IN.with_role("reference")  # plain PPO
 BASELINES: tuple[str, ...] = BUILT_IN.with_role("baseline")
+CONTROLS: tuple[str, ...] = BUILT_IN.with_role("control")  # the noise control: in no claim of the paper
 # the bonuses of the paper's Table 1, in its order
 PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(BUILT_IN.declared[b].paper, "row", None))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -402,27 +403,38 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert listed == names
 
 
-def test_the_baselines_rerun_makes_vime_and_the_control_at_all_32_seeds_panel_by_panel():
+def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audits_the_other_bonuses():
     import subprocess
     import sys
 
     from analysis.repro.stages import (
+        AUDIT_AFTER,
+        AUDITED_BONUSES,
         BASELINE_BONUSES,
         BASELINES_ORDER,
         CAMPAIGN_DATA,
+        SIGNAL,
         panel_name,
         paper32_envs,
         stage_of,
         stage_sizes,
         stages,
+        stages_left,
     )
 
     bl = stages("baselines")
     names = [s.name for s in bl]
-    assert len(names) == len(set(names)) == 12 * 4 and sorted(BASELINES_ORDER) == sorted(paper32_envs())
+    blocks = [s for s in bl if s.name.startswith("bl-")]
+    audit = [s for s in bl if s.name.startswith("sig-")]
+    assert len(names) == len(set(names)) == 12 * 4 + 12 and len(blocks) == 48
+    assert sorted(BASELINES_ORDER) == sorted(paper32_envs())
     assert not set(names) & {s.name for c in ("repro", "paper32") for s in stages(c)}
-    assert [n.rsplit("-", 1)[0] for n in names[::4]] == [f"bl-{panel_name(e)}" for e in BASELINES_ORDER]
-    for stage in bl:
+    assert [s.name.rsplit("-", 1)[0] for s in blocks[::4]] == [f"bl-{panel_name(e)}" for e in BASELINES_ORDER]
+    # the audit's stages come right after the last block of AUDIT_AFTER, then the other panels' blocks
+    first_audit = names.index(audit[0].name)
+    assert names[first_audit - 1] == f"bl-{panel_name(AUDIT_AFTER)}-24" and names[first_audit:first_audit + 12] == [
+        s.name for s in audit]
+    for stage in blocks:
         (command,) = stage.commands
         words = dict(w.split("=", 1) for w in command.split())
         assert words["bonus"] == ",".join(BASELINE_BONUSES) == "vime,noise" and words["num_seeds"] == "8"
@@ -430,11 +442,18 @@ def test_the_baselines_rerun_makes_vime_and_the_control_at_all_32_seeds_panel_by
             for bonus in BASELINE_BONUSES:
                 assert stage_of("paper32", words["env"], bonus, {}, seed=s) == stage.name
         assert stage_sizes()[stage.name] == 16
+    for stage in audit:
+        words = dict(w.split("=", 1) for w in stage.commands[0].split())
+        assert (words["bonus"], words["seed"], words["experiment"]) == (",".join(AUDITED_BONUSES), "0", SIGNAL)
+        assert stage_of(SIGNAL, words["env"], "rnd", {}, seed=3) == stage.name and stage_sizes()[stage.name] == 24
     # VIME's runs at its old defaults keep their 32-seed stages (or none: seeds 0-7 are the reproduction's)
     old = {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}
     assert stage_of("paper32", "minatar_breakout", "vime", old, seed=9) == "p32-breakout-8"
     assert stage_of("paper32", "minatar_breakout", "vime", old, seed=3) is None
     assert CAMPAIGN_DATA["baselines"] == CAMPAIGN_DATA["paper32"]
+    held = [stored_run("mountaincar", b, s, {"status": "complete"}) for b in BASELINE_BONUSES for s in range(8)]
+    held = [replace(r, record={**r.record, "variant": "base", "variant_overrides": {}}) for r in held]
+    assert stages_left({r.key: r for r in held}, "baselines") == names[1:]
     root = Path(__file__).resolve().parents[1]
     listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "baselines"},

@@ -35,6 +35,7 @@ from ..maker import ReportOptions
 from ..names import env_label, method_label, sort_methods, split_task
 from ..report import build_report
 from ..tables import render_markdown, usual_seeds
+from .baselines import BaselinesSection, baselines_section
 from .cells import compare_claims, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
@@ -50,7 +51,7 @@ from .sections import (
     theory_section,
     timing_section,
 )
-from .stages import preset_envs
+from .stages import SIGNAL, preset_envs
 
 MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
@@ -246,6 +247,9 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
         sens_runs = sens.runs
     claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(data_dir), sens=sens)
+    # every variant of the grid (VIME's runs at its old defaults too) for the signal check
+    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), reps, seed + 1200,
+                                collect(tree, SIGNAL) if SIGNAL in have else None)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
     seen, unique = set(), []
     for r in main.runs + deep_runs + sens_runs:
@@ -254,7 +258,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
             unique.append(r)
     return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
             "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
-            "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique,
+            "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
             "timing_md": timing_section(data_dir), "backend_md": backend_section(tree, main, reps, seed),
             "usual_n": usual_seeds(cell["n"] for per in agg.per_env.values() for cell in per.values())}
 
@@ -299,6 +303,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         f"*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds, "
         f"{parts['usual_n']} seeds per cell unless marked; bold: the best whose CI overlaps no other.*",
         "",
+        *_baselines_md(parts["baselines"]),
         "## RFIG against PPO, panel by panel",
         "",
         parts["poi_md"],
@@ -323,6 +328,16 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
     lines += ["## Data problems", "", _problems_md(problems), ""]
     return "\n".join(lines)
+
+
+def _baselines_md(section: BaselinesSection) -> list[str]:
+    """Is every method a working one: the signal check, VIME before and after, the control."""
+    lines = ["## Working baselines: does every bonus carry a signal?", "", section.signal_md, "",
+             "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
+             section.vime_md, ""]
+    if section.control_md:
+        lines += ["## Every bonus against the control as well as PPO", "", section.control_md, ""]
+    return lines
 
 
 def _claims_sections(parts: dict) -> list[str]:

@@ -19,7 +19,7 @@ from .data import (
     restore_tree,
 )
 from .sections import SENS
-from .stages import BACKEND, preset_envs
+from .stages import BACKEND, SIGNAL, preset_envs
 
 
 def parser() -> argparse.ArgumentParser:
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "export":
-            exps = [x for x in (args.experiment, SENS, BACKEND) if x in find_experiments(args.results)]
+            exps = [x for x in (args.experiment, SENS, BACKEND, SIGNAL) if x in find_experiments(args.results)]
             if args.experiment not in exps:
                 raise AnalysisError(f"no {args.experiment!r} experiment under {args.results}")
             counts = export_tree(args.results, args.data, exps, complete_cells=args.complete_cells,

@@ -43,7 +43,7 @@ from ..runs import find_experiments
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",
-                "bonus/occupied_buckets",
+                "bonus/occupied_buckets", "bonus/info_gain_mean",
                 "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
 ID_COLUMNS = ("experiment", "env", "bonus", "variant", "seed")
 DROPPED_SUMMARY_KEYS = ("overrides",)  # long, and no report reads it

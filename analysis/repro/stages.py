@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 from rfig_exp.config.variants import CONF_DIR
 
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
+SIGNAL = "signal"  # the experiment of the signal audit (below)
 CAMPAIGNS = (MAIN, PAPER32, BASELINES)
 # The data folder each campaign's runs go into (scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
@@ -68,14 +69,20 @@ PAPER32_FIRST = ("sparse_halfcheetah", "minatar_breakout", "sparse_ant", "sparse
 PAPER32_PRESETS = ("paper32", "paper32_brax")
 
 
-# The working-baselines rerun, in the 32-seed grid (experiment paper32): VIME at its new defaults
+# The working-baselines campaign, in the 32-seed grid (experiment paper32): VIME at its new defaults
 # (docs/bonuses/vime.md; its runs at the old ones are filed under their own variant) and the noise
 # control, all 32 seeds of the 12 panels. A stage is one panel x one block of 8 seeds: two jobs of 8
 # vmapped seeds, the blocks of sweep=paper. Panels complete one after another, so each reaches 32
 # seeds (and a verdict) as soon as it can: the cheap ones first, then those whose claims involve
 # VIME (Breakout's peak, VIME on Sparse-Walker2d and Sparse-Ant), then the MinAtar panels where the
 # old VIME was a constant, then the rest.
+# After Breakout, the signal audit: the other three bonuses, seeds 0-7 of each panel again, in an
+# experiment of their own (``signal``; the grid's own runs of them predate the signal statistics), one
+# stage per panel of three jobs: the check's verdict on every bonus of every panel, and the sign of
+# any other bonus that would need a rerun.
 BASELINE_BONUSES = ("vime", "noise")
+AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
+AUDIT_AFTER = "minatar_breakout"  # the audit's stages go in after this panel's baselines stages
 BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
                    "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
                    "sparse_hopper", "sparse_halfcheetah")
@@ -134,13 +141,20 @@ def paper32_stages() -> list[Stage]:
 
 def baselines_stages() -> list[Stage]:
     """One stage per panel x block of 8 seeds (0-31) of :data:`BASELINE_BONUSES`, panel by panel in
-    :data:`BASELINES_ORDER`."""
+    :data:`BASELINES_ORDER`, and the signal audit's stages (one per panel) after :data:`AUDIT_AFTER`."""
     brax = set(preset_envs("paper32_brax"))
     assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
-    return [Stage(f"bl-{panel_name(e)}-{b}",
-                  (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} bonus={','.join(BASELINE_BONUSES)} "
-                   f"seed={b} num_seeds={SEED_BLOCK}",))
-            for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
+
+    def sweep(e: str) -> str:
+        return f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e}"
+
+    blocks = [Stage(f"bl-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={','.join(BASELINE_BONUSES)} seed={b} "
+                                                 f"num_seeds={SEED_BLOCK}",))
+              for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
+    audit = [Stage(f"sig-{panel_name(e)}", (f"{sweep(e)} bonus={','.join(AUDITED_BONUSES)} seed=0 "
+                                            f"num_seeds={SEED_BLOCK} experiment={SIGNAL}",)) for e in BASELINES_ORDER]
+    cut = (BASELINES_ORDER.index(AUDIT_AFTER) + 1) * PAPER_SEEDS // SEED_BLOCK
+    return blocks[:cut] + audit + blocks[cut:]
 
 
 def stage_sizes() -> dict[str, int]:
@@ -150,7 +164,8 @@ def stage_sizes() -> dict[str, int]:
     bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
     return {**{stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
                for stage in paper32_stages()},
-            **{stage.name: SEED_BLOCK * len(BASELINE_BONUSES) for stage in baselines_stages()}}
+            **{stage.name: SEED_BLOCK * len(AUDITED_BONUSES if stage.name.startswith("sig-") else BASELINE_BONUSES)
+               for stage in baselines_stages()}}
 
 
 def repro_stages() -> list[Stage]:
@@ -179,6 +194,8 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         if seed < SEED_BLOCK:
             return None
         return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+    if experiment == SIGNAL:
+        return f"sig-{panel_name(env)}" if env in paper32_envs() else None
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
     if experiment == BACKEND:
@@ -213,28 +230,31 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
     what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
-    control (its bonus is free; the second value head is the rest). None where that is not known
+    control (its bonus is free; the second value head is the rest); for an audit stage, the three
+    audited bonuses' jobs there. None where that is not known
     (the reproduction's own stages are estimated by scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
         cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
         if campaign == BASELINES:
-            cost = {b: cost[b] for b in ("vime", "none") if b in cost}
-            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 2 else None
+            bonuses = AUDITED_BONUSES if stage.name.startswith("sig-") else ("vime", "none")
+            cost = {b: cost[b] for b in bonuses if b in cost}
+            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == len(bonuses) else None
         else:
             out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 5 else None
     return out
 
 
-def stages_left(stored: dict) -> list[str]:
-    """The 32-seed stages whose runs ``stored`` (a data folder's runs, analysis.repro.data.read_data)
-    does not hold in full, whichever machine made those it holds, in the order the lanes take them:
-    what a fresh machine's lanes still have to run."""
+def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
+    """The stages of a campaign of fixed-size stages (the 32-seed grid, the baselines) whose runs
+    ``stored`` (a data folder's runs, analysis.repro.data.read_data) does not hold in full, whichever
+    machine made those it holds, in the order the lanes take them: what a fresh machine's lanes still
+    have to run."""
     from .made_by import stage_coverage
 
     held, sizes = stage_coverage(stored), stage_sizes()
-    return [s.name for s in paper32_stages() if held.get(s.name, 0) < sizes[s.name]]
+    return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     ls.add_argument("--data", default="docs/results/repro/data", help="the reproduction's data, for --estimate")
     ls.add_argument("--left", metavar="DATA",
                     help="only the stages whose runs DATA (the 32-seed data folder) does not hold in full "
-                         "(--campaign paper32)")
+                         "(--campaign paper32 or baselines)")
     d = sub.add_parser("data", help="the data folder a campaign's runs go into")
     d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
@@ -260,13 +280,14 @@ def main(argv: list[str] | None = None) -> int:
         from .data import read_data
 
         if args.left:
-            if args.campaign != PAPER32:
-                print(f"error: --left needs --campaign {PAPER32} (its stages have a fixed size)", file=sys.stderr)
+            if args.campaign not in (PAPER32, BASELINES):
+                print(f"error: --left needs --campaign {PAPER32} or {BASELINES} (their stages have a fixed size)",
+                      file=sys.stderr)
                 return 2
             if not Path(args.left).is_dir():
                 print(f"error: --left: no data folder {args.left}", file=sys.stderr)
                 return 2
-            print(" ".join(stages_left(read_data(args.left))))
+            print(" ".join(stages_left(read_data(args.left), args.campaign)))
             return 0
         if not args.estimate:
             print(" ".join(s.name for s in stages(args.campaign)))

@@ -202,8 +202,11 @@ def make(settings: HashSettings, obs_shape, action_space):
             params, x, noise, hp)
         (encoder, decoder), opt_state = nets.adam_step(params, grads, state.opt_state, hp.lr, hp.adam_eps)
         new_state = state._replace(encoder=encoder, decoder=decoder, opt_state=opt_state, tables=tables)
+        # Occupied rows of the first table after this batch: distinct codes seen so far (a lower bound), the
+        # signal check's sign of a hash that collapsed.
+        occupied = jnp.count_nonzero(tables[0, :primes[0]]).astype(jnp.float32)
         return new_state, {"ae_loss": loss, "reconstruction_loss": reconstruction,
-                           "binarisation_loss": binarisation}
+                           "binarisation_loss": binarisation, "occupied_buckets": occupied}
 
     def describe(state):
         first = state.tables[0, :primes[0]]

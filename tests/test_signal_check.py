@@ -1,0 +1,139 @@
+"""The signal check's rule (analysis/signal.py) on synthetic bonuses whose answer is known: a
+constant, one pinned at its clip, one partly clipped, noise, and an informative novelty bonus."""
+
+import numpy as np
+import pytest
+
+try:
+    from analysis_fixtures import STEPS, T, write_run
+except ImportError:  # tests/ imported as a package
+    from tests.analysis_fixtures import STEPS, T, write_run
+
+from analysis import collect
+from analysis.signal import AT_MAX, CV, RANK, RULE, judge, signal_cells, signal_md, t_interval
+
+N = 8  # runs per cell
+
+
+def columns(at_max, cv, rank=None, seed=0):
+    """A run's per-window signal columns around the given levels (small noise over windows)."""
+    rng = np.random.default_rng(seed)
+    cols = {AT_MAX: np.clip(at_max + rng.normal(0, 0.002, T), 0, 1),
+            CV: np.maximum(cv + rng.normal(0, 0.01 * cv, T), 0)}
+    if rank is not None:   # a panel with a coverage grid: its runs record coverage too
+        cols[RANK] = rank + rng.normal(0, 0.05, T)
+        cols["coverage"] = np.linspace(0.1, 0.5, T)
+    return cols
+
+
+# bonus -> (at_max, cv, rank on a grid panel) per window, as each kind of bonus records them
+SYNTHETIC = {"constant": (1.0, 0.0, 0.0), "saturated": (0.9, 0.05, -0.1), "partly": (0.2, 0.8, -0.5),
+             "noise": (1 / 4096, 1.0, 0.0), "informative": (1 / 4096, 1.5, -0.6)}
+
+
+@pytest.fixture(scope="module")
+def cells(tmp_path_factory):
+    root = tmp_path_factory.mktemp("signal")
+    for env, grid in (("mountaincar", True), ("minatar_breakout", False)):
+        for bonus, (top, cv, rank) in SYNTHETIC.items():
+            for s in range(N):
+                write_run(root, "synth", env, bonus, s, STEPS, np.linspace(0, 1, T),
+                          extra=columns(top, cv, rank if grid else None, seed=s))
+        for s in range(N):   # PPO: no reward, not judged; and an old run without the statistics
+            write_run(root, "synth", env, "none", s, STEPS, np.linspace(0, 1, T))
+            write_run(root, "synth", env, "old", s, STEPS, np.linspace(0, 1, T))
+    coll = collect(root, "synth")
+    return coll, {(c.env, coll.bonus_of(c.method)): c for c in signal_cells(coll)}
+
+
+def test_each_synthetic_bonus_gets_its_known_answer(cells):
+    _, by = cells
+    grid = {b: by[("mountaincar", b)] for b in SYNTHETIC}
+    assert grid["constant"].verdict == "degenerate"
+    causes = " ".join(grid["constant"].causes)
+    assert "at its clip" in causes and "constant within a batch" in causes
+    assert grid["saturated"].verdict == "degenerate" and "at its clip (0.90" in grid["saturated"].causes[0]
+    assert grid["partly"].verdict == "ok" and grid["partly"].notes == ("partly at its clip (0.20)",)
+    assert grid["noise"].verdict == "degenerate" and grid["noise"].causes[0].startswith("blind to visits")
+    assert grid["informative"].verdict == "ok" and grid["informative"].rank == pytest.approx(-0.6, abs=0.02)
+    lo, hi = grid["informative"].rank_interval
+    assert lo < -0.6 < hi < 0
+    # without a coverage grid only the clip and the spread are testable: noise passes there, and says why
+    nogrid = {b: by[("minatar_breakout", b)] for b in SYNTHETIC}
+    assert nogrid["noise"].verdict == "ok" and nogrid["noise"].rank is None
+    assert "visits not testable (no coverage grid)" in nogrid["noise"].notes
+    assert nogrid["constant"].verdict == "degenerate" and nogrid["informative"].verdict == "ok"
+
+
+def test_ppo_is_not_judged_and_runs_without_the_statistics_are_not_measured(cells):
+    coll, by = cells
+    assert ("mountaincar", "none") not in by
+    assert by[("mountaincar", "old")].verdict == "not measured" and by[("mountaincar", "old")].runs == 0
+    assert all(c.runs == N for k, c in by.items() if k[1] in SYNTHETIC)
+
+
+def test_the_table_names_every_degenerate_cell_with_its_cause_and_states_the_rule(cells):
+    coll, by = cells
+    text = signal_md(coll, list(by.values()), lambda e: e)
+    assert text.count("**degenerate**") == 4 and "at its clip" in text        # constant and saturated, twice
+    assert "blind, as the control must be: (rank correlation" in text          # the noise control, on the grid
+    assert "| minatar_breakout † |" in text and "| mountaincar |" in text
+    assert f"coefficient of variation below {RULE.constant_cv:g}" in text and "fixed 2026-11-28" in text
+
+
+def test_thresholds_are_the_rules_own():
+    one = np.ones(4)
+    assert judge(one * RULE.at_clip, one, None)[0] == "degenerate"
+    assert judge(one * (RULE.at_clip - 1e-3), one, None)[0] == "ok"
+    assert judge(one * 0.0, one * RULE.constant_cv, None)[0] == "ok"
+    assert judge(one * 0.0, one * RULE.constant_cv * 0.99, None)[0] == "degenerate"
+    assert judge(np.zeros(0), np.zeros(0), None)[0] == "not measured"
+    # a rank correlation whose interval touches 0 is blind; one wholly below is not
+    assert judge(one * 0, one, np.array([-0.3, -0.2, -0.25, -0.35]))[0] == "ok"
+    assert judge(one * 0, one, np.array([-0.3, 0.2, -0.25, 0.1]))[0] == "degenerate"
+
+
+def test_t_interval_matches_the_formula():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    lo, hi = t_interval(x, 0.95)
+    half = 3.182446305284263 * np.std(x, ddof=1) / 2.0     # t_{0.975, 3}, n = 4
+    assert (lo, hi) == pytest.approx((x.mean() - half, x.mean() + half))
+
+
+def test_the_control_table_sets_each_bonus_against_ppo_and_the_control(tmp_path):
+    """Scores built so that the control beats PPO (the machinery helps) and one bonus only matches
+    the control (its gain over PPO is the machinery's), another beats both."""
+    from analysis.claims import panels_of
+    from analysis.control import control_comparisons, control_md
+
+    rng = np.random.default_rng(0)
+    level = {"none": 0.0, "noise": 2.0, "rnd": 2.0, "rfig": 4.0}
+    for bonus, mu in level.items():
+        for s in range(16):
+            write_run(tmp_path, "synth", "mountaincar", bonus, s, STEPS, np.full(T, mu + rng.normal(0, 0.5)))
+    coll = collect(tmp_path, "synth")
+    p = panels_of(coll, ["mountaincar"])
+    d = control_comparisons(p, ["rnd", "rfig"], "noise", "none", 500, 0)
+    assert d[("mountaincar", "noise", "none")].point > 0.95 and d[("mountaincar", "rnd", "none")].point > 0.95
+    lo, hi = d[("mountaincar", "rnd", "noise")].interval()
+    assert lo < 0.5 < hi                                   # no gain over the control
+    assert d[("mountaincar", "rfig", "noise")].point > 0.95 and ("all", "rfig", "noise") in d
+    text = control_md(p, 500, 0, degenerate={("mountaincar", "rnd"): ("blind to visits",)})
+    assert "| Noise > PPO | RND > PPO / > Noise | RFIG > PPO / > Noise |" in text
+    assert text.split("\n\n")[0].count("(degenerate)") == 1 and "**mean over panels**" in text
+
+
+def test_a_cell_the_grid_cannot_measure_is_judged_on_the_audit_and_says_so():
+    from analysis.repro.baselines import AUDIT_NOTE, with_audit
+    from analysis.signal import CellSignal
+
+    def cell(env, method, verdict, runs=8):
+        return CellSignal(env, method, runs, 0.0, 1.0, -0.5, (-0.6, -0.4), verdict)
+
+    grid = [cell("acrobot", "rnd", "not measured", 0), cell("acrobot", "vime", "ok"),
+            cell("breakout", "rnd", "not measured", 0)]
+    audit = [cell("acrobot", "rnd", "degenerate"), cell("acrobot", "vime", "degenerate")]
+    out = {(c.env, c.method): c for c in with_audit(grid, audit)}
+    assert out[("acrobot", "rnd")].verdict == "degenerate" and out[("acrobot", "rnd")].notes == (AUDIT_NOTE,)
+    assert out[("acrobot", "vime")].verdict == "ok" and not out[("acrobot", "vime")].notes   # the grid's own first
+    assert out[("breakout", "rnd")].verdict == "not measured"
