@@ -20,31 +20,31 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from . import verdicts as V
-from .claims import Panels, _fmt
+from .claim_rows import fmt
+from .claims import Panels
 from .names import CONTROLS, REFERENCES, env_label
 from .tables import render_markdown
 
 
-def control_comparisons(p: Panels, methods: Sequence[str], control: str, reference: str, reps: int,
-                        seed: int) -> dict[tuple[str, str, str], V.Dist]:
+def control_comparisons(p: Panels, methods: Sequence[str], control: str,
+                        reference: str) -> dict[tuple[str, str, str], V.PoiDist]:
     """(panel or "all", method, against) -> P(method > against), for every method against the
     reference and the control, and the control against the reference, on the paper's panels that
     have both (saturated ones left out of the mean, as rule 3 leaves them out of the claims)."""
     pairs = [(control, reference)] + [(m, against) for m in methods for against in (reference, control)]
-    out: dict[tuple[str, str, str], V.Dist] = {}
-    for k, (x, y) in enumerate(pairs):
+    out: dict[tuple[str, str, str], V.PoiDist] = {}
+    for x, y in pairs:
         envs = [e for e in p.paper if x in p.scores.get(e, {}) and y in p.scores.get(e, {})]
-        for i, e in enumerate(envs):
-            out[(e, x, y)] = V.poi_over_panels({e: p.runs(e, x)}, {e: p.runs(e, y)}, reps, seed + 100 * k + i)
+        for e in envs:
+            out[(e, x, y)] = V.poi_over_panels({e: p.runs(e, x)}, {e: p.runs(e, y)})
         pooled = [e for e in envs if e not in p.saturated]
         if pooled:
             out[("all", x, y)] = V.poi_over_panels({e: p.runs(e, x) for e in pooled},
-                                                   {e: p.runs(e, y) for e in pooled}, reps, seed + 100 * k + 99)
+                                                   {e: p.runs(e, y) for e in pooled})
     return out
 
 
-def control_md(p: Panels, reps: int, seed: int,
-               degenerate: Mapping[tuple[str, str], Sequence[str]] | None = None,
+def control_md(p: Panels, degenerate: Mapping[tuple[str, str], Sequence[str]] | None = None,
                label: Callable[[str], str] | None = None) -> str:
     """The panel x bonus table: in each cell P(bonus > PPO) / P(bonus > control); the control's
     own column P(control > PPO). Empty when the collection has no control or no PPO."""
@@ -55,13 +55,19 @@ def control_md(p: Panels, reps: int, seed: int,
     if control is None or reference is None:
         return ""
     methods = [m for m in coll.methods if m not in (control, reference)]
-    d = control_comparisons(p, methods, control, reference, reps, seed)
+    d = control_comparisons(p, methods, control, reference)
     degenerate = degenerate or {}
+
+    def value(panel: str, x: str, y: str) -> str:
+        if (panel, x, y) not in d:
+            return "—"
+        count = sum(1 for key in d if key[1:] == (x, y) and key[0] != "all" and key[0] not in p.saturated)
+        return fmt(d[(panel, x, y)]) + (f" ({count})" if panel == "all" else "")
 
     def cell(panel: str, m: str) -> str:
         if m == control:
-            return _fmt(d[(panel, control, reference)]) if (panel, control, reference) in d else "—"
-        parts = [_fmt(d[(panel, m, a)]) if (panel, m, a) in d else "—" for a in (reference, control)]
+            return value(panel, control, reference)
+        parts = [value(panel, m, a) for a in (reference, control)]
         flag = " (degenerate)" if (panel, m) in degenerate else ""
         return " / ".join(parts) + flag
 
@@ -74,12 +80,13 @@ def control_md(p: Panels, reps: int, seed: int,
     header = ["Panel", f"{label(control)} > {label(reference)}"] + [
         f"{label(m)} > {label(reference)} / > {label(control)}" for m in methods]
     return (render_markdown(header, rows, align="l" + "l" * (len(header) - 1)) + "\n\n"
-            f"*Probability of improvement of final scores, P(X > Y) [95% stratified-bootstrap interval over seeds]: "
+            f"*Probability of improvement of final scores, P(X > Y) [95% interval over seeds, from its DeLong "
+            f"variance]: "
             f"in each cell against {label(reference)}, then against the control ({label(control)}: i.i.d. rewards "
             f"through the same two-head agent). A bonus's gain over PPO that it does not keep over the control is "
             f"the second value head's and the reward scaling's, not exploration's. The mean is over the panels "
-            f"that discriminate, held fixed. Measurements, not verdicts; (degenerate): the signal check names the "
-            f"bonus degenerate on that panel.*\n")
+            f"that discriminate and have both methods (their number in brackets), held fixed. Measurements, not "
+            f"verdicts; (degenerate): the signal check names the bonus degenerate on that panel.*\n")
 
 
 __all__ = ["control_comparisons", "control_md"]

@@ -1,8 +1,11 @@
-"""The rules that turn measurements into verdicts, fixed before the data is read.
+"""The rules that turn measurements into verdicts, and when each was fixed.
 
 This docstring is the rule book: the reproduction report quotes it (``rules.md`` beside its
 ``index.md``), the numbers below are the module's constants, and ``tests/test_verdicts.py`` holds
 every rule to synthetic scores whose answer is known, with a case that fails if the rule is loosened.
+Not every rule was fixed before the data it judges was read: ``analysis/rule_history.py`` records
+each change with its date, its commit and the data that had been seen, and ``rules.md`` shows it;
+a test fails when a constant changes without an entry there.
 
 ## Scope
 
@@ -23,6 +26,11 @@ every rule to synthetic scores whose answer is known, with a case that fails if 
    bound of the measure). It is listed as such and left out of every per-panel count, every
    aggregate behind a claim, and every sensitivity range. A panel whose runs vary is never left
    out, however close the methods are: that is what the intervals are for.
+3b. A comparison (of two methods on a panel, or a panel in a claim) is **near-saturated** when at
+   least ``SATURATION_SHARE`` of the runs of each method compared lie within ``NEAR_BAND`` (5%) of
+   the panel's range of final scores (over every run of every method) of one common value, their
+   pooled median. It does not discriminate either: a near tie on a bounded measure (most runs at one
+   milestone, say) is not decided by the runs that fall off it.
 
 ## The four verdicts
 
@@ -30,16 +38,25 @@ every rule to synthetic scores whose answer is known, with a case that fails if 
    - **supported**: the 95% interval lies entirely on the claim's side of the threshold;
    - **contradicted**: the interval lies entirely on the other side;
    - **undecided at n = k** (k seeds per method): otherwise. The report gives the direction of the
-     point estimate and the number of seeds at which an effect of the measured size would be
-     resolved, k (h / e)^2, with e the estimate's distance from the threshold and h the
-     half-width of the interval towards it (intervals shrink like 1/sqrt(n)); "no effect" when
-     e is below ``NO_EFFECT`` of the statistic's range. Where the runs behind a statistic have
+     point estimate and the number of seeds at which an effect of the measured size would have
+     ``POWER`` (80%) power to clear the threshold, k ((z + z_0.8) (h / z) / e)^2, with e the
+     estimate's distance from the threshold, h the half-width of the deciding interval towards it
+     and z its normal quantile (intervals shrink like 1/sqrt(n)); "no effect" when e is below
+     ``NO_EFFECT`` of the statistic's range. For a claim of several comparisons (rule 6) the seeds
+     come from the comparison that decides: when an estimate is against the claim, one comparison
+     can contradict it, the nearest; otherwise all must clear, the slowest. Where the runs behind a statistic have
      different numbers of seeds (a grid still filling), it reads **n = k to m**, the fewest and the
      most, and the seeds to resolve, counted from the fewest, are a lower bound ("or more");
    - **does not discriminate**: every panel the claim needs is saturated (rule 3).
 5. Intervals are 95% percentile intervals of a bootstrap over runs, stratified by panel and method
-   (runs resampled with replacement within each), ``REPS`` resamples from a fixed seed; a
-   Mantel-Haenszel odds ratio uses its Robins-Breslow-Greenland interval instead.
+   (runs resampled with replacement within each), ``REPS`` (20,000) resamples from a fixed seed; a
+   probability of improvement (rule 7) uses its DeLong variance instead (point +- z se, no
+   resampling: the same to the digit on every rebuild), a Mantel-Haenszel odds ratio its
+   Robins-Breslow-Greenland interval. A percentile
+   interval's end moves with the bootstrap's seed: its Monte-Carlo standard error is estimated from
+   ``MC_BATCHES`` disjoint batches of the resamples, and an end within ``MC_GUARD`` (3) of them of a
+   threshold counts as touching it, so that no rebuild with another seed turns a verdict. Every
+   verdict shows the interval that decided it (its level, its ends and their Monte-Carlo error).
 6. Several comparisons in one claim. A claim that must hold on every panel (or against every other
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
@@ -48,15 +65,30 @@ every rule to synthetic scores whose answer is known, with a case that fails if 
 ## The statistics
 
 7. P(X > Y) on a panel: the Mann-Whitney probability of improvement of X's runs over Y's (a tie
-   counts one half); over panels, its mean over the discriminating panels. Threshold 0.5.
+   counts one half); over panels, its mean over the discriminating panels, whose DeLong variances
+   add (the panels are independent samples). Threshold 0.5. The
+   verdicts hold the paper's panels fixed (the claims are about those panels); the report shows
+   beside each pooled value its interval with the panels resampled as well (which panels one ran
+   is then part of the uncertainty).
 8. A non-inferiority margin on normalised scores: ``MARGIN`` = 0.10 (a tenth of the distance
-   between a panel's worst and best run). On the probability scale: ``POI_MARGIN`` = 0.056, the
-   P(X > Y) of a small effect (Cohen's d = 0.2 between two normal samples: Phi(0.2 / sqrt 2) = 0.556).
+   between a panel's worst and best window of any run). On the probability scale:
+   ``POI_MARGIN`` = 0.056, the P(X > Y) of a small effect (Cohen's d = 0.2 between two normal
+   samples: Phi(0.2 / sqrt 2) = 0.556). Two scales because two kinds of claim: "competitive" compares
+   interquartile means across methods, a difference of locations in the panel's units, for which the
+   panel's range is the scale a reader can see on the curves; the others compare whole samples, for
+   which d = 0.2 is the textbook small effect. The two do not agree in seed SDs: MARGIN is 0.3-1.2 seed
+   SDs on most panels and 27 on Acrobot (whose runs cluster tightly within a wide range), so the
+   report gives each panel's MARGIN in seed SDs beside the claim that uses it.
+9. **Equivalence where no effect is found.** A claim that X improves on Y (P(X > Y) > 0.5) that is
+   not decided by rule 4 is tested symmetrically: when its 95% interval lies inside 0.5 ± POI_MARGIN
+   it reads **no effect larger than d = 0.2**: the data rule out more than a small effect either way,
+   which is not the same as not knowing.
 
 ## The claims (the paper's words; Section 5 and Table 1)
 
 - **"PPO+RFIG ... outperforming vanilla PPO"**: P(RFIG > PPO) over the panels > 0.5, on the final
-  score, and separately on the area under the curve (the mean return over all windows).
+  score, and separately on the area under the curve (the mean return over all windows); rule 9 where
+  neither way is decided.
 - **... and on solved seeds**, over the panels with a success rule (``SUCCESS_RULES`` in
   analysis/claims.py): one pooled test, the Mantel-Haenszel common odds ratio of solving (RFIG
   against PPO) stratified by panel, > 1. A panel where both solve every seed or none drops out of it;
@@ -67,7 +99,10 @@ every rule to synthetic scores whose answer is known, with a case that fails if 
   D > -MARGIN. Supported when competitive on every discriminating panel (rule 6).
 - **"without catastrophic failures"**: on each panel, a failure is RFIG below half of PPO:
   F = IQM(RFIG) - IQM(PPO) / 2 on normalised scores, a failure when F < 0, safe when F > 0.
-  Supported when safe on every discriminating panel (rule 6).
+  Supported when safe on every discriminating panel (rule 6). This rule replaced, after the 8-seed
+  data had been read with it, the rule "RFIG's IQM interval entirely below PPO's, or below every
+  baseline's" (analysis/rule_history.py); the report shows the old rule's verdict beside this one,
+  and the same rule applied to every other method, so that a reader sees what it can flag.
 - **"RFIG competitively matches or exceeds RND's performance"**: P(RFIG > RND) over the panels
   > 0.5 - POI_MARGIN (non-inferiority).
 - **"RFIG achieves peak performance in ... sparse-halfcheetah and Breakout"**, **"VIME excels in ...
@@ -95,7 +130,7 @@ Nothing here imports JAX; every function is a pure function of arrays.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -103,14 +138,23 @@ import numpy as np
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
 NO_DISCRIMINATION, NOT_MEASURED = "does not discriminate", "not measured here"
 
+SUPPORTED_EQUIVALENT = "no effect"  # rule 9: an effect claim whose interval lies inside the parity band
+
 LEVEL = 0.95            # every interval that supports a claim
 SATURATION_SHARE = 0.9  # rule 3
+NEAR_BAND = 0.05        # rule 3b: share of a panel's range of final scores that counts as one score
 MARGIN = 0.10           # rule 8, normalised scores
 POI_MARGIN = 0.056      # rule 8, probability of improvement
 TIME_BAND = (0.8, 1.25)  # the execution-time claim's equivalence band
 NO_EFFECT = 0.01        # rule 4: below this share of the statistic's range an estimate is "no effect"
-REPS = 2000             # rule 5
+POWER = 0.8             # rule 4: the seeds to resolve are those at which an effect of this size has this power
+REPS = 20000            # rule 5
+MC_GUARD = 3.0          # rule 5: an interval end within this many Monte-Carlo standard errors of a threshold touches it
+MC_BATCHES = 10         # rule 5: the batches whose spread estimates an interval end's Monte-Carlo error
 Z95 = 1.959963984540054
+# The constants the rule book states, as analysis/rule_history.py records them at each change.
+RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
+                  "REPS", "MC_GUARD", "MC_BATCHES")
 
 
 @dataclass(frozen=True)
@@ -131,6 +175,61 @@ class Dist:
         lo, hi = np.percentile(self.samples, [tail, 100 - tail])
         return float(lo), float(hi)
 
+    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
+        """Rule 5: the Monte-Carlo standard error of each end of the ``level`` interval, from the
+        spread of that percentile over :data:`MC_BATCHES` disjoint batches of the resamples, over
+        sqrt(batches); zero with too few resamples to batch (nothing then guards the ends)."""
+        batches = np.array_split(np.asarray(self.samples, float).reshape(-1), MC_BATCHES)
+        if min(len(b) for b in batches) < 20:
+            return 0.0, 0.0
+        tail = (1.0 - level) / 2 * 100
+        ends = np.array([np.percentile(b, [tail, 100 - tail]) for b in batches])
+        se = ends.std(axis=0, ddof=1) / math.sqrt(MC_BATCHES)
+        return float(se[0]), float(se[1])
+
+
+@dataclass(frozen=True)
+class PoiDist:
+    """P(X > Y) (rule 7) with its DeLong standard error (:func:`poi_delong`; a mean over panels: the
+    root of the summed variances over the panels): intervals point +- z se clipped to [0, 1], the same
+    on every rebuild (rule 5). :class:`Dist`'s interface where the verdicts read it."""
+
+    point: float
+    se: float
+    n: int
+    scale: float = 1.0
+    n_max: int | None = None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        half = _z(level) * self.se
+        return max(0.0, self.point - half), min(1.0, self.point + half)
+
+    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
+        return 0.0, 0.0
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """The interval that decides a verdict: its ``level`` (0.95, or rule 6's Bonferroni level over
+    ``comparisons``), its ends, threshold and ends' Monte-Carlo errors, which comparison (``label``)."""
+
+    level: float
+    lo: float
+    hi: float
+    threshold: float
+    comparisons: int = 1
+    se: tuple[float, float] = (0.0, 0.0)
+    label: str = ""
+    band: tuple[float, float] | None = None  # rule 9's parity band
+
+    @property
+    def text(self) -> str:
+        where = f"{self.label}: " if self.label else ""
+        name = "95%" if self.comparisons == 1 else f"Bonferroni {self.level:.2%} ({self.comparisons} comparisons)"
+        mc = f" ± {max(self.se):.3f} (MC)" if max(self.se) > 0 else ""
+        against = f"inside [{self.band[0]:.3f}, {self.band[1]:.3f}]" if self.band else f"against {self.threshold:g}"
+        return f"{where}{name} [{self.lo:.3f}, {self.hi:.3f}]{mc} {against}"
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -145,6 +244,7 @@ class Verdict:
     resolve_at: float | None = None
     why: str = ""  # an undecided verdict's reason, where it is not one estimate's distance from a threshold
     n_max: int | None = None
+    deciding: Deciding | None = None  # the interval that decided it (or, undecided, the one nearest to deciding)
 
     @property
     def mixed(self) -> bool:
@@ -153,6 +253,8 @@ class Verdict:
 
     @property
     def text(self) -> str:
+        if self.kind == SUPPORTED_EQUIVALENT:
+            return f"no effect larger than d = 0.2 (interval inside 0.5 ± {POI_MARGIN})"
         if self.kind != UNDECIDED:
             return self.kind
         seeds = f"n = {self.n} to {self.n_max}" if self.mixed else f"n = {self.n}"
@@ -161,8 +263,8 @@ class Verdict:
         side = {1: "estimate on the claim's side", -1: "estimate against the claim", 0: "no effect measured"}[
             self.toward]
         more = " or more" if self.mixed else ""
-        at = f"; an effect of this size is resolved at about {_round_seeds(self.resolve_at)} seeds{more}" \
-            if self.resolve_at else ""
+        at = (f"; an effect of this size would have {POWER:.0%} power at about {_round_seeds(self.resolve_at)} "
+              f"seeds{more}") if self.resolve_at else ""
         return f"undecided at {seeds} ({side}{at})"
 
 
@@ -174,14 +276,20 @@ def _round_seeds(n: float | None) -> str:
     return f"{float(f'{n:.2g}'):,.0f}"
 
 
-def seeds_to_resolve(point: float, lo: float, hi: float, threshold: float, n: int, scale: float = 1.0):
-    """Rule 4: the seeds per method at which the interval of an effect of this size would clear the
-    threshold, n (h / e)^2; None when there is no effect (|e| < NO_EFFECT x scale)."""
+def seeds_to_resolve(point: float, lo: float, hi: float, threshold: float, n: int, scale: float = 1.0,
+                     level: float = LEVEL):
+    """Rule 4: the seeds per method at which an effect of this size has :data:`POWER` (80%) power to
+    clear the threshold with the ``level`` interval: with the interval's half-width h towards the
+    threshold and e the estimate's distance from it, the standard error is h / z and shrinks like
+    1/sqrt(n), so n ((z + z_power) (h / z) / e)^2. None when there is no effect (|e| < NO_EFFECT x scale)."""
     e = point - threshold
     if abs(e) < NO_EFFECT * scale:
         return None
     h = point - lo if e > 0 else hi - point
-    return n * (h / abs(e)) ** 2 if h > 0 else float(n)
+    if h <= 0:
+        return float(n)
+    z = _z(level)
+    return n * ((z + _z(2 * POWER - 1)) * (h / z) / abs(e)) ** 2
 
 
 def judge(point: float, lo: float, hi: float, threshold: float, n: int, against: tuple[float, float] | None = None,
@@ -201,29 +309,69 @@ def judge(point: float, lo: float, hi: float, threshold: float, n: int, against:
     return Verdict(UNDECIDED, n, toward, seeds_to_resolve(point, lo, hi, threshold, n, scale), n_max=n_max)
 
 
-def judge_dist(d: Dist, threshold: float, comparisons: int = 1, claim_above: bool = True) -> Verdict:
-    """:func:`judge` on a bootstrap distribution, the "against" side at 1 - 0.05/comparisons."""
+def judge_dist(d: Dist | PoiDist, threshold: float, comparisons: int = 1, claim_above: bool = True,
+               label: str = "") -> Verdict:
+    """:func:`judge` on a bootstrap distribution, the "against" side at 1 - 0.05/comparisons; an
+    interval end within :data:`MC_GUARD` Monte-Carlo standard errors of the threshold touches it
+    (rule 5), so that another bootstrap seed cannot turn the verdict. The verdict carries the
+    interval that decided it."""
     lo, hi = d.interval(LEVEL)
-    against = d.interval(1 - (1 - LEVEL) / comparisons)
-    return judge(d.point, lo, hi, threshold, d.n, against, claim_above, d.scale, d.n_max)
+    a_level = 1 - (1 - LEVEL) / comparisons
+    a_lo, a_hi = d.interval(a_level)
+    se, a_se = d.mc_error(LEVEL), d.mc_error(a_level)
+
+    def guarded(end: float, err: float) -> float:  # an end too close to call sits on the threshold
+        return threshold if abs(end - threshold) < MC_GUARD * err else end
+
+    v = judge(d.point, guarded(lo, se[0]), guarded(hi, se[1]), threshold, d.n,
+              (guarded(a_lo, a_se[0]), guarded(a_hi, a_se[1])), claim_above, d.scale, d.n_max)
+    if v.kind == UNDECIDED and v.resolve_at is not None:  # its seeds from the unguarded interval
+        v = replace(v, resolve_at=seeds_to_resolve(d.point, lo, hi, threshold, d.n, d.scale))
+    against_side = v.kind == CONTRADICTED or (v.kind == UNDECIDED and v.toward == -1)
+    deciding = (Deciding(a_level, a_lo, a_hi, threshold, comparisons, a_se, label) if against_side and comparisons > 1
+                else Deciding(LEVEL, lo, hi, threshold, 1, se, label))
+    return replace(v, deciding=deciding)
 
 
 def judge_all(verdicts: Sequence[Verdict]) -> Verdict:
     """Rule 6 for a claim that must hold on every panel (each verdict judged with its Bonferroni
-    "against" interval): contradicted when any is; supported when all are; otherwise undecided,
-    resolved when the slowest undecided one is."""
+    "against" interval): contradicted when any is; supported when all are; else undecided (rule 4)."""
     verdicts = [v for v in verdicts if v.kind != NO_DISCRIMINATION]
     if not verdicts:
         return Verdict(NO_DISCRIMINATION)
     n, n_max = _seed_range(verdicts)
     if any(v.kind == CONTRADICTED for v in verdicts):
-        return Verdict(CONTRADICTED, n, n_max=n_max)
+        return Verdict(CONTRADICTED, n, n_max=n_max, deciding=_nearest([v for v in verdicts if v.kind == CONTRADICTED]))
     open_ = [v for v in verdicts if v.kind != SUPPORTED]
     if not open_:
-        return Verdict(SUPPORTED, n, n_max=n_max)
+        return Verdict(SUPPORTED, n, n_max=n_max, deciding=_nearest(verdicts))
     toward = -1 if any(v.toward == -1 for v in open_) else (1 if all(v.toward == 1 for v in open_) else 0)
-    resolve = [v.resolve_at for v in open_]
-    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve) else max(resolve), n_max=n_max)
+    if toward == -1:  # one comparison decides against the claim: the one nearest to it
+        against = [v for v in open_ if v.toward == -1]
+        resolve = [v.resolve_at for v in against if v.resolve_at is not None]
+        return Verdict(UNDECIDED, n, -1, min(resolve) if resolve else None, n_max=n_max, deciding=_nearest(against))
+    resolve_all = [v.resolve_at for v in open_]  # every open one must be resolved for the claim
+    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve_all) else max(resolve_all),
+                   n_max=n_max, deciding=_nearest(open_))
+
+
+def _nearest(verdicts: Sequence[Verdict]) -> Deciding | None:
+    """The deciding interval of the comparison whose interval end is nearest its threshold."""
+    shown = [v.deciding for v in verdicts if v.deciding is not None]
+    return min(shown, key=lambda d: min(abs(d.lo - d.threshold), abs(d.hi - d.threshold)), default=None)
+
+
+def judge_effect(d: Dist | PoiDist, comparisons: int = 1, label: str = "") -> Verdict:
+    """Rule 9: P(X > Y) > 0.5 (rule 4); undecided, and its 95% interval inside 0.5 ± POI_MARGIN: no
+    difference larger than a small effect (d = 0.2)."""
+    v = judge_dist(d, 0.5, comparisons, label=label)
+    if v.kind == UNDECIDED:
+        lo, hi = d.interval(LEVEL)
+        se = d.mc_error(LEVEL)
+        if 0.5 - POI_MARGIN + MC_GUARD * se[0] < lo and hi < 0.5 + POI_MARGIN - MC_GUARD * se[1]:
+            return replace(v, kind=SUPPORTED_EQUIVALENT, resolve_at=None,
+                           deciding=Deciding(LEVEL, lo, hi, 0.5, 1, se, label, (0.5 - POI_MARGIN, 0.5 + POI_MARGIN)))
+    return v
 
 
 def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
@@ -233,7 +381,7 @@ def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
     return (min(lows), max(highs)) if lows else (None, None)
 
 
-def judge_within(d: Dist, band: tuple[float, float], comparisons: int = 1) -> Verdict:
+def judge_within(d: Dist | PoiDist, band: tuple[float, float], comparisons: int = 1) -> Verdict:
     """Equivalence: supported when the 95% interval lies inside ``band``; contradicted when the
     (Bonferroni) interval lies entirely above or entirely below it."""
     lo, hi = d.interval(LEVEL)
@@ -250,6 +398,17 @@ def judge_within(d: Dist, band: tuple[float, float], comparisons: int = 1) -> Ve
 
 
 # --------------------------------------------------------------------------- panels
+
+
+def near_saturated(scores: Mapping[str, np.ndarray], span: float, share: float = SATURATION_SHARE,
+                   band: float = NEAR_BAND) -> bool:
+    """Rule 3b: at least ``share`` of every method's runs within ``band`` x ``span`` (the panel's
+    range of final scores over every run of every method) of their pooled median: a near tie."""
+    arrays = [np.asarray(v, float) for v in scores.values() if len(v)]
+    if not arrays or span <= 0:
+        return False
+    centre = float(np.median(np.concatenate(arrays)))
+    return all(np.mean(np.abs(a - centre) <= band * span) >= share for a in arrays)
 
 
 def saturated(scores: Mapping[str, np.ndarray], share: float = SATURATION_SHARE) -> bool:
@@ -297,95 +456,45 @@ def stratified(samples: Mapping[tuple, np.ndarray], statistic: Callable[[Mapping
     return Dist(float(np.asarray(point).reshape(-1)[0]), np.asarray(boot, float), min(sizes), scale, max(sizes))
 
 
-def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
-                    seed: int = 0) -> Dist:
-    """Rule 7: P(X > Y) averaged over the panels both have."""
+def poi_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """P(X > Y) + P(X = Y) / 2 over all run pairs and its DeLong variance: with V10_i the share of
+    Y's runs that run i of X beats (a tie a half) and V01_j the share of X's runs that beat run j of
+    Y, var = var(V10) / n_x + var(V01) / n_y."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    wins = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
+    var = (wins.mean(axis=1).var(ddof=1) / len(x) if len(x) > 1 else 0.0) + (
+        wins.mean(axis=0).var(ddof=1) / len(y) if len(y) > 1 else 0.0)
+    return float(wins.mean()), float(var)
+
+
+def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) -> PoiDist:
+    """Rule 7: P(X > Y) averaged over the panels both have (the panels held fixed), with its DeLong
+    standard error (panels independent: the variances add)."""
     panels = sorted(set(x) & set(y))
-    samples = {**{(p, "x"): x[p] for p in panels}, **{(p, "y"): y[p] for p in panels}}
-    return stratified(samples, lambda s: np.mean([poi_rows(s[(p, "x")], s[(p, "y")]) for p in panels], axis=0),
-                      reps, seed)
+    each = [poi_delong(x[p], y[p]) for p in panels]
+    sizes = [len(v[p]) for v in (x, y) for p in panels]
+    return PoiDist(float(np.mean([e[0] for e in each])), math.sqrt(sum(e[1] for e in each)) / len(panels),
+                   min(sizes), 1.0, max(sizes))
 
 
-# --------------------------------------------------------------------------- pooled success
-
-
-@dataclass(frozen=True)
-class OddsRatio:
-    """Mantel-Haenszel common odds ratio with its Robins-Breslow-Greenland interval; ``strata``: the
-    informative panels (the others: both methods solve every seed or none); ``n`` and ``n_max``: the
-    fewest and the most seeds of one method on one of them."""
-
-    point: float
-    lo: float
-    hi: float
-    strata: int
-    n: int
-    n_max: int | None = None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        if self.strata == 0:
-            return (float("nan"), float("nan"))
-        z = _z(level)
-        se = (math.log(self.hi) - math.log(self.lo)) / (2 * Z95)
-        return (math.exp(math.log(self.point) - z * se), math.exp(math.log(self.point) + z * se))
+def poi_panels_resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
+                         seed: int = 0) -> Dist:
+    """Rule 7's pooled P(X > Y) with the panels resampled too: each resample draws as many panels as
+    there are, with replacement, and resamples the runs within each drawn panel; the interval then
+    covers which panels one happened to run, not only which seeds (the verdicts hold the paper's
+    panels fixed; the report shows this one beside them)."""
+    panels = sorted(set(x) & set(y))
+    rng = np.random.default_rng(seed)
+    per = np.stack([poi_rows(resample(x[p], reps, rng), resample(y[p], reps, rng)) for p in panels])  # (P, R)
+    draws = rng.integers(0, len(panels), size=(reps, len(panels)))
+    boot = per[draws, np.arange(reps)[:, None]].mean(axis=1)
+    point = float(np.mean([poi_rows(np.asarray(x[p], float)[None], np.asarray(y[p], float)[None])[0]
+                           for p in panels]))
+    sizes = [len(v[p]) for v in (x, y) for p in panels]
+    return Dist(point, boot, min(sizes), 1.0, max(sizes))
 
 
 def _z(level: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(0.5 + level / 2))
-
-
-def mantel_haenszel(tables: Sequence[tuple[int, int, int, int]]) -> OddsRatio:
-    """Pooled odds ratio over 2x2 tables (a, b, c, d) = (X solved, X not, Y solved, Y not), one per
-    panel. A table with no variation in success (a + c = 0 or b + d = 0) carries no information and is
-    dropped; 0.5 is added to every cell of a kept table with an empty cell."""
-    kept = []
-    sizes = [size for a, b, c, d in tables if a + c and b + d for size in (a + b, c + d)]
-    n, n_max = min(sizes, default=0), max(sizes, default=0)
-    for a, b, c, d in tables:
-        if a + c == 0 or b + d == 0:
-            continue
-        if 0 in (a, b, c, d):
-            a, b, c, d = a + 0.5, b + 0.5, c + 0.5, d + 0.5
-        kept.append((float(a), float(b), float(c), float(d)))
-    if not kept:
-        return OddsRatio(float("nan"), float("nan"), float("nan"), 0, n, n_max)
-    r = np.array([a * d / (a + b + c + d) for a, b, c, d in kept])
-    s = np.array([b * c / (a + b + c + d) for a, b, c, d in kept])
-    p = np.array([(a + d) / (a + b + c + d) for a, b, c, d in kept])
-    q = 1.0 - p
-    sr, ss = r.sum(), s.sum()
-    ratio = sr / ss
-    var = (p * r).sum() / (2 * sr ** 2) + (p * s + q * r).sum() / (2 * sr * ss) + (q * s).sum() / (2 * ss ** 2)
-    half = Z95 * math.sqrt(var)
-    return OddsRatio(float(ratio), math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half), len(kept), n,
-                     n_max)
-
-
-def judge_odds_ratio(odds: OddsRatio) -> Verdict:
-    """Rule 4 on the log odds ratio, threshold 0 (an odds ratio of 1)."""
-    if odds.strata == 0:
-        return Verdict(NO_DISCRIMINATION)
-    lo, hi = odds.interval(LEVEL)
-    return judge(math.log(odds.point), math.log(lo), math.log(hi), 0.0, odds.n, scale=1.0, n_max=odds.n_max)
-
-
-# --------------------------------------------------------------------------- the beta claim
-
-
-def ranking_verdict(directions: Mapping[tuple[str, str], Sequence[Verdict]]) -> Verdict:
-    """The beta claim: ``directions[(A, B)]`` holds, per value of beta, rule 4's verdict on
-    P(A > B) > 0.5 (judged with the Bonferroni "against" interval over the pairs x values). A pair
-    resolved both ways contradicts; every resolved pair resolved alike at every value supports."""
-    n, n_max = _seed_range([v for vs in directions.values() for v in vs])
-    kinds = [{v.kind for v in vs} for vs in directions.values()]
-    if any({SUPPORTED, CONTRADICTED} <= k for k in kinds):
-        return Verdict(CONTRADICTED, n, n_max=n_max)
-    resolved = [k for k in kinds if k & {SUPPORTED, CONTRADICTED}]
-    if resolved and all(len(k) == 1 for k in resolved):
-        return Verdict(SUPPORTED, n, n_max=n_max)
-    partly = sum(1 for k in resolved if len(k) > 1)
-    return Verdict(UNDECIDED, n, 0, None, f"no pair reversed; {partly} of {len(kinds)} pairs resolved at some beta "
-                   "but not at every one" if resolved else f"none of {len(kinds)} pairs resolved at any beta",
-                   n_max=n_max)

@@ -663,7 +663,7 @@ def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it
 def test_the_claims_are_called_interim_only_while_the_grid_fills():
     from analysis.repro.build import _claims_sections
 
-    parts = {"claims": [], "comparisons": [], "beyond": [], "timing_md": "", "backend_md": ""}
+    parts = {"claims": [], "comparisons": [], "beyond": [], "timing_md": "", "backend_md": "", "experiment": "repro"}
     assert "still filling" in "\n".join(_claims_sections({**parts, "filling": True}))
     assert "still filling" not in "\n".join(_claims_sections({**parts, "filling": False}))
 
@@ -688,3 +688,19 @@ def test_an_export_of_complete_runs_takes_a_finished_block_while_the_next_block_
     assert sorted(k[4] for k in held) == list(range(16, 24)) and all(r.complete for r in held.values())
     with pytest.raises(ValueError):
         export_tree(raw, tmp_path / "both", ["paper32"], complete_cells=True, complete_runs=True)
+
+
+def test_the_earlier_forecasts_are_set_against_what_the_seeds_showed(tmp_path):
+    from analysis.claim_rows import Claim
+    from analysis.repro.cells import forecasts_md
+
+    earlier = tmp_path / "claims.json"
+    earlier.write_text(json.dumps([
+        {"claim": "A", "value": "0.44", "verdict": "undecided at n = 8 (estimate against the claim; an effect of this "
+                                                   "size is resolved at about 12 seeds)"},
+        {"claim": "B", "value": "0.9", "verdict": "supported"}]))
+    now = [Claim("A", "m", "0.49", "no effect larger than d = 0.2"), Claim("B", "m", "0.9", "supported")]
+    text = forecasts_md(now, earlier, "8 seeds")
+    assert "| A | estimate against the claim, about 12 seeds | no effect larger than d = 0.2 |" in text
+    assert "| B |" not in text and "50% power" in text
+    assert forecasts_md(now, tmp_path / "absent.json", "8 seeds") == ""

@@ -17,6 +17,7 @@ except ImportError:  # tests/ imported as a package
     from tests.analysis_fixtures import STEPS, T, write_run
 
 from analysis import collect
+from analysis import pooled as P
 from analysis import verdicts as V
 from analysis.aggregate import compute_aggregates
 from analysis.claims import beyond_paper_claims, claims_table, comparisons_table
@@ -39,14 +40,19 @@ def test_a_verdict_needs_the_whole_interval_on_one_side_of_the_threshold():
     assert V.judge(0.7, 0.55, 0.85, 0.5, 8, claim_above=False).kind == V.CONTRADICTED
 
 
+# rule 4's 80% power: n ((z + z_0.8) (h / z) / e)^2 = n (h / e)^2 ((1.96 + 0.8416) / 1.96)^2
+POWER_FACTOR = ((scipy.stats.norm.ppf(0.975) + scipy.stats.norm.ppf(0.8)) / scipy.stats.norm.ppf(0.975)) ** 2
+
+
 def test_an_undecided_verdict_gives_its_direction_and_the_seeds_that_would_resolve_it():
     v = V.judge(0.6, 0.45, 0.75, 0.5, 8)
     assert (v.kind, v.toward) == (V.UNDECIDED, 1)
-    assert v.resolve_at == pytest.approx(8 * (0.15 / 0.1) ** 2)  # n (h / e)^2 = 18
-    assert v.text == ("undecided at n = 8 (estimate on the claim's side; an effect of this size is resolved at about "
-                      "18 seeds)")
+    assert POWER_FACTOR == pytest.approx(2.043, abs=1e-3)
+    assert v.resolve_at == pytest.approx(8 * (0.15 / 0.1) ** 2 * POWER_FACTOR)  # 18 x 2.04 = 36.8
+    assert v.text == ("undecided at n = 8 (estimate on the claim's side; an effect of this size would have 80% power "
+                      "at about 37 seeds)")
     against = V.judge(0.45, 0.35, 0.52, 0.5, 8)
-    assert against.toward == -1 and against.resolve_at == pytest.approx(8 * (0.07 / 0.05) ** 2)
+    assert against.toward == -1 and against.resolve_at == pytest.approx(8 * (0.07 / 0.05) ** 2 * POWER_FACTOR)
     flat = V.judge(0.505, 0.3, 0.7, 0.5, 32)
     assert flat.toward == 0 and flat.resolve_at is None and "no effect measured" in flat.text
 
@@ -64,14 +70,14 @@ def test_a_statistic_over_samples_of_different_sizes_says_so_and_bounds_its_seed
     assert v.text.startswith("undecided at n = 8 to 32 (") and v.text.endswith(" seeds or more)")
     # one size throughout reads as before
     same = V.judge(0.6, 0.45, 0.75, 0.5, 8, n_max=8)
-    assert not same.mixed and same.text.startswith("undecided at n = 8 (") and same.text.endswith("18 seeds)")
+    assert not same.mixed and same.text.startswith("undecided at n = 8 (") and same.text.endswith("37 seeds)")
     # a claim over panels spans the panels' seeds; a pooled odds ratio spans its tables'
     both = V.judge_all([V.Verdict(V.UNDECIDED, 8, 1, 20.0), V.Verdict(V.SUPPORTED, 24, n_max=32)])
     assert (both.n, both.n_max) == (8, 32) and both.text.startswith("undecided at n = 8 to 32 (")
-    assert both.text.endswith("resolved at about 20 seeds or more)")
-    odds = V.mantel_haenszel([(20, 12, 10, 22), (6, 2, 3, 5), (8, 0, 8, 0)])  # the last: no variation, dropped
+    assert both.text.endswith("80% power at about 20 seeds or more)")
+    odds = P.mantel_haenszel([(20, 12, 10, 22), (6, 2, 3, 5), (8, 0, 8, 0)])  # the last: no variation, dropped
     assert (odds.n, odds.n_max) == (8, 32)
-    assert V.judge_odds_ratio(odds).n_max == 32
+    assert P.judge_odds_ratio(odds).n_max == 32
 
 
 def test_a_claim_on_every_panel_holds_only_when_each_panel_holds_and_falls_with_one():
@@ -156,18 +162,18 @@ def _mh_by_hand(tables):
 
 def test_the_pooled_odds_ratio_matches_a_hand_computation_and_drops_panels_without_variation():
     tables = [(7, 1, 3, 5), (6, 2, 4, 4), (8, 0, 5, 3), (8, 0, 8, 0), (0, 8, 0, 8)]
-    odds = V.mantel_haenszel(tables)
+    odds = P.mantel_haenszel(tables)
     ratio, se = _mh_by_hand(tables)
     assert odds.strata == 3 and odds.point == pytest.approx(ratio)
     assert math.log(odds.hi) - math.log(odds.point) == pytest.approx(1.959963984540054 * se)
-    assert V.judge_odds_ratio(odds).kind == V.SUPPORTED
-    assert V.judge_odds_ratio(V.mantel_haenszel([(c, d, a, b) for a, b, c, d in tables[:3]])).kind == V.CONTRADICTED
-    assert V.judge_odds_ratio(V.mantel_haenszel([(5, 3, 5, 3), (4, 4, 3, 5)])).kind == V.UNDECIDED
-    assert V.judge_odds_ratio(V.mantel_haenszel([(8, 0, 8, 0), (0, 8, 0, 8)])).kind == V.NO_DISCRIMINATION
+    assert P.judge_odds_ratio(odds).kind == V.SUPPORTED
+    assert P.judge_odds_ratio(P.mantel_haenszel([(c, d, a, b) for a, b, c, d in tables[:3]])).kind == V.CONTRADICTED
+    assert P.judge_odds_ratio(P.mantel_haenszel([(5, 3, 5, 3), (4, 4, 3, 5)])).kind == V.UNDECIDED
+    assert P.judge_odds_ratio(P.mantel_haenszel([(8, 0, 8, 0), (0, 8, 0, 8)])).kind == V.NO_DISCRIMINATION
     # one panel's 4 of 8 against 1 of 8 is not enough alone; the same on four panels is
-    one = V.mantel_haenszel([(4, 4, 1, 7)])
-    assert V.judge_odds_ratio(one).kind == V.UNDECIDED
-    assert V.judge_odds_ratio(V.mantel_haenszel([(4, 4, 1, 7)] * 4)).kind == V.SUPPORTED
+    one = P.mantel_haenszel([(4, 4, 1, 7)])
+    assert P.judge_odds_ratio(one).kind == V.UNDECIDED
+    assert P.judge_odds_ratio(P.mantel_haenszel([(4, 4, 1, 7)] * 4)).kind == V.SUPPORTED
 
 
 def test_the_bootstrap_is_stratified_and_its_interval_covers_a_known_difference():
@@ -187,10 +193,10 @@ def test_the_bootstrap_is_stratified_and_its_interval_covers_a_known_difference(
 
 def test_a_ranking_that_reverses_with_beta_contradicts_and_one_that_holds_supports():
     s, c, u = V.Verdict(V.SUPPORTED, 8), V.Verdict(V.CONTRADICTED, 8), V.Verdict(V.UNDECIDED, 8)
-    assert V.ranking_verdict({("a", "b"): [s, s, s], ("a", "c"): [c, c, c]}).kind == V.SUPPORTED
-    assert V.ranking_verdict({("a", "b"): [s, u, c]}).kind == V.CONTRADICTED
-    assert V.ranking_verdict({("a", "b"): [s, s, u]}).kind == V.UNDECIDED
-    assert V.ranking_verdict({("a", "b"): [u, u, u]}).kind == V.UNDECIDED  # nothing resolved: no evidence
+    assert P.ranking_verdict({("a", "b"): [s, s, s], ("a", "c"): [c, c, c]}).kind == V.SUPPORTED
+    assert P.ranking_verdict({("a", "b"): [s, u, c]}).kind == V.CONTRADICTED
+    assert P.ranking_verdict({("a", "b"): [s, s, u]}).kind == V.UNDECIDED
+    assert P.ranking_verdict({("a", "b"): [u, u, u]}).kind == V.UNDECIDED  # nothing resolved: no evidence
 
 
 # --------------------------------------------------------------------------- claims on synthetic collections
@@ -335,10 +341,14 @@ def test_the_execution_time_claim_needs_the_controlled_benchmark_and_its_band(tm
 
 
 def test_rfig_against_each_baseline_is_a_measurement_in_its_own_table(tmp_path):
-    _panel(tmp_path, "mountaincar", {"none": 0.0, "rnd": 5.0, "vime": 20.0, "hashexplo": 10.0, "rfig": 10.0}, 0.5)
+    _panel(tmp_path, "mountaincar", {"none": 0.0, "rnd": 2.0, "vime": 25.0, "hashexplo": 10.0, "rfig": 10.0}, 3.0)
     rows = {c.claim: c for c in comparisons_table(collect(tmp_path, "repro"), PAPER, reps=REPS)}
     assert rows["RFIG against RND"].kind == V.SUPPORTED and rows["RFIG against VIME"].kind == V.CONTRADICTED
     assert rows["RFIG against #Explo"].kind == V.UNDECIDED
+    # the same two methods tied within 5% of the panel's range: a near tie decides nothing (rule 3b)
+    _panel(tmp_path / "tie", "mountaincar", {"none": 0.0, "vime": 20.0, "hashexplo": 10.0, "rfig": 10.0}, 0.3)
+    rows = {c.claim: c for c in comparisons_table(collect(tmp_path / "tie", "repro"), PAPER, reps=REPS)}
+    assert "RFIG against #Explo" not in rows and rows["RFIG against VIME"].kind == V.CONTRADICTED
 
 
 def test_every_rule_constant_is_the_one_the_rule_book_states():
@@ -386,3 +396,104 @@ def test_the_beta_claim_holds_when_no_pair_of_bonuses_changes_order_and_falls_wh
     close = {b: {"rnd": -150.0, "rfig": -150.5, "vime": -149.5} for b in (0.25, 0.5, 1.0)}
     _sensitivity(tmp_path / "close", close, umaze=False)
     assert _beta_verdict(tmp_path / "close").kind == V.UNDECIDED
+
+
+# --------------------------------------------------------------------------- the rules added 2026-11-28
+
+
+def test_a_constant_cannot_change_without_a_dated_entry_in_the_rules_history():
+    from analysis.rule_history import RULE_HISTORY, history_md
+
+    now = {k: getattr(V, k) for k in V.RULE_CONSTANTS}
+    assert dict(RULE_HISTORY[-1].constants) == now, "a rule constant changed: add a RuleChange to rule_history.py"
+    assert [c.when for c in RULE_HISTORY] == sorted(c.when for c in RULE_HISTORY)
+    assert all(c.when and c.commit and c.change and c.seen for c in RULE_HISTORY)
+    assert "| 2026-11-27T15:07Z | 2d6df37 |" in history_md() and "not supported" in history_md()
+    assert "``NEAR_BAND`` (5%)" in V.__doc__ and "``POWER`` (80%)" in V.__doc__ and "``REPS`` (20,000)" in V.__doc__
+
+
+def test_an_interval_end_within_its_monte_carlo_error_of_the_threshold_decides_nothing():
+    rng = np.random.default_rng(4)
+    samples = rng.normal(0.6, 0.05, 20000)
+    lo = float(np.percentile(samples, 2.5))
+    se = V.Dist(0.6, samples, 32).mc_error()[0]
+    assert 0 < se < 0.005
+    # the threshold a hair below the interval's lower end: without the guard, supported
+    edge = V.judge_dist(V.Dist(0.6, samples, 32), lo - 0.5 * se)
+    assert edge.kind == V.UNDECIDED and edge.deciding is not None and edge.deciding.se[0] == pytest.approx(se)
+    assert V.judge_dist(V.Dist(0.6, samples, 32), lo - 5 * se).kind == V.SUPPORTED
+    assert "95% [" in edge.deciding.text and "(MC)" in edge.deciding.text
+
+
+def test_the_deciding_interval_is_the_bonferroni_one_when_it_decides_against():
+    rng = np.random.default_rng(0)
+    d = V.Dist(0.30, rng.normal(0.30, 0.04, 20000), 32)
+    v = V.judge_dist(d, 0.5, comparisons=4, label="P(RFIG > PPO)")
+    assert v.kind == V.CONTRADICTED and v.deciding.comparisons == 4 and v.deciding.level == pytest.approx(0.9875)
+    assert v.deciding.text.startswith("P(RFIG > PPO): Bonferroni 98.75% (4 comparisons) [")
+    # every-panel claims: against the claim, the comparison nearest to contradicting decides
+    near, far = V.Verdict(V.UNDECIDED, 8, -1, 12.0), V.Verdict(V.UNDECIDED, 8, -1, 80.0)
+    assert V.judge_all([near, far, V.Verdict(V.SUPPORTED, 8)]).resolve_at == 12.0
+    ahead = [V.Verdict(V.UNDECIDED, 8, 1, 12.0), V.Verdict(V.UNDECIDED, 8, 1, 80.0)]
+    assert V.judge_all(ahead).resolve_at == 80.0       # on the claim's side every one must clear: the slowest
+
+
+def test_no_effect_larger_than_a_small_one_is_said_when_the_interval_sits_inside_the_parity_band():
+    rng = np.random.default_rng(2)
+    tight = V.Dist(0.51, rng.normal(0.51, 0.015, 20000), 32)
+    v = V.judge_effect(tight)
+    assert v.kind == V.SUPPORTED_EQUIVALENT and v.text.startswith("no effect larger than d = 0.2")
+    wide = V.Dist(0.51, rng.normal(0.51, 0.05, 20000), 32)
+    assert V.judge_effect(wide).kind == V.UNDECIDED          # not inside 0.5 +- 0.056
+    clear = V.Dist(0.7, rng.normal(0.7, 0.02, 20000), 32)
+    assert V.judge_effect(clear).kind == V.SUPPORTED
+
+
+def test_near_saturation_is_most_runs_of_each_method_within_a_twentieth_of_the_panels_range():
+    rng = np.random.default_rng(5)
+    # Sparse-Walker2d-like: most runs at one milestone, a few far above
+    at_one = {m: np.r_[1.0 + rng.normal(0, 0.02, 29), [3.0, 4.0, 5.0]] for m in ("vime", "rfig")}
+    assert V.near_saturated(at_one, span=5.0)
+    spread = {"vime": at_one["vime"], "rfig": 1.0 + rng.normal(0, 1.0, 32)}
+    assert not V.near_saturated(spread, span=5.0)
+    assert not V.saturated(at_one)                         # rule 3 (exact ties) misses it
+
+
+def test_resampling_the_panels_widens_the_pooled_interval_when_panels_disagree():
+    rng = np.random.default_rng(6)
+    x = {p: rng.normal(mu, 1, 16) for p, mu in zip("abcd", (1.5, -1.5, 1.5, -1.5))}
+    y = {p: rng.normal(0, 1, 16) for p in "abcd"}
+    fixed = V.poi_over_panels(x, y)
+    pooled = V.poi_panels_resampled(x, y, 4000, 0)
+    assert pooled.point == pytest.approx(fixed.point)
+    assert np.diff(pooled.interval())[0] > 2 * np.diff(fixed.interval())[0]
+
+
+def test_the_claims_do_not_change_with_the_bootstrap_seed(tmp_path):
+    """Rebuilding with another bootstrap seed must not turn a verdict (rule 5's resamples and guard)."""
+    rng = np.random.default_rng(11)
+    for env in ("mountaincar", "acrobot", "minatar_breakout"):
+        _panel(tmp_path, env, {"none": 0.0, "rnd": 0.3, "vime": 0.1, "hashexplo": 0.2, "rfig": 0.35}, 1.0,
+               seeds=16, seed=int(rng.integers(1000)))
+    coll = collect(tmp_path, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    first = [(c.claim, c.kind) for c in claims_table(coll, agg, PAPER, reps=V.REPS, seed=0)]
+    second = [(c.claim, c.kind) for c in claims_table(coll, agg, PAPER, reps=V.REPS, seed=1)]
+    assert first == second
+
+
+def test_the_probability_of_improvement_and_its_delong_variance_match_a_plain_loop():
+    rng = np.random.default_rng(9)
+    x, y = np.round(rng.normal(0.3, 1, 13), 1), np.round(rng.normal(0, 1, 9), 1)   # rounded: ties happen
+    point, var = V.poi_delong(x, y)
+    u = scipy.stats.mannwhitneyu(x, y).statistic
+    assert point == pytest.approx(u / (len(x) * len(y)))
+    v10 = [sum((a > b) + 0.5 * (a == b) for b in y) / len(y) for a in x]
+    v01 = [sum((a > b) + 0.5 * (a == b) for a in x) / len(x) for b in y]
+    expected = np.var(v10, ddof=1) / len(x) + np.var(v01, ddof=1) / len(y)
+    assert var == pytest.approx(expected)
+    d = V.poi_over_panels({"a": x, "b": y[:5]}, {"a": y, "b": x[:7]})
+    (pa, va), (pb, vb) = V.poi_delong(x, y), V.poi_delong(y[:5], x[:7])
+    assert d.point == pytest.approx((pa + pb) / 2) and d.se == pytest.approx(math.sqrt(va + vb) / 2)
+    assert d.interval() == pytest.approx((d.point - 1.959964 * d.se, d.point + 1.959964 * d.se), abs=1e-6)
+    assert (d.n, d.n_max) == (5, 13) and d.mc_error() == (0.0, 0.0)

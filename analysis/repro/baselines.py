@@ -89,7 +89,7 @@ def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSig
             if c.verdict == "not measured" and (c.env, c.method) in found else c for c in cells]
 
 
-def baselines_section(every: Collection, main: Collection, panels: Panels, reps: int, seed: int,
+def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
     grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
@@ -97,7 +97,7 @@ def baselines_section(every: Collection, main: Collection, panels: Panels, reps:
     audited = signal_cells(audit) if audit is not None else []
     flagged = degenerate(with_audit(signal_cells(main), audited))
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
-                            vime_before_after(every), control_md(panels, reps, seed, flagged), flagged)
+                            vime_before_after(every), control_md(panels, flagged), flagged)
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "vime_before_after", "with_audit"]

@@ -34,9 +34,10 @@ from ..collect import AnalysisError, Collection, collect, find_experiments, retu
 from ..maker import ReportOptions
 from ..names import env_label, method_label, sort_methods, split_task
 from ..report import build_report
+from ..rule_history import history_md
 from ..tables import render_markdown, usual_seeds
 from .baselines import BaselinesSection, baselines_section
-from .cells import compare_claims, missing_cells, missing_md, origins_md
+from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .sections import (
@@ -58,8 +59,16 @@ MAIN = "repro"
 EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
                     "paper32": ["paper32", "paper32_brax"]}
 # Another report whose verdicts a grid's claims table shows beside its own.
-COMPARE_WITH = {"paper32": (Path(__file__).resolve().parents[2] / "docs/results/repro/claims.json",
-                            "8 seeds on the CPU (docs/results/repro)")}
+_DOCS = Path(__file__).resolve().parents[2] / "docs/results"
+COMPARE_WITH = {"paper32": [(_DOCS / "repro/claims.json", "8 seeds on the CPU (docs/results/repro)"),
+                            (_DOCS / "paper32/claims-before-2026-11-28.json",
+                             "32 seeds before 2026-11-28 (the rules then, VIME at its old defaults)")]}
+# The 8-seed report's forecasts of the seeds its undecided claims needed, as they were before rule 4
+# changed (its claims.json at 42f25de), set against what the 32-seed grid showed.
+# Where a grid's controlled timing benchmark lives when its own data has none: the benchmark times
+# single runs of the paper's settings on one machine, whatever the number of seeds a grid holds.
+TIMING_FROM = {"paper32": _DOCS / "repro/data"}
+FORECASTS = {"paper32": (_DOCS / "repro/claims-before-2026-11-28.json", "8 seeds (before 2026-11-28)")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggregate_intervals", "aggregate_curve",
                      "probability_of_improvement", "method_comparison", "coverage_curves", "visit_maps",
@@ -70,13 +79,14 @@ CURVES = "main/curves.png"
 CLAIM_HEADER = ["The paper says (Section 5, Table 1)", "Measured as", "Value [95% CI]", "Verdict (rules.md)"]
 
 
-def _claims_md(claims, compared: tuple[Path, str] | None = None, first: str = CLAIM_HEADER[0]) -> str:
-    beside = compare_claims(claims, *compared) if compared else None
+def _claims_md(claims, compared: list[tuple[Path, str]] | None = None, first: str = CLAIM_HEADER[0]) -> str:
+    beside = compare_claims(claims, compared) if compared else None
     if beside is not None:
-        return render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)",
-                                f"Verdict at {compared[1]}"], beside, align="llll")
-    rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.detail] for c in claims]
-    return render_markdown([first, *CLAIM_HEADER[1:], "Details"], rows, align="lllll")
+        labels = [label for path, label in compared or [] if Path(path).is_file()]
+        return render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)", "Deciding interval",
+                                *[f"Verdict at {label}" for label in labels]], beside, align="l" * (4 + len(labels)))
+    rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.deciding or "—", c.detail] for c in claims]
+    return render_markdown([first, *CLAIM_HEADER[1:], "Deciding interval", "Details"], rows, align="llllll")
 
 
 def _speed_md(speed: dict[str, dict[str, dict[str, float]]], coll: Collection) -> str:
@@ -197,25 +207,25 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     parts["missing"], parts["filling"] = missing_md(short, presets), bool(short)
     parts["origins"] = origins_md(stored, experiment)
     parts["compared"] = COMPARE_WITH.get(experiment)
+    parts["warnings"] = meta.get("warnings", [])
+    parts["experiment"] = experiment
     (out / "rules.md").write_text(rules_md())
     index.write_text(_index_md(parts, theory_section(data_dir, out) if (data_dir / "theory.csv").is_file() else "",
                                out))
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
     claims = parts["claims"]
-    beside = compare_claims(claims, *parts["compared"]) if parts["compared"] else None
-    judged = (render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)",
-                               f"Verdict at {parts['compared'][1]}"], beside, align="llll") if beside is not None else
-              render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)"],
-                              [[c.claim, c.value, f"**{c.verdict}**"] for c in claims], align="lll"))
+    judged = _claims_md(claims, parts["compared"]) if parts["compared"] else render_markdown(
+        ["The paper says", "Value [95% CI]", "Verdict (rules.md)", "Deciding interval"],
+        [[c.claim, c.value, f"**{c.verdict}**", c.deciding or "—"] for c in claims], align="llll")
     rules = f"{out.as_posix()}/rules.md"
     (out / "summary.md").write_text(
         f"![learning curves]({out.as_posix()}/{CURVES})\n\n"
         + (table.read_text() if table.is_file() else "")
         + f"\n*Our IQM final scores with 95% intervals over seeds, {parts['usual_n']} seeds per cell unless marked "
           f"(the paper shows curves only). Below, the paper's "
-          f"claims on its own {len(preset_envs('paper'))} panels, judged by the rules fixed before the data was read "
-          f"([{rules}]({rules})).*\n\n" + judged)
+          f"claims on its own {len(preset_envs('paper'))} panels, judged by the rule book ([{rules}]({rules}): its "
+          f"rules, and when each was fixed against which data had been read).*\n\n" + judged)
     (out / "claims.json").write_text(json.dumps([c.__dict__ for c in claims], indent=1))
     (out / "sensitivity.json").write_text(json.dumps(parts["sens_summary"], indent=1, sort_keys=True))
     return index
@@ -246,9 +256,10 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
         sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
         sens_runs = sens.runs
-    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(data_dir), sens=sens)
+    timing_dir = data_dir if read_timing(data_dir) is not None else TIMING_FROM.get(experiment, data_dir)
+    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(timing_dir), sens=sens)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
-    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), reps, seed + 1200,
+    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper),
                                 collect(tree, SIGNAL) if SIGNAL in have else None)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
     seen, unique = set(), []
@@ -259,11 +270,13 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
     return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
             "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
-            "timing_md": timing_section(data_dir), "backend_md": backend_section(tree, main, reps, seed),
+            "timing_md": timing_section(timing_dir), "backend_md": backend_section(tree, main, reps, seed),
             "usual_n": usual_seeds(cell["n"] for per in agg.per_env.values() for cell in per.values())}
 
 
 def _index_md(parts: dict, theory_md: str, out: Path) -> str:
+    """The report in a reader's order: the figure, the claims, the scores, whether every method
+    works, how it was measured, then who made what."""
     main = parts["main"]
     problems = [i for i in main.issues if i.severity == "error"]
     n_seeds = sorted({c.seed for c in main.curves() if c.scored})
@@ -272,20 +285,10 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "# Reproduction: the paper's figure and table from our own runs",
         "",
         f"*Built by `python -m analysis.repro build` (`make figures`) from the per-run data in `data/` "
-        f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in.*",
+        f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in. Who made "
+        "each run, on which machine and at which commit: *Provenance*, at the end.*",
         "",
-        parts["provenance"],
-        "",
-        "<details><summary>Which commit, machine and jax version made each cell</summary>",
-        "",
-        parts["origins"],
-        "",
-        "</details>",
-        "",
-        "## Cells still missing",
-        "",
-        parts["missing"],
-        "",
+        *[f"> **Read this first.** {w}\n" for w in parts.get("warnings", [])],
         "## Learning curves (the paper's figure)",
         "",
         f"![learning curves]({CURVES})",
@@ -293,27 +296,29 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         f"*Episode return, interquartile mean over {len(n_seeds)} seeds with the 25-75th percentile band, every "
         "bonus at the paper's settings (`conf/`). Full standard report: [main/index.md](main/index.md).*",
         "",
-        "## How the return is measured",
-        "",
-        return_measurement_md(main),
-        "",
+    ]
+    if parts.get("filling"):
+        lines += ["## Cells still missing", "", parts["missing"], ""]
+    lines += _claims_sections(parts)
+    lines += [
         "## Final scores per panel (ours: the paper shows curves and no score table)",
         "",
         scores.read_text() if scores.is_file() else "",
         f"*IQM final score (return of the last window) with its 95% stratified-bootstrap CI over seeds, "
         f"{parts['usual_n']} seeds per cell unless marked; bold: the best whose CI overlaps no other.*",
         "",
-        *_baselines_md(parts["baselines"]),
         "## RFIG against PPO, panel by panel",
         "",
         parts["poi_md"],
         "",
-    ]
-    lines += _claims_sections(parts)
-    lines += [
+        *_baselines_md(parts["baselines"]),
+        "## How the return is measured",
+        "",
+        return_measurement_md(main),
+        "",
         "## Throughput of the campaign's jobs (env steps/s over the vmapped seeds of each job, median per cell, "
         "one table per device: a GPU's rate and a CPU core's are never pooled; the machines are in the table "
-        "above; not evidence for the timing claim: other work shared the machine)",
+        "below; not evidence for the timing claim: other work shared the machine)",
         "",
         _speed_md(parts["speed"], main),
         "",
@@ -326,6 +331,11 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
                   "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
     if theory_md:
         lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
+    lines += ["## Provenance: who made each run", "", parts["provenance"], "",
+              "<details><summary>Which commit, machine and jax version made each cell</summary>", "",
+              parts["origins"], "", "</details>", ""]
+    if not parts.get("filling"):
+        lines += ["## Cells still missing", "", parts["missing"], ""]
     lines += ["## Data problems", "", _problems_md(problems), ""]
     return "\n".join(lines)
 
@@ -346,10 +356,15 @@ def _claims_sections(parts: dict) -> list[str]:
         f"## The paper's claims, judged on its {len(preset_envs('paper'))} panels",
         "",
         "Each claim is quoted from the paper (Section 5 and Table 1) and judged by the rules in [rules.md](rules.md), "
-        "written and tested (`tests/test_verdicts.py`) before this data was read with them: the paper's own panels "
-        "only, panels where every method sits at one score left out, a 95% interval entirely on one side for "
-        "*supported* or *contradicted*, and otherwise *undecided* with the number of seeds at which an effect of the "
-        "measured size would be resolved."
+        "each tested on synthetic scores (`tests/test_verdicts.py`): the paper's own panels only, panels where every "
+        "method sits at one score (or, for a comparison, near one: rule 3b) left out, an interval entirely on one "
+        "side for *supported* or *contradicted* (the *deciding interval* column names it: its level, its Bonferroni "
+        "correction where several comparisons share a claim, and the Monte-Carlo error of its ends), *no effect "
+        "larger than d = 0.2* where an effect claim's interval lies inside the parity band, and otherwise "
+        "*undecided* with the seeds at which an effect of the measured size would have 80% power. Not every rule "
+        "was fixed before the data was read: seeds 0-7 (the 8-seed reproduction) had been read, and judged, when "
+        "the rule book was written, and rules changed after the 32-seed grid was complete; rules.md gives the "
+        "history, and the last columns give the verdicts at 8 seeds and under the rules before the last change."
         + (" The grid is still filling (its missing cells are listed above), so these verdicts are interim: read "
            "again at each stage's export, one whose interval lies near its threshold can turn as seeds arrive (no "
            "correction is made for the repeated looks), and the grid's answer is its verdicts once every cell holds "
@@ -357,7 +372,17 @@ def _claims_sections(parts: dict) -> list[str]:
         "",
         _claims_md(parts["claims"], parts.get("compared")),
         "",
+        f"*Margins (rule 8): MARGIN = {verdicts.MARGIN:g} of a panel's range of normalised scores (the competitive "
+        f"claim; each panel's MARGIN in seed SDs is in its details), POI_MARGIN = {verdicts.POI_MARGIN:g} on the "
+        "probability scale (Cohen's d = 0.2: the non-inferiority of RFIG to RND, and rule 9's parity band); rule 3b's "
+        "near tie: "
+        f"{verdicts.NEAR_BAND:.0%} of a panel's range of final scores.*",
+        "",
     ]
+    earlier = FORECASTS.get(parts["experiment"])
+    forecast = forecasts_md(parts["claims"], *earlier) if earlier else ""
+    if forecast:
+        lines += ["**What the 8-seed forecasts said, and what the seeds showed:**", "", forecast, ""]
     if parts.get("compared"):
         lines += ["<details><summary>How each claim was measured, and the numbers behind it</summary>", "",
                   _claims_md(parts["claims"]), "", "</details>", ""]
@@ -394,11 +419,12 @@ def _problems_md(problems) -> str:
 
 
 def rules_md() -> str:
-    """The rule book (analysis.verdicts' docstring) as the page the reports link to."""
+    """The rule book (analysis.verdicts' docstring) as the page the reports link to, and its history."""
     text = (verdicts.__doc__ or "").strip()
     head, _, body = text.partition("\n\n")
     return (f"# How a claim of the paper gets its verdict\n\n*{head}* (`analysis/verdicts.py`; each rule is tested "
-            "on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body + "\n")
+            "on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body
+            + "\n\n## When each rule was fixed, and what had been read (`analysis/rule_history.py`)\n\n" + history_md())
 
 
 README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.repro build --readme README.md` -->"

@@ -6,8 +6,10 @@ one's (the 32-seed claims beside the 8-seed ones). Read from the compact data
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Sequence
 
 from omegaconf import OmegaConf
 
@@ -103,14 +105,42 @@ def origins_md(stored: dict, experiment: str) -> str:
     return render_markdown(["Env", "runs per bonus", "commit", "machine", "jax"], rows, align="lllll")
 
 
-def compare_claims(claims: list, other_json: Path | None, other_label: str) -> list[list[str]] | None:
-    """Rows of claim, this value and verdict, and the other report's verdict for the same claim
-    (None when there is no other report)."""
-    if other_json is None or not Path(other_json).is_file():
+def compare_claims(claims: list, others: Sequence[tuple[Path, str]]) -> list[list[str]] | None:
+    """Rows of claim, this value and verdict, the interval that decided it, and each other report's
+    verdict for the same claim, one column per report in ``others`` ((claims.json, label), those
+    that exist); None when none exists."""
+    read = [{c["claim"]: c for c in json.loads(Path(path).read_text())} for path, _ in others if Path(path).is_file()]
+    if not read:
         return None
-    other = {c["claim"]: c for c in json.loads(Path(other_json).read_text())}
     rows = []
     for c in claims:
-        o = other.get(c.claim)
-        rows.append([c.claim, c.value, f"**{c.verdict}**", f"{o['verdict']} ({o['value']})" if o else "—"])
+        row = [c.claim, c.value, f"**{c.verdict}**", getattr(c, "deciding", "") or "—"]
+        for other in read:
+            o = other.get(c.claim)
+            row.append(f"{o['verdict']} ({o['value']})" if o else "—")
+        rows.append(row)
     return rows
+
+
+FORECAST = r"(estimate [^;]*); an effect of this size is resolved at about ([\d,]+) seeds"
+
+
+def forecasts_md(claims: list, earlier_json: Path, earlier_label: str) -> str:
+    """The seeds an earlier report forecast for its undecided claims (rule 4, as it then stood: an
+    effect of the measured size resolved at about k seeds) set against what this report shows for
+    the same claims. Empty when the earlier report forecast nothing."""
+    if not Path(earlier_json).is_file():
+        return ""
+    earlier = {c["claim"]: c for c in json.loads(Path(earlier_json).read_text())}
+    rows = []
+    for c in claims:
+        o = earlier.get(c.claim)
+        found = re.search(FORECAST, o["verdict"]) if o else None
+        if found:
+            rows.append([c.claim, f"{found.group(1)}, about {found.group(2)} seeds", c.verdict])
+    if not rows:
+        return ""
+    return (render_markdown(["The paper says", f"Forecast at {earlier_label}", "Verdict here"], rows, align="lll")
+            + "\n\n*A forecast n (h / e)^2 is the seeds at which an effect of the size then measured has about 50% "
+              "power, not the seeds at which it is resolved; the estimates themselves moved as seeds arrived. Rule 4 "
+              "now gives the seeds for 80% power.*\n")

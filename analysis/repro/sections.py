@@ -21,10 +21,11 @@ from rfig_exp.config.variants import format_value  # noqa: E402
 
 from .. import verdicts as V  # noqa: E402
 from ..aggregate import bootstrap, fast_iqm  # noqa: E402
-from ..claims import SUCCESS_RULES, sensitivity_knobs, solved_fractions, wilson  # noqa: E402
+from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from ..collect import Collection, final_scores  # noqa: E402
 from ..names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from ..plots import _save  # noqa: E402
+from ..sensitivity_claims import sensitivity_knobs  # noqa: E402
 from ..tables import render_markdown  # noqa: E402
 
 SENS = "sensitivity"
@@ -343,8 +344,8 @@ def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, lis
     from ..claims import poi_by_panel
 
     p = claims_panels
-    rows: list[tuple[str, V.Dist, str]] = []
-    per = poi_by_panel(p, "rfig", "none", p.paper + p.beyond, reps, seed)
+    rows: list[tuple[str, V.PoiDist, str]] = []
+    per = poi_by_panel(p, "rfig", "none", p.paper + p.beyond)
     for e in p.paper + p.beyond:
         if e in per:
             rows.append((env_label(e) + ("" if e in p.paper else " (beyond the paper)"), per[e],
@@ -355,8 +356,7 @@ def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, lis
     for label, envs in (("mean over the paper's panels", p.discriminating(p.paper, "rfig", "none")),
                         ("mean with the envs beyond the paper", p.discriminating(p.paper + p.beyond, "rfig", "none"))):
         if envs:
-            d = V.poi_over_panels({e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "none") for e in envs}, reps,
-                                  seed + 1000 + len(aggregates))
+            d = V.poi_over_panels({e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "none") for e in envs})
             aggregates.append((f"{label} ({len(envs)})", d))
     if len(aggregates) == 2 and aggregates[0][1].point == aggregates[1][1].point:
         aggregates = aggregates[:1]
@@ -372,7 +372,7 @@ def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, lis
     ax.set_yticks(range(len(every)), [label + (" (does not discriminate)" if kind == "saturated" else "")
                                       for label, _, kind in reversed(every)], fontsize=8)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel("P(RFIG > PPO), final score (95% bootstrap interval over seeds)", fontsize=9)
+    ax.set_xlabel("P(RFIG > PPO), final score (95% interval over seeds, DeLong variance)", fontsize=9)
     ax.spines[["top", "right"]].set_visible(False)
     files = _save(fig, out / "poi_rfig_ppo")
     table = render_markdown(["Panel", "P(RFIG > PPO) [95% CI]"],
@@ -447,7 +447,7 @@ def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
     for label, coll in (("spring (the main grid)", main), ("generalized (brax's default)", other)):
         p = panels_of(coll, ["sparse_halfcheetah"])
         envs = [e for e in p.paper if e.startswith("sparse_halfcheetah")]
-        per = poi_by_panel(p, "rfig", "none", envs, reps, seed)
+        per = poi_by_panel(p, "rfig", "none", envs)
         for e, d in per.items():
             lo, hi = d.interval()
             ppo, rfig = (float(V.iqm_rows(p.runs(e, m)[None])[0]) for m in ("none", "rfig"))
