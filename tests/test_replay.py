@@ -27,8 +27,9 @@ def _abs_sum_bonus() -> Bonus:
                  update=lambda state, batch, key, hp: (state + 1, {}))
 
 
-def _numpy_mixed(warm, steps, gamma, clip, beta, ext_coef):
-    """The mixed rewards of each insertion, by a plain loop over the recipe in float64."""
+def _numpy_mixed(warm, steps, gamma, clip, beta, ext_coef, hold):
+    """The mixed rewards of each insertion, by a plain loop over the recipe in float64; the intrinsic
+    reward zero while fewer than ``hold`` returns are in its std."""
     seen, returns, carry, out = [warm], [], np.zeros(B), []
     for obs, next_obs, reward in steps:
         seen.append(obs)
@@ -37,13 +38,14 @@ def _numpy_mixed(warm, steps, gamma, clip, beta, ext_coef):
         raw = np.abs(np.clip((next_obs - mean) / np.sqrt(var + 1e-8), -clip, clip)).sum(-1)
         carry = gamma * carry + raw
         returns.extend(carry)
-        out.append(ext_coef * reward + beta * raw / np.sqrt(np.var(returns) + 1e-8))
+        r_int = raw / np.sqrt(np.var(returns) + 1e-8) if len(returns) >= hold else 0.0 * raw
+        out.append(ext_coef * reward + beta * r_int)
     return out
 
 
 def test_the_mixed_reward_is_the_recipe_computed_by_a_numpy_loop():
     replay = ReplayIntrinsic.create("none", (2,), DiscreteSpace(3), B, beta=0.3, ext_coef=0.7, gamma_int=0.9,
-                                    obs_clip=2.0)
+                                    obs_clip=2.0, warmup_steps=2)
     replay = ReplayIntrinsic(dataclasses.replace(replay.explore, bonus=_abs_sum_bonus()))
     rng = np.random.default_rng(0)
     warm = rng.normal(size=(B * 4, 2)).astype(np.float32)
@@ -52,7 +54,9 @@ def test_the_mixed_reward_is_the_recipe_computed_by_a_numpy_loop():
     state = replay.init(jax.random.PRNGKey(0), jnp.asarray(warm))
     step = jax.jit(replay.step)
     ends = jnp.zeros(B, bool)
-    for (obs, next_obs, reward), want in zip(steps, _numpy_mixed(warm, steps, 0.9, 2.0, 0.3, 0.7)):
+    wants = _numpy_mixed(warm, steps, 0.9, 2.0, 0.3, 0.7, hold=2 * B)
+    assert np.all(wants[0] == 0.7 * steps[0][2]) and np.all(wants[2] != 0.7 * steps[2][2])  # held, then not
+    for (obs, next_obs, reward), want in zip(steps, wants):
         state, mixed, metrics = step(state, obs, jnp.zeros(B, jnp.int32), next_obs, ends, ends, reward,
                                      jax.random.PRNGKey(1))
         assert mixed.shape == (B,)
@@ -62,7 +66,7 @@ def test_the_mixed_reward_is_the_recipe_computed_by_a_numpy_loop():
 
 def test_rfig_learns_each_insertion_once_and_its_reward_falls_on_familiar_states():
     replay = ReplayIntrinsic.create("rfig", (2,), DiscreteSpace(3), B, 2, num_features=64, lengthscale_samples=32,
-                                    rho=0.5)
+                                    rho=0.5, warmup_steps=1)
     key = jax.random.PRNGKey(3)
     state = replay.init(key, jax.random.normal(key, (B * 8, 2)))
     obs = jax.random.normal(jax.random.PRNGKey(4), (2, B, 2))
@@ -79,7 +83,7 @@ def test_rfig_learns_each_insertion_once_and_its_reward_falls_on_familiar_states
 
 
 def test_rnd_takes_one_env_steps_transitions_and_learns_from_them():
-    replay = ReplayIntrinsic.create("rnd", (2,), DiscreteSpace(3), B, hidden=[16, 16])
+    replay = ReplayIntrinsic.create("rnd", (2,), DiscreteSpace(3), B, hidden=[16, 16], warmup_steps=1)
     state = replay.init(jax.random.PRNGKey(0), jax.random.normal(jax.random.PRNGKey(1), (B * 8, 2)))
     obs, ends = jax.random.normal(jax.random.PRNGKey(2), (B, 2)), jnp.zeros(B, bool)
     new, mixed, metrics = replay.step(state, obs, jnp.zeros(B, jnp.int32), obs, ends, ends, jnp.ones(B),

@@ -16,7 +16,11 @@ the buffer, ``ext_coef * r_ext + beta * r_int``, with these choices (the reasons
 3. **The same normalisation as PPO's** (:func:`rfig_exp.agents.intrinsic.scale`): observations by
    running statistics from a random-policy warm-up, clipped; the reward divided by the running std of
    each env's non-episodic discounted intrinsic return (RND's scaling), so ``beta`` weighs every
-   bonus alike and means what it means for ``IntrinsicReward``.
+   bonus alike and means what it means for ``IntrinsicReward``. One difference: the intrinsic reward
+   is zero until those statistics hold ``warmup_steps * num_envs`` returns (as many as PPO's first
+   update of 128 steps gives them). A PPO's first update scales by the std of thousands of returns;
+   one env step's are a handful, for RFIG all equal (every state's first reward is ``0.5 log 2``),
+   and dividing by their std stored rewards of 80 in the buffer where later ones are 0.02.
 4. **One reward, one Q-network**: the stored reward mixes both streams (NGU's ``r = r_e + beta
    r_i``). The TD target then cuts the intrinsic return at episode ends with the extrinsic one,
    where PPO's separate intrinsic head does not (a DQN with two heads would keep them apart).
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from rfig_exp.agents.intrinsic import IntrinsicHparams, IntrinsicReward, IntrinsicState
 from rfig_exp.agents.shapes import expect
@@ -81,7 +86,8 @@ class ReplayIntrinsic:
         ``reward [T, B]``; with ``num_steps`` 1 also one env step's ``[B, ...]``): ``(state, mixed,
         metrics)``, ``mixed = ext_coef * reward + beta * r_int`` of the leading shape given, to store in
         the buffer in place of ``reward``. ``r_int`` is scaled by the intrinsic return's std, from the
-        bonus's state before these transitions, which it then learns (one update); ``metrics``: the
+        bonus's state before these transitions, which it then learns (one update), and zero until
+        ``warmup_steps * num_envs`` returns are in the std (the module's docstring); ``metrics``: the
         bonus's, ``intrinsic_reward`` (raw mean) and ``intrinsic_reward_normalized`` (scaled mean)."""
         hp = self.hparams if hp is None else hp
         one_step = self.explore.rollout.num_steps == 1 and getattr(terminated, "ndim", 0) == 1
@@ -91,7 +97,11 @@ class ReplayIntrinsic:
         self.explore.rollout.check_rollout("ReplayIntrinsic.step", obs, actions, next_obs, terminated, truncated)
         expect("ReplayIntrinsic.step", "reward", reward, self.explore.rollout.lead, "[num_steps, num_envs]")
         state, r_int, metrics = self.explore.step(state, obs, actions, next_obs, terminated, truncated, key, hp)
+        # held at zero until the return statistics hold a warm-up's worth of returns: the std of the first
+        # few is no scale (RFIG's first rewards are equal, 0.5 log 2, and so are one step's returns)
+        r_int = jnp.where(state.return_rms.count >= self.explore.warmup_steps * self.explore.num_envs, r_int, 0.0)
         mixed = hp.ext_coef * reward + hp.beta * r_int
+        metrics = {**metrics, "intrinsic_reward_normalized": r_int.mean()}
         return state, (mixed[0] if one_step else mixed), metrics
 
 
