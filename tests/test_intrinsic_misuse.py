@@ -125,3 +125,11 @@ def test_box_actions_take_their_dimension():
 ])
 def test_create_refuses_an_empty_space_naming_it(call, message):
     _one_line_error(call, message, ConfigError)
+
+
+def test_beta_is_the_agents_alone_the_bonus_settings_hold_none():
+    # create refuses beta, so the settings object it returns shows none rather than the YAML's 0.5
+    _, hp = create("rnd", (2,), DiscreteSpace(3), 64, hidden=[8, 8])
+    assert hp.beta is None
+    explore = IntrinsicReward.create("rnd", (2,), DiscreteSpace(3), B, T, hidden=[8, 8], beta=0.3)
+    assert float(explore.hparams.beta) == pytest.approx(0.3) and explore.hparams.bonus.beta is None

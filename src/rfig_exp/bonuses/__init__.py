@@ -21,6 +21,7 @@ user's installed package, which both read.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
@@ -155,7 +156,7 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     bonus's settings by name (``num_features=512``), the rest keep their declared defaults, those of
     ``conf/bonus/<name>.yaml``. ``hparams`` is the bonus's settings object with its numeric
     settings as float32 scalars (a JAX pytree), the last argument of ``init``, ``reward``,
-    ``update`` and ``refresh``.
+    ``update`` and ``refresh``; its ``beta`` is None (the intrinsic weight is the agent's, below).
 
     The settings go through the same checks as a config's (``parse_bonus``), and the bonus is the
     one ``make_bonus`` makes for this project's trainer: ConfigError for an unknown name (listing
@@ -182,7 +183,10 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     node = {**defaults, **{k: _python_scalar(v) for k, v in overrides.items()}, "name": name}
     if module is not None:
         node["module"] = module
-    return make_bonus(parse_bonus(node, batch_size, obs_clip), shape, space)
+    bonus, hparams = make_bonus(parse_bonus(node, batch_size, obs_clip), shape, space)
+    # beta is the agent's weight, which create refuses: the settings object says it holds none rather
+    # than show the YAML's 0.5 (a static field, so None, which equals itself, keeps jit's cache)
+    return bonus, dataclasses.replace(hparams, beta=None)
 
 
 def positive_integer(value: Any, key: str) -> int:
