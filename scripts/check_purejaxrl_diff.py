@@ -50,10 +50,12 @@ for bonus in {bonuses}:
     m = jax.tree.map(np.asarray, out["metrics"])
     for seed in range({seeds}):
         raw, scaled = m["intrinsic_reward"][seed], m["intrinsic_reward_normalized"][seed]
+        first = int(np.flatnonzero(scaled)[0]) if scaled.any() else 0  # the DQN's: zero while its std warms up
         print(json.dumps({{"file": "{module}.py", "env": config["ENV_NAME"], "bonus": bonus, "seed": seed,
                           "return_first_last": {returns},
                           "intrinsic_reward_first_last": [float(raw[0]), float(raw[-1])],
-                          "intrinsic_reward_normalized_first_last": [float(scaled[0]), float(scaled[-1])],
+                          "intrinsic_reward_normalized_first_last": [float(scaled[first]), float(scaled[-1])],
+                          "first_scaled_at": first,
                           "finite": bool(np.isfinite(raw).all() and np.isfinite(scaled).all()),
                           "varying": bool(scaled.std() > 0), "seconds": round(time.time() - start, 1)}}))
 """
