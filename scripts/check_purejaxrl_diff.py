@@ -40,8 +40,7 @@ PACKAGES = {"ppo": ["gymnax==1.0.1", "six", "distrax"], "dqn": ["gymnax==1.0.1",
 DRIVER = """
 import json, sys, time
 sys.path.insert(0, "purejaxrl")
-import {module}
-import jax, numpy as np
+import {module}, jax, numpy as np  # the patched file first: its set_cpu_flags() before jax
 config = {config}
 for bonus in {bonuses}:
     start = time.time()

@@ -6,6 +6,10 @@ may differ, ``next_obs`` beside a flattened ``obs`` (MinAtar through a flattenin
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,3 +137,13 @@ def test_beta_is_the_agents_alone_the_bonus_settings_hold_none():
     assert hp.beta is None
     explore = IntrinsicReward.create("rnd", (2,), DiscreteSpace(3), B, T, hidden=[8, 8], beta=0.3)
     assert float(explore.hparams.beta) == pytest.approx(0.3) and explore.hparams.bonus.beta is None
+
+
+@pytest.mark.parametrize("first, warned", [("import jax", True), ("import rfig_exp; rfig_exp.set_cpu_flags()", False)])
+def test_create_warns_when_jax_runs_on_a_cpu_without_the_flags(first, warned):
+    code = (f"{first}\nimport jax, jax.numpy as jnp; jnp.zeros(1)\nfrom rfig_exp.bonuses import DiscreteSpace, create\n"
+            "create('none', 2, DiscreteSpace(3), 4); create('none', 2, DiscreteSpace(3), 4)")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "OPENBLAS_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.count("RuntimeWarning: JAX runs on a CPU without --xla_cpu_multi_thread_eigen=false") == warned
