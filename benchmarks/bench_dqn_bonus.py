@@ -61,7 +61,8 @@ def measure(module, bonus: str, config: dict, seeds: int, rounds: int, kind: str
     return {"bonus": bonus, "seeds": seeds, "env_steps": steps, "compile_s": round(compile_s, 1),
             "run_s": round(statistics.median(times), 2), "steps_per_s": round(steps / statistics.median(times)),
             "r_int_finite": bool(np.isfinite(r_int).all()), "r_int_scaled_mean": float(r_int.mean()),
-            "r_int_scaled_std_over_iterations": float(r_int.std())}
+            "r_int_scaled_std_over_iterations": float(r_int.std()),
+            "exact_refreshes": int(np.asarray(metrics["refreshes"]).sum())}  # RFIG's, all seeds
 
 
 def main() -> None:

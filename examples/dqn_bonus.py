@@ -154,7 +154,8 @@ def make_train(config, bonus_name, overrides):
                                   lambda: target)
             ep_ret, done = ep_ret + reward, term | trunc
             metrics = {"returns": jnp.where(done, ep_ret, 0.0).sum(), "episodes": done.sum(), "loss": loss,
-                       "r_int": x_metrics["intrinsic_reward"], "r_int_scaled": x_metrics["intrinsic_reward_normalized"]}
+                       "r_int": x_metrics["intrinsic_reward"], "r_int_scaled": x_metrics["intrinsic_reward_normalized"],
+                       "refreshes": x_metrics.get("refresh_count", jnp.zeros(()))}  # RFIG's exact inverses
             ep_ret = jnp.where(done, 0.0, ep_ret)
             return (params, target, opt_state, x_state, buffer, env_state, next_obs, ep_ret, key), metrics
 
@@ -189,7 +190,8 @@ def summary(metrics, config, seed: int, bonus: str) -> dict:
     return {"bonus": bonus, "seed": seed, "final_return": ret, "episodes": int(metrics["episodes"].sum()),
             "r_int_scaled_first_last": [float(scaled[0]), float(scaled[-1])] if scaled.size else None,
             "r_int_scaled_std": float(scaled.std()) if scaled.size else None,
-            "r_int_finite": bool(np.isfinite(r_int).all()), "td_loss_last": float(metrics["loss"][-1])}
+            "r_int_finite": bool(np.isfinite(r_int).all()), "td_loss_last": float(metrics["loss"][-1]),
+            "exact_refreshes": int(metrics["refreshes"].sum())}
 
 
 def main(argv=None):
