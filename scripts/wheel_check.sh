@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The package as a user of its bonuses gets it (docs/library.md): a wheel built from this tree,
-# installed alone (no extras) into a fresh virtual environment with gymnax for the example's env,
-# runs examples/ppo_bonus.py for a few updates from a folder outside the checkout (so `import
-# rfig_exp` is the wheel's), without importing any extra's package; then the same environment with
+# installed alone (no extras) into a fresh virtual environment with gymnax for the examples' envs,
+# runs examples/ppo_bonus.py for a few updates and examples/dqn_bonus.py for a few hundred iterations
+# from a folder outside the checkout (so `import rfig_exp` is the wheel's), without importing any
+# extra's package, and docs/library-extending.md's module and script; then the same environment with
 # the wheel's `[all]` extras runs launch.py in the checkout for a tiny run, which finds conf/ as
 # before. The environment's size is printed after each install (`du -sh`).
 #
@@ -37,7 +38,7 @@ echo "[wheel-check] the example, from outside the checkout, with none of the ext
 mkdir "$WORK/user" && cp "$REPO/examples/ppo_bonus.py" "$WORK/user/"
 cd "$WORK/user"
 "$VPY" -c "import rfig_exp, sys; f = rfig_exp.__file__; print('rfig_exp from', f); sys.exit('site-packages' not in f)"
-# the example as __main__, then which packages of the extras its process imported: none may be
+# each example as __main__, then which packages of the extras its process imported: none may be
 HEAVY="('hydra', 'omegaconf', 'submitit', 'wandb', 'brax', 'rliable')"
 "$VPY" -c "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path('ppo_bonus.py', run_name='__main__')
 loaded = sorted(m for m in $HEAVY if m in sys.modules); print('extras imported:', loaded); sys.exit(bool(loaded))" \
@@ -45,6 +46,25 @@ loaded = sorted(m for m in $HEAVY if m in sys.modules); print('extras imported:'
     num_minibatches=4 update_epochs=1 warmup_steps=8 final_updates=2 num_features=64 lengthscale_samples=32
 "$VPY" ppo_bonus.py --bonus rnd --seeds 1 --set total_timesteps=2048 num_envs=8 num_steps=64 \
     num_minibatches=4 update_epochs=1 warmup_steps=8 final_updates=2 hidden=[32,32]
+
+echo "[wheel-check] the DQN example (ReplayIntrinsic) on Breakout-MinAtar, with RFIG and without a bonus"
+cp "$REPO/examples/dqn_bonus.py" "$WORK/user/"
+DQN_FEW="total_timesteps=3200 learning_starts=1600 buffer_size=3200 batch_size=32 warmup_steps=8 final_iterations=50"
+"$VPY" -c "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path('dqn_bonus.py', run_name='__main__')
+loaded = sorted(m for m in $HEAVY if m in sys.modules); print('extras imported:', loaded); sys.exit(bool(loaded))" \
+    dqn_bonus.py --bonus rfig --seeds 2 --set $DQN_FEW num_features=64 lengthscale_samples=32
+"$VPY" dqn_bonus.py --bonus none --seeds 1 --set $DQN_FEW
+
+echo "[wheel-check] docs/library-extending.md: a bonus of the user's own module, by module="
+mkdir "$WORK/own" && cd "$WORK/own"
+"$VPY" - "$REPO/docs/library-extending.md" <<'PY'
+import re, sys
+from pathlib import Path
+blocks = re.findall(r"```python\n(.*?)```", Path(sys.argv[1]).read_text(), flags=re.S)
+Path("my_bonus.py").write_text(blocks[0])
+Path("use.py").write_text(blocks[1])
+PY
+PYTHONPATH=. "$VPY" use.py
 
 echo "[wheel-check] the wheel's [all] extras, then launch.py in the checkout with that environment"
 "$VPY" -m pip install --quiet "$WHEEL[all]"

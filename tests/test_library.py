@@ -7,6 +7,7 @@ a bonus the agent's ``obs_clip``. Bad input gets the config checks' errors, nami
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def test_create_gives_the_trainers_bonus_state_and_rewards(name):
     env = make_env(spec.env)
     ours, our_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
     lib, lib_hp = create(name, (2,), DiscreteSpace(3), T * B, **settings)
-    _equal_trees(our_hp, lib_hp)
+    assert lib_hp.beta is None and our_hp.beta == 0.5  # the agent's weight: create holds none
+    _equal_trees(dataclasses.replace(our_hp, beta=None), lib_hp)
     assert (lib.intrinsic, lib.refresh is None) == (ours.intrinsic, ours.refresh is None)
 
     k_warm, k_obs, k_next, k_act, k_init, k_up = jax.random.split(jax.random.PRNGKey(3), 6)

@@ -33,12 +33,41 @@ XLA_CPU_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "--xla_cpu_enable_concurr
 OPENBLAS_THREADS = "1"
 
 
+def _missing_cpu_flags() -> list[str]:
+    """The flags of :data:`XLA_CPU_FLAGS` that ``XLA_FLAGS`` does not set (by name, any value)."""
+    return [flag for flag in XLA_CPU_FLAGS if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")]
+
+
+_WARNED: list[bool] = []  # warn_without_cpu_flags has warned in this process
+
+
+def warn_without_cpu_flags() -> None:
+    """Warn once per process when JAX runs on a CPU without :data:`XLA_CPU_FLAGS`: a program of one's
+    own that never called :func:`set_cpu_flags`, or called it after jax had started, where jaxlib
+    0.10's CPU runtime can wedge for ever on vmapped linear algebra. The library's entry points
+    (``rfig_exp.bonuses.create``, ``IntrinsicReward.create``) call it; it imports nothing and asks
+    an already-imported jax for its backend only when a flag is missing."""
+    jax = sys.modules.get("jax")
+    missing = _missing_cpu_flags()
+    if jax is None or not missing or _WARNED:
+        return
+    try:
+        on_cpu = jax.default_backend() == "cpu"
+    except Exception:  # no backend could start: nothing to warn about here
+        return
+    if on_cpu:
+        _WARNED.append(True)
+        warnings.warn(f"JAX runs on a CPU without {' '.join(missing)} in XLA_FLAGS: vmapped linear algebra can "
+                      "wedge for ever; call rfig_exp.set_cpu_flags() before importing jax (docs/library.md)",
+                      RuntimeWarning, stacklevel=3)
+
+
 def set_cpu_flags() -> None:
     """Add :data:`XLA_CPU_FLAGS` to ``XLA_FLAGS`` and set ``OPENBLAS_NUM_THREADS=1`` (a setting
     already in the environment is kept), before jax, numpy or scipy is imported: XLA reads its
     flags and OpenBLAS its thread count once, as they start. One that has to be added after jax
     was imported is added with a warning that it may come too late."""
-    missing = [flag for flag in XLA_CPU_FLAGS if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")]
+    missing = _missing_cpu_flags()
     if missing and "jax" in sys.modules:
         warnings.warn(f"rfig_exp.set_cpu_flags() after jax was imported: XLA may have read XLA_FLAGS already, "
                       f"without {' '.join(missing)}; call it before importing jax (docs/library.md)",

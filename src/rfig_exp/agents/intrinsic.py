@@ -36,7 +36,8 @@ from jax.custom_batching import custom_vmap
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import AgentSettings
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
-from rfig_exp.bonuses import create, positive_integer
+from rfig_exp.agents.shapes import RolloutShape
+from rfig_exp.bonuses import action_space_of, create, observation_shape, positive_integer
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.settings import declared
@@ -171,12 +172,15 @@ class IntrinsicReward:
     """A bonus with the agent's side of it, for a PPO of one's own: :meth:`create` it once, then per
     seed :meth:`init` (from :meth:`warmup`'s states), and per update :meth:`step` after the rollout
     and :meth:`advantage` beside the extrinsic GAE. ``hparams`` are the default of each method's
-    ``hp`` (pass other ``IntrinsicHparams`` to vmap a sweep over them)."""
+    ``hp`` (pass other ``IntrinsicHparams`` to vmap a sweep over them). Each method checks the shapes it
+    is given against ``rollout`` as it is traced (a one-line ValueError naming the argument; nothing
+    at run time)."""
 
     bonus: Bonus
     hparams: IntrinsicHparams
     num_envs: int
     warmup_steps: int   # the random policy's steps per env before training (agent.obs_norm_init_steps)
+    rollout: RolloutShape  # [num_steps, num_envs], one observation's shape, the actions' space
 
     @classmethod
     def create(cls, name: str, observation_space: Any, action_space: Any, num_envs: int, num_steps: int, *,
@@ -194,7 +198,8 @@ class IntrinsicReward:
                                  obs_clip=agent["obs_clip"], **own)
         hparams = IntrinsicHparams(*float32_hparams((agent["obs_clip"], agent["gamma_int"], agent["beta"],
                                                      agent["ext_coef"])), bonus=bonus_hp)
-        return cls(bonus, hparams, num_envs, agent["warmup_steps"])
+        rollout = RolloutShape(num_steps, num_envs, observation_shape(observation_space), action_space_of(action_space))
+        return cls(bonus, hparams, num_envs, agent["warmup_steps"], rollout)
 
     def warmup(self, key: jax.Array, env: Any, env_params: Any) -> jax.Array:
         """``[num_envs * (warmup_steps + 1), *obs]`` states of a uniformly random policy in a gymnax
@@ -217,21 +222,28 @@ class IntrinsicReward:
         return jnp.concatenate([obs[None], states]).reshape((-1,) + obs.shape[1:])
 
     def init(self, key: jax.Array, warmup_obs: jax.Array, hp: IntrinsicHparams | None = None) -> IntrinsicState:
-        """:func:`init`: the state before the first update, from ``warmup_obs`` (:meth:`warmup`)."""
+        """:func:`init`: the state before the first update, from ``warmup_obs [N, *obs_shape]``
+        (:meth:`warmup`)."""
+        self.rollout.check_obs("IntrinsicReward.init", "warmup_obs", warmup_obs, leading=1)
         return init(self.bonus, key, warmup_obs, self.num_envs, self.hparams if hp is None else hp)
 
     def normalize(self, state: IntrinsicState, obs: jax.Array, hp: IntrinsicHparams | None = None) -> jax.Array:
-        """``obs`` normalised and clipped by the current statistics (for a policy that wants them too)."""
+        """``obs [..., *obs_shape]`` normalised and clipped by the current statistics (for a policy that
+        wants them too)."""
+        self.rollout.check_obs("IntrinsicReward.normalize", "obs", obs)
         return normalize(state.obs_rms, obs, (self.hparams if hp is None else hp).obs_clip)
 
     def step(self, state: IntrinsicState, obs: jax.Array, actions: jax.Array, next_obs: jax.Array,
              terminated: jax.Array, truncated: jax.Array, key: jax.Array,
              hp: IntrinsicHparams | None = None) -> tuple[IntrinsicState, jax.Array, dict[str, jax.Array]]:
-        """After a rollout of raw ``obs [T, B, *obs]``, ``actions``, true next states ``next_obs`` (any
-        shape of the same size: gymnax's unflattened final observation) and episode ends: ``(state,
-        r_int [T, B], metrics)``, ``r_int`` scaled (:func:`observe`, :func:`refresh_if_needed`,
-        :func:`scale`); zero for a bonus whose reward is (``none``). ``metrics``: the bonus's, and the
-        raw and scaled reward's means (``intrinsic_reward``, ``intrinsic_reward_normalized``)."""
+        """After a rollout of raw ``obs [T, B, *obs_shape]`` (``T = num_steps``, ``B = num_envs``),
+        ``actions [T, B]`` (``[T, B, dim]`` for a box), true next states ``next_obs [T, B, ...]`` (each
+        observation of ``obs_shape``'s size in any shape: gymnax's unflattened final observation beside a
+        flattened ``obs``) and episode ends ``terminated``, ``truncated [T, B]``: ``(state, r_int [T, B],
+        metrics)``, ``r_int`` scaled (:func:`observe`, :func:`refresh_if_needed`, :func:`scale`); zero for a
+        bonus whose reward is (``none``). ``metrics``: the bonus's, and the raw and scaled reward's means
+        (``intrinsic_reward``, ``intrinsic_reward_normalized``)."""
+        self.rollout.check_rollout("IntrinsicReward.step", obs, actions, next_obs, terminated, truncated)
         hp = self.hparams if hp is None else hp
         rollout = BonusBatch(obs, actions, next_obs.reshape(obs.shape), terminated, truncated)
         state, raw, metrics = observe(self.bonus, state, rollout, key, hp)
@@ -245,7 +257,9 @@ class IntrinsicReward:
                   gae_lambda: Any, hp: IntrinsicHparams | None = None) -> tuple[jax.Array, jax.Array]:
         """:func:`advantage`: ``(ext_coef * A_ext + beta * A_int, A_int)``; the intrinsic value head's
         target is ``A_int + v_int``. For a bonus without a reward (``none``) ``A_int`` is zero: the
-        intrinsic head and its loss can go (the run is plain PPO)."""
+        intrinsic head and its loss can go (the run is plain PPO). ``adv_ext``, ``r_int``, ``v_int``
+        ``[T, B]``; ``v_int_last [B]``."""
+        self.rollout.check_advantage("IntrinsicReward.advantage", adv_ext, r_int, v_int, v_int_last)
         hp = self.hparams if hp is None else hp
         if self.bonus.intrinsic:
             return advantage(adv_ext, r_int, v_int, v_int_last, gae_lambda, hp)

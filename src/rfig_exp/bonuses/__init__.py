@@ -21,12 +21,14 @@ user's installed package, which both read.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
 import pkgutil
 from typing import Any
 
+from rfig_exp import warn_without_cpu_flags
 from rfig_exp.bonuses.settings import OBS_CLIP, ROLES, BonusSettings
 from rfig_exp.config import variants
 from rfig_exp.config.errors import ConfigError
@@ -154,7 +156,7 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     bonus's settings by name (``num_features=512``), the rest keep their declared defaults, those of
     ``conf/bonus/<name>.yaml``. ``hparams`` is the bonus's settings object with its numeric
     settings as float32 scalars (a JAX pytree), the last argument of ``init``, ``reward``,
-    ``update`` and ``refresh``.
+    ``update`` and ``refresh``; its ``beta`` is None (the intrinsic weight is the agent's, below).
 
     The settings go through the same checks as a config's (``parse_bonus``), and the bonus is the
     one ``make_bonus`` makes for this project's trainer: ConfigError for an unknown name (listing
@@ -163,6 +165,7 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     the agent's (PPO's loss reads it), not the bonus's: it is refused here rather than silently ignored
     (``rfig_exp.agents.intrinsic.IntrinsicReward`` applies it).
     """
+    warn_without_cpu_flags()
     if module is None and name not in bonus_names():
         module = installed_bonuses().get(name)
     if module is not None:
@@ -180,7 +183,10 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     node = {**defaults, **{k: _python_scalar(v) for k, v in overrides.items()}, "name": name}
     if module is not None:
         node["module"] = module
-    return make_bonus(parse_bonus(node, batch_size, obs_clip), shape, space)
+    bonus, hparams = make_bonus(parse_bonus(node, batch_size, obs_clip), shape, space)
+    # beta is the agent's weight, which create refuses: the settings object says it holds none rather
+    # than show the YAML's 0.5 (a static field, so None, which equals itself, keeps jit's cache)
+    return bonus, dataclasses.replace(hparams, beta=None)
 
 
 def positive_integer(value: Any, key: str) -> int:
@@ -211,6 +217,9 @@ def observation_shape(obs_shape: Any) -> tuple[int, ...]:
     except TypeError:
         raise ConfigError(f"obs_shape={obs_shape!r} must be an integer, a tuple of integers or a space with a "
                           "shape (gymnax's Box)") from None
+    if not dims:  # a bonus flattens each observation to a vector: a scalar one is obs_shape=1
+        raise ConfigError(f"obs_shape={tuple(dims)!r} has no dimension; one observation of a single number is "
+                          "obs_shape=1")
     return tuple(positive_integer(d, "obs_shape") for d in dims)
 
 
@@ -220,8 +229,10 @@ def action_space_of(space: Any) -> Any:
     and ``high`` on every dimension (gymnax's ``Box``); ConfigError naming ``action_space`` otherwise."""
     from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
-    if isinstance(space, (DiscreteSpace, BoxSpace)):
-        return space
+    if isinstance(space, DiscreteSpace):  # checked as the others: DiscreteSpace(0) would make a model of no action
+        return DiscreteSpace(positive_integer(space.num_actions, "action_space.num_actions"))
+    if isinstance(space, BoxSpace):
+        return _box(space.dim, space.low, space.high)
     if hasattr(space, "n"):
         if _python_scalar(getattr(space, "start", 0)) != 0:
             raise ConfigError(f"action_space={space!r} must number its actions from 0 (start={space.start})")
@@ -230,10 +241,20 @@ def action_space_of(space: Any) -> Any:
     if isinstance(shape, tuple) and hasattr(space, "low") and hasattr(space, "high"):
         if len(shape) != 1:
             raise ConfigError(f"action_space: a Box of shape {shape}; a bonus takes one-dimensional actions")
-        low, high = _bound(space.low, "low"), _bound(space.high, "high")
-        return BoxSpace(positive_integer(shape[0], "action_space.shape[0]"), low, high)
+        return _box(shape[0], _bound(space.low, "low"), _bound(space.high, "high"), "action_space.shape[0]")
     raise ConfigError(f"action_space={space!r} must be rfig_exp.bonuses.DiscreteSpace(num_actions), "
                       "BoxSpace(dim, low, high), or gymnax's Discrete or one-dimensional Box")
+
+
+def _box(dim: Any, low: Any, high: Any, key: str = "action_space.dim") -> Any:
+    """``BoxSpace(dim, low, high)`` with ``dim`` a positive integer and ``low < high``; ConfigError naming
+    ``key`` or the bounds otherwise."""
+    from rfig_exp.envs.base import BoxSpace
+
+    low, high = float(_python_scalar(low)), float(_python_scalar(high))
+    if not low < high:
+        raise ConfigError(f"action_space: a Box with low={low} and high={high}; low must be below high")
+    return BoxSpace(positive_integer(dim, key), low, high)
 
 
 def _bound(value: Any, which: str) -> float:
