@@ -61,7 +61,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "The 32-seed grid while it filled (seeds 8-23 of most panels).",
         _BOOK_2026_11_27),
     RuleChange(
-        "2026-11-28T11:00Z", "this change",
+        "2026-11-28T10:59Z", "3027eb3",
         "After an outside referee's reading of the complete 32-seed report (issue 41): rule 3b (a comparison where "
         "90% of each method's runs lie within 5% of the panel's range of one value is near-saturated and does not "
         "discriminate); rule 4's seeds to resolve are those with 80% power, from the comparison that decides; rule "
