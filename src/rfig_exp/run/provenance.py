@@ -29,7 +29,7 @@ def _git(*args: str) -> str | None:
 
 
 def package_versions() -> dict:
-    versions = {"python": platform.python_version()}
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     versions.update({name: _version(name) for name in PACKAGES})
     versions["git_commit"] = _git("rev-parse", "HEAD") or os.environ.get(COMMIT_ENV) or None
     return versions
