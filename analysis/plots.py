@@ -97,13 +97,13 @@ def _steps_fmt(x, _pos=None) -> str:
     return f"{x:.3g}"
 
 
-def _save(fig, base: Path) -> list[Path]:
+def _save(fig, base: Path, dpi: int = _DPI) -> list[Path]:
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in FORMATS:
         p = base.with_suffix("." + ext)
         # No creation date in a PDF: a figure redrawn from unchanged data is byte-identical.
-        fig.savefig(p, dpi=_DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(p)
     plt.close(fig)
     return paths

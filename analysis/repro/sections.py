@@ -394,9 +394,10 @@ def _poi_legend(rows: list) -> str:
              if kind in kinds]
     aggregates = [label for label, _, kind in rows if kind == "aggregate"]
     if aggregates:
-        parts.append("red: the mean of the per-panel probabilities behind the claim, "
-                     + " and ".join(aggregates) + " (the number of panels in brackets)")
-    return "; ".join(parts).capitalize() + "."
+        parts.append("red: the aggregate behind the claim, the per-panel probabilities' mean (panels counted in "
+                     "brackets): " + " and ".join(aggregates))
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
 
 
 TIMING = "timing.csv"  # benchmarks/bench_timing_claim.py's rows, beside the data
