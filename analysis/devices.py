@@ -82,8 +82,8 @@ def _median(values: list[float]) -> float:
 
 def speed_by_device(coll: Collection, known: dict[tuple, str] | None = None) -> dict[str, dict[str, dict]]:
     """device -> method -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps on
-    the same env and device), "compile": median s, "runs": complete runs}: nothing pooled across
-    devices. PPO = the primary method of bonus none."""
+    the same env and device), "compile": median s, "runs": complete runs, "envs": envs they ran}:
+    nothing pooled across devices. PPO = the primary method of bonus none."""
     per: dict[tuple[str, str, str], list] = {}
     for r in coll.runs:
         if r.complete and r.summary and r.env in coll.env_data and r.method in coll.methods:
@@ -100,9 +100,11 @@ def speed_by_device(coll: Collection, known: dict[tuple, str] | None = None) -> 
                 ppo = _median([s.env_steps_per_second for s in per.get((dev, e, "none"), [])])
                 if math.isfinite(mine) and math.isfinite(ppo) and ppo > 0:
                     rel.append(mine / ppo)
+            envs = sum(1 for (d, _e, mm) in per if d == dev and mm == m)
             out.setdefault(dev, {})[m] = {"sps": _median([s.env_steps_per_second for s in sums]),
                                           "compile": _median([s.compile_time_s for s in sums]),
-                                          "rel": float(np.median(rel)) if rel else float("nan"), "runs": len(sums)}
+                                          "rel": float(np.median(rel)) if rel else float("nan"), "runs": len(sums),
+                                          "envs": envs}
     return out
 
 

@@ -293,16 +293,17 @@ def _throughput_table(ctx: ReportContext, out_dir: Path) -> tuple[str, list[Path
     speed = speed_by_device(coll, ctx.options.run_devices)
     if not speed:
         return "", []
-    header = ["Device", "Method", "Runs", "Env steps/s", "× PPO (same device)", "Compile (s)"]
-    rows = [[dev, coll.label(m), str(s["runs"]), _num(s["sps"], ",.0f"), _num(s["rel"], ".2f"),
+    header = ["Device", "Method", "Envs", "Runs", "Env steps/s", "× PPO (same env and device)", "Compile (s)"]
+    rows = [[dev, coll.label(m), str(s["envs"]), str(s["runs"]), _num(s["sps"], ",.0f"), _num(s["rel"], ".2f"),
              _num(s["compile"], ".1f")] for dev, per in speed.items() for m, s in per.items()]
     caption = ("Throughput per device, never pooled across devices: median env steps/s over a method's complete runs "
-               "on that device (summary.json; a process's vmapped seeds together), × PPO = median over envs of "
-               "(steps/s / PPO's steps/s in the same env on the same device), median compile time. "
-               f"{DASH}: no PPO run on that env and device. Other work may have shared the machine.")
-    md = render_markdown(header, rows, align="llrrrr")
+               "on that device (summary.json; a process's vmapped seeds together; its envs pooled, and methods may "
+               "have run other envs there: compare them by × PPO), × PPO = median over envs of (steps/s / PPO's "
+               "steps/s in the same env on the same device), median compile time. "
+               f"{DASH}: no PPO run on the method's envs on that device. Other work may have shared the machine.")
+    md = render_markdown(header, rows, align="llrrrrr")
     files = _write(out_dir, "throughput_by_device", md,
-                   render_latex(header, rows, caption, "tab:throughput_by_device", align="llrrrr"))
+                   render_latex(header, rows, caption, "tab:throughput_by_device", align="llrrrrr"))
     return (f"\n\n**Throughput per device.** {caption}\n\n{md}\n[Markdown](throughput_by_device.md) | "
             "[LaTeX](throughput_by_device.tex)"), files
 
