@@ -169,7 +169,8 @@ def device_confound_md(coll: Collection, known: dict[tuple, str] | None = None, 
         per = ", ".join(f"{d} {iqm(np.array(v)):.4g}" for d, v in groups.items())
         rows.append([env_label(env), coll.label(m), _mix(groups), per,
                      f"{test[0]} vs {test[1]}: U = {test[2]:.0f}, p = {test[3]:.3g}" if test else "—"])
-    one = sorted({env_label(e) for (e, _m), g in cells.items() if len(g) == 1 and list(g) == [CPU]})
+    envs = [e for e in coll.envs if any(k[0] == e for k in cells)]
+    one = [env_label(e) for e in envs if all(list(g) == [CPU] for (ee, _m), g in cells.items() if ee == e)]
     confounded = confounded_panels(cells, coll)
     lines = ["**Which device made which runs.** A difference between methods whose runs came from different "
              "devices can be one between devices. "

@@ -225,8 +225,24 @@ class Evidence:
 
 
 # Measured, not computed by the build: each row is a rerun of a committed block (issue 41, item 12).
+# The committed blocks were made at 76a9300 on a VM recorded as "2 CPU cores (AMD EPYC)", one core
+# per job; "here" is such a VM too (family 26 model 2 stepping 1, ISA hash 25fc08b1fed3d885, jaxlib
+# 0.10.2), at a commit whose training program is main's (6afc77c).
+_HERE = ("this project's 2-core AMD EPYC VM (family 26 model 2 stepping 1, ISA 25fc08b1fed3d885, jaxlib 0.10.2), "
+         "recorded alike, at 6afc77c + issue 41's provenance, one core")
+_STAGE = "`python scripts/rerun_block.py --env {env} --bonus {bonus} --seeds 8-15` (the stage's own command)"
 EVIDENCE: tuple[Evidence, ...] = (
-    Evidence("issue 41 (an outside reviewer)", "PointMaze-Medium, PPO and RFIG, seeds 8-15 (stage p32-medium-8)",
+    Evidence("2026-11-28", "PointMaze-UMaze, PPO, seeds 8-15 (stage p32-pointmaze_umaze-8)", _HERE,
+             _STAGE.format(env="pointmaze_umaze", bonus="none"),
+             "8 seeds x 41 windows, every one of 7 columns equal (wall time aside); 74 s", True),
+    Evidence("2026-11-28", "PointMaze-Medium, PPO, seeds 8-15 (stage p32-pointmaze_medium-8)", _HERE,
+             _STAGE.format(env="pointmaze_medium", bonus="none"),
+             "8 seeds x 41 windows, every one of 7 columns equal (wall time aside); 103 s", True),
+    Evidence("2026-11-28", "PointMaze-Medium, RFIG, seeds 8-15 (stage p32-pointmaze_medium-8)", _HERE,
+             _STAGE.format(env="pointmaze_medium", bonus="rfig"),
+             "8 seeds x 41 windows, every one of 7 columns equal (wall time aside); 371 s beside other work", True),
+    Evidence("issue 41 (an outside reviewer)",
+             "PointMaze-Medium, PPO and RFIG, seeds 8-15 (stage p32-pointmaze_medium-8)",
              "another 2-core AMD EPYC VM (recorded as \"2 CPU cores (AMD EPYC)\", like the one that made them), "
              "at main and at 76a9300 (the commit that made them)",
              "the stage's own command (`launch.py -m sweep=paper32 env=pointmaze_medium seed=8 num_seeds=8`)",
@@ -251,10 +267,12 @@ def reproducibility_md(stored: dict | None = None, evidence: tuple[Evidence, ...
         "the same jaxlib, XLA flags and cores), the same command gives **bit-identical** runs: every "
         "metrics column to the digit, across commits that leave the program alone. On another machine kind, "
         "a GPU or another CPU, even one whose runs record it alike (\"2 CPU cores (AMD EPYC)\"), the compiled "
-        "program rounds differently: runs part from the first windows and are the same only **statistically** "
+        "program rounds differently: runs part (from the first window, on the VM measured below) and are the same "
+        "only **statistically** "
         "(their final scores not distinguishable). Runs now record what tells machine kinds apart (CPU "
         "family, model and stepping, a hash of its instruction-set features, caches, jaxlib's build, "
-        "XLA_FLAGS); runs made before record only the CPU's model name and cores. "
+        "XLA_FLAGS); runs made before record only the CPU's model name and cores, which is how the same "
+        "committed block can be bit-identical on one VM recorded \"2 CPU cores (AMD EPYC)\" and not on another. "
         "`python scripts/rerun_block.py --env ENV --bonus BONUS --seeds 8-15` reruns a committed block here "
         "and says which it is.",
         "",
