@@ -113,6 +113,19 @@ def test_machine_kind_tells_apart_what_the_old_record_did_not():
     assert machine_kind(None) == "machine not recorded"
 
 
+def test_origin_text_tells_apart_what_the_old_one_did_not():
+    from analysis.repro.data import describe_machine
+
+    old = {"backend": "cpu", "cores": 2, "cpu": "AMD EPYC", "memory_gib": 23.5}
+    assert describe_machine(old) == "2 CPU cores (AMD EPYC), 24 GiB, no GPU"  # as the committed runs say
+    new = {**old, "cpu_id": {"family": "26", "model": "2", "stepping": "1"}, "isa": {"sha256_16": "25fc08b1fed3d885"}}
+    assert describe_machine(new) == "2 CPU cores (AMD EPYC; family 26 model 2 stepping 1, ISA 25fc08b1fed3d885), " \
+                                    "24 GiB, no GPU"
+    from analysis.devices import device_from_origin
+
+    assert device_from_origin(describe_machine(new)) == "CPU"
+
+
 def test_reproducibility_statement_names_the_evidence_and_the_kinds():
     runs = {("p", "e", "none", "base", s): StoredRun({"summary": {"machine": {"cpu": "AMD EPYC", "cores": 2}}}, "")
             for s in range(3)}
