@@ -38,6 +38,8 @@ class ReportOptions:
     curve_points: int = 40
     # The report's "Results as of" line; None: the newest run file's time (report.results_as_of).
     as_of: str | None = None
+    # run key -> device, for runs whose summary records none (analysis.devices.devices_from_data).
+    run_devices: dict | None = None
 
 
 @dataclass

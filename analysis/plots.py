@@ -97,13 +97,13 @@ def _steps_fmt(x, _pos=None) -> str:
     return f"{x:.3g}"
 
 
-def _save(fig, base: Path) -> list[Path]:
+def _save(fig, base: Path, dpi: int = _DPI) -> list[Path]:
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in FORMATS:
         p = base.with_suffix("." + ext)
         # No creation date in a PDF: a figure redrawn from unchanged data is byte-identical.
-        fig.savefig(p, dpi=_DPI, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(p)
     plt.close(fig)
     return paths
@@ -147,17 +147,40 @@ class ReadableFormatter(Formatter):
         return ""
 
 
-def tidy_axis(ax, values, axis: str = "y", log: bool = False) -> None:
+def min_span_limits(lo: float, hi: float, min_span: float,
+                    bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
+    """Axis limits at least ``min_span`` wide around data in [lo, hi], kept inside ``bounds`` (a
+    metric's natural range, e.g. (0, 1) for a fraction) by shifting rather than cutting; None when
+    the data already span that much (autoscaling is then honest). A metric that moves by 0.006 is
+    drawn as flat as it is, not on an axis of 0.400-0.406 that makes it look as if it varied."""
+    if hi - lo >= min_span:
+        return None
+    a = 0.5 * (lo + hi) - 0.5 * min_span
+    b = a + min_span
+    if bounds is not None:
+        shift = max(bounds[0] - a, 0.0) - max(b - bounds[1], 0.0)
+        a, b = max(a + shift, bounds[0]), min(b + shift, bounds[1])
+    return a, b
+
+
+def tidy_axis(ax, values, axis: str = "y", log: bool = False, min_span: float | None = None,
+              bounds: tuple[float, float] | None = None) -> None:
     """Readable ticks on a value axis. values: the data drawn on it (any shape).
 
     A degenerate range (every finite value equal up to 1e-9 relative, e.g. a
     flat curve or all seeds at -200) gets limits of +-5% around the value (+-1
     at zero; x/1.5..x*1.5 on a log axis) instead of matplotlib's tiny
     autoscaled span whose labels need a 1e-16 offset; linear axes get
-    ReadableFormatter (never an offset text)."""
+    ReadableFormatter (never an offset text). ``min_span`` (linear axes): the
+    axis spans at least this much, inside ``bounds`` (:func:`min_span_limits`)."""
     v = np.asarray(values, float).ravel()
     v = v[np.isfinite(v) & ((v > 0) if log else True)]
     set_lim = ax.set_ylim if axis == "y" else ax.set_xlim
+    if v.size and min_span and not log:
+        limits = min_span_limits(float(v.min()), float(v.max()), min_span, bounds)
+        if limits is not None:
+            set_lim(*limits)
+            v = v[:0]  # the limits are set: no degenerate-range rule on top
     if v.size:
         lo, hi = float(v.min()), float(v.max())
         c = 0.5 * (lo + hi)
@@ -178,11 +201,14 @@ def _panel_grid(n: int) -> tuple[int, int]:
 
 
 def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
-                    methods: list[str] | None = None, log: bool = False):
+                    methods: list[str] | None = None, log: bool = False, min_span: float | None = None,
+                    bounds: tuple[float, float] | None = None, marks: dict[str, str] | None = None):
     """The figure of plot_env_curves, not saved (None if nothing to plot).
 
     log: logarithmic y axis; non-positive values of the IQM and of the band
-    are skipped (not drawn) rather than clipped."""
+    are skipped (not drawn) rather than clipped. min_span, bounds: each
+    panel's y axis spans at least min_span inside bounds (tidy_axis). marks:
+    env -> a mark appended to its panel's title (explained by the caption)."""
     methods = methods or coll.methods
     panels = []
     for env in coll.envs:
@@ -222,7 +248,9 @@ def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str =
         ax.xaxis.set_major_locator(MaxNLocator(4))
         if not log:
             ax.yaxis.set_major_locator(MaxNLocator(5))
-        tidy_axis(ax, drawn, "y", log=log)
+        tidy_axis(ax, drawn, "y", log=log, min_span=min_span, bounds=bounds)
+        if marks and env in marks:
+            ax.set_title(f"{env_label(env)} {marks[env]}", fontsize=11)
         ax.tick_params(labelsize=8.5)
         ax.grid(alpha=0.25, linewidth=0.6)
         ax.spines[["top", "right"]].set_visible(False)
@@ -249,22 +277,52 @@ def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str =
 
 
 def plot_env_curves(coll: Collection, base: Path, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
-                    methods: list[str] | None = None, log: bool = False) -> list[Path]:
+                    methods: list[str] | None = None, log: bool = False, min_span: float | None = None,
+                    bounds: tuple[float, float] | None = None, marks: dict[str, str] | None = None) -> list[Path]:
     """One panel per env (4 columns, paper order): per method, the IQM over
     seeds at each eval point and the 25-75th percentile band. Runs counted are
     those with RunCurve.used. Returns the files written ([] if nothing to plot)."""
-    fig = draw_env_curves(coll, column, ylabel, methods, log)
+    fig = draw_env_curves(coll, column, ylabel, methods, log, min_span, bounds, marks)
     return _save(fig, base) if fig is not None else []
+
+
+# The aggregate panels that read on one scale (a normalised score): they share an x axis. The
+# optimality gap (1 - mean of min(score, 1)) reads the other way; it gets an axis of the same width.
+SHARED_SCORE_METRICS = ("IQM", "Median", "Mean")
+
+
+def shared_width_limits(ranges: list[tuple[float, float]], groups: list[list[int]],
+                        pad: float = 0.05) -> list[tuple[float, float]]:
+    """Axis limits per panel, panels of one group (indices into ``ranges``) on the same limits and
+    every panel as wide as the widest group's data (plus ``pad`` of it each side): a difference
+    is as long in one panel as in another, and compared panels read against one scale."""
+    spans = []
+    for group in groups:
+        spans.append((min(ranges[i][0] for i in group), max(ranges[i][1] for i in group)))
+    width = max(hi - lo for lo, hi in spans) * (1 + 2 * pad) or 1e-3
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(ranges)
+    for group, (lo, hi) in zip(groups, spans, strict=True):
+        centre = 0.5 * (lo + hi)
+        for i in group:
+            out[i] = (centre - width / 2, centre + width / 2)
+    return out
 
 
 def plot_aggregate_intervals(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
     """rliable interval plot: IQM / median / mean / optimality gap of normalised
-    final scores across envs, with stratified-bootstrap CIs."""
+    final scores across envs, with stratified-bootstrap CIs; the score panels on
+    one x axis, the gap's as wide (:func:`shared_width_limits`)."""
+    drawn = draw_aggregate_intervals(agg, coll)
+    return _save(drawn[0], base) if drawn else []
+
+
+def draw_aggregate_intervals(agg: Aggregates, coll: Collection):
+    """The figure of plot_aggregate_intervals and its axes, not saved (None if nothing to plot)."""
     from rliable import plot_utils
 
     methods = [b for b in agg.agg_methods if b in agg.overall]
     if not methods:
-        return []
+        return None
     labels = [coll.label(b) for b in methods]
     pts = {coll.label(b): np.array([agg.overall[b][m].point for m in OVERALL_METRICS]) for b in methods}
     ivs = {coll.label(b): np.array([[agg.overall[b][m].lo for m in OVERALL_METRICS],
@@ -276,10 +334,18 @@ def plot_aggregate_intervals(agg: Aggregates, base: Path, coll: Collection) -> l
         subfigure_width=3.2, row_height=0.45,
         # the label sits at a figure fraction: keep it ~0.6 in below the axes whatever the height
         xlabel_y_coordinate=-0.6 / (0.45 * len(methods)))
+    ranges = [(min(min(pts[lab][k], ivs[lab][0, k]) for lab in pts), max(max(pts[lab][k], ivs[lab][1, k])
+                                                                        for lab in pts))
+              for k in range(len(OVERALL_METRICS))]
+    shared = [k for k, m in enumerate(OVERALL_METRICS) if m in SHARED_SCORE_METRICS]
+    groups = [shared] + [[k] for k in range(len(OVERALL_METRICS)) if k not in shared]
+    limits = shared_width_limits(ranges, groups)
     for k, ax in enumerate(np.atleast_1d(axes)):
-        tidy_axis(ax, [v for lab in pts for v in (pts[lab][k], *ivs[lab][:, k])], "x")
+        ax.set_xlim(*limits[k])
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        tidy_axis(ax, [], "x")
     spread_panels(fig, axes)
-    return _save(fig, base)
+    return fig, axes
 
 
 def plot_aggregate_curve(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
@@ -330,19 +396,23 @@ def plot_probability_of_improvement(agg: Aggregates, base: Path, coll: Collectio
 
 
 def _figure_md(files: list[Path], out_dir: Path, alt: str, caption: str) -> str:
+    """The PNG with its caption. The PDF written beside it (same name) is not linked: the published
+    reports commit their PNGs only (.gitignore), and a link to a file that is not there is broken."""
     png = next(p for p in files if p.suffix == ".png")
-    others = " | ".join(f"[{p.suffix[1:].upper()}]({p.relative_to(out_dir).as_posix()})"
-                        for p in files if p.suffix != ".png")
-    return f"![{alt}]({png.relative_to(out_dir).as_posix()})\n\n{caption} {others}".rstrip()
+    return f"![{alt}]({png.relative_to(out_dir).as_posix()})\n\n{caption}".rstrip()
 
 
 def curves_maker(ctx: ReportContext, out_dir: Path):
-    files = plot_env_curves(ctx.data, out_dir / "curves")
+    from .carried import carried_marks, carried_note
+
+    marks = carried_marks(ctx.data, ctx.options.last_k)
+    files = plot_env_curves(ctx.data, out_dir / "curves", marks=marks)
     if not files:
         return None
+    note = carried_note(ctx.data, ctx.options.last_k, "last window")
     caption = ("*Episode return per env: solid line = interquartile mean over seeds, band = 25th-75th percentiles "
                "(over seeds, at each evaluation point; n = seeds per method). Windows where no episode finished "
-               "carry the previous window's return.*")
+               "carry the previous window's return" + (f"; {note}" if note else ".") + "*")
     if ctx.data.include_incomplete:
         caption += " *Includes partial curves of incomplete runs.*"
     return Section("Learning curves", _figure_md(files, out_dir, "learning curves", caption), files)
@@ -356,7 +426,8 @@ def aggregate_intervals_maker(ctx: ReportContext, out_dir: Path):
     envs = ", ".join(map(env_label, agg.agg_envs))
     caption = (f"*Normalised final scores across {len(agg.agg_envs)} env(s) ({envs}): "
                f"point estimate (black tick) and 95% stratified-bootstrap CI ({agg.reps} reps, over runs). "
-               "Lower optimality gap is better.*")
+               "IQM, median and mean share one x axis; the optimality gap's axis is as wide, so a difference is "
+               "as long in every panel. Lower optimality gap is better.*")
     return Section("Aggregate final scores", _figure_md(files, out_dir, "aggregate scores", caption), files)
 
 

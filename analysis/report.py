@@ -13,7 +13,7 @@ from . import plots, tables
 from .aggregate import describe_normalisation
 from .collect import Collection
 from .maker import Maker, ReportContext, ReportOptions, Section
-from .makers import coverage, sensitivity
+from .makers import coverage, seeds, sensitivity
 from .methods import format_overrides
 from .tables import MIN_SEEDS_FOR_CI, few_seeds_note, render_markdown
 
@@ -30,6 +30,7 @@ class ReportResult:
 MAKERS: tuple[tuple[str, Maker], ...] = (
     ("data", tables.data_maker),
     ("curves", plots.curves_maker),
+    ("seed_curves", seeds.seed_curves_maker),
     ("coverage_curves", coverage.coverage_curves_maker),
     ("visit_maps", coverage.visit_maps_maker),
     ("final_scores", tables.final_scores_maker),
@@ -39,6 +40,7 @@ MAKERS: tuple[tuple[str, Maker], ...] = (
     ("aggregate_table", tables.aggregate_table_maker),
     ("aggregate_curve", plots.aggregate_curve_maker),
     ("probability_of_improvement", plots.poi_maker),
+    ("performance_profiles", seeds.performance_profiles_maker),
     ("method_comparison", tables.method_comparison_maker),
     ("intrinsic_reward", plots.intrinsic_maker),
     ("env_metrics", coverage.env_metrics_maker),

@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rfig_exp.results.contract import RunSummary
-
 from .aggregate import OVERALL_METRICS, Aggregates
+from .carried import MARK, carried_note, final_carried
 from .collect import Collection, return_measurement_md, runs_table
 from .maker import ReportContext, Section
 from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key
@@ -138,11 +137,13 @@ def usual_seeds(ns) -> int:
 
 
 def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat: str = "mean",
-                      coll: Collection | None = None):
+                      coll: Collection | None = None, carried: dict | None = None):
     """Rows = envs, columns = methods. stat "mean": mean ± half-width of the
     95% bootstrap CI; stat "iqm": IQM [lo, hi]. Bold: the best point estimate
     of an env, only when its CI does not overlap any other method's CI there
-    (separated_best). Returns (header, rows, usual n, smallest n)."""
+    (separated_best). ``carried``: env -> method -> (runs, n) whose final score
+    is carried forward (analysis.carried.final_carried); those cells get its
+    mark. Returns (header, rows, usual n, smallest n)."""
     label = coll.label if coll is not None else (lambda b: b)
     header = ["Env"] + [label(b) for b in methods]
     ns = [agg.per_env[e][b]["n"] for e in envs for b in methods if b in agg.per_env.get(e, {})]
@@ -164,6 +165,8 @@ def final_score_table(agg: Aggregates, methods: list[str], envs: list[str], stat
                     else f"{iv.point:.{d}f} [{iv.lo:.{d}f}, {iv.hi:.{d}f}]")
             if cells_for[b]["n"] != usual_n:
                 text += f" (n={cells_for[b]['n']})"
+            if b in (carried or {}).get(e, {}):
+                text += f" {MARK}"
             row.append(Cell(text, bold=b == best))
         rows.append(row)
     return header, rows, usual_n, min(ns, default=0)
@@ -178,16 +181,20 @@ def final_scores_maker(ctx: ReportContext, out_dir: Path):
     k = agg.last_k
     what = "the last evaluation window" if k == 1 else f"the mean of the last {k} evaluation windows"
     files, parts = [], []
+    carried = final_carried(coll, k)
+    note = carried_note(coll, k)
     for stat, name, title in (("mean", "final_scores", "Mean"), ("iqm", "final_scores_iqm", "IQM")):
-        header, rows, n, n_min = final_score_table(agg, methods, envs, stat, coll)
+        header, rows, n, n_min = final_score_table(agg, methods, envs, stat, coll, carried)
         ci = "± half-width of its" if stat == "mean" else "with its"
         caption = (f"{title} final score per env (final score of a run = {what}) {ci} 95% stratified-bootstrap "
                    f"percentile CI over seeds ({agg.reps} reps); n={n} seeds unless marked. Bold: best {title} "
                    "whose CI overlaps no other method's CI in that env.")
         if n_min < MIN_SEEDS_FOR_CI:
             caption += " " + few_seeds_note(n_min)
-        md = render_markdown(header, rows)
-        files += _write(out_dir, name, md, render_latex(header, rows, caption, f"tab:{name}"))
+        # The mark's note goes under the table itself: the 32-seed report and the README show the table alone.
+        md = render_markdown(header, rows) + (f"\n{note}\n" if note else "")
+        files += _write(out_dir, name, md, render_latex(header, rows, caption + (f" {note}" if note else ""),
+                                                        f"tab:{name}"))
         parts.append(f"**{title} final scores.** {caption}\n\n{md}\n[Markdown]({name}.md) | [LaTeX]({name}.tex)")
     return Section("Final scores per env", "\n\n".join(parts), files)
 
@@ -241,39 +248,12 @@ def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
 # --------------------------------------------------------------------------- method comparison (paper Table 1)
 
 
-def _speed_stats(coll: Collection) -> dict[str, dict[str, float]]:
-    """method -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps), "compile": median s}.
-    PPO = the primary method of bonus none."""
-    per: dict[tuple[str, str], list[RunSummary]] = {}
-    for r in coll.runs:
-        if r.complete and r.summary and r.env in coll.env_data and r.method in coll.methods:
-            per.setdefault((r.env, r.method), []).append(r.summary)
-
-    def med(key, sums):
-        vals = [v for v in (getattr(s, key) for s in sums) if v is not None and math.isfinite(v)]
-        return float(np.median(vals)) if vals else float("nan")
-
-    out = {}
-    for b in coll.methods:
-        sums = [s for (e, bb), ss in per.items() if bb == b for s in ss]
-        rel = []
-        for e in coll.envs:
-            if (e, b) in per and (e, "none") in per:
-                mine, ppo = med("env_steps_per_second", per[(e, b)]), med("env_steps_per_second", per[(e, "none")])
-                if math.isfinite(mine) and math.isfinite(ppo) and ppo > 0:
-                    rel.append(mine / ppo)
-        out[b] = {"sps": med("env_steps_per_second", sums), "compile": med("compile_time_s", sums),
-                  "rel": float(np.median(rel)) if rel else float("nan")}
-    return out
-
-
 def _num(x: float, fmt: str) -> str:
     return format(x, fmt) if x is not None and math.isfinite(x) else DASH
 
 
 def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     coll, agg = ctx.data, ctx.aggregates
-    speed = _speed_stats(coll)
     bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
     bonuses += PAPER_TABLE
     bonuses += [b for b in coll.names.sort({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
@@ -282,30 +262,50 @@ def method_comparison_maker(ctx: ReportContext, out_dir: Path):
     for bonus in bonuses:
         rows_for.append(bonus)
         rows_for += [m for m in coll.methods if coll.bonus_of(m) == bonus and m != bonus]
-    header = ["Method", "Principle", "Representation", "Computation", "Sensitivity (paper)",
-              "Env steps/s", "× PPO", "Compile (s)", "Seed spread (IQR)"]
+    header = ["Method", "Principle", "Representation", "Computation", "Sensitivity (paper)", "Seed spread (IQR)"]
     rows = []
     for b in rows_for:
         q = QUALITATIVE.get(coll.bonus_of(b),
                             {"principle": "?", "representation": None, "computation": "?", "sensitivity": "?"})
         rep = {True: "✓", False: "✗", None: DASH}[q["representation"]]
-        s = speed.get(b, {})
-        nan = float("nan")
         # No bold here: in this report bold means "best, CI clear of every other".
-        rows.append([Cell(coll.label(b)), q["principle"], rep, q["computation"],
-                     q["sensitivity"], _num(s.get("sps", nan), ",.0f"), _num(s.get("rel", nan), ".2f"),
-                     _num(s.get("compile", nan), ".1f"), _num(agg.spread.get(b, nan), ".3f")])
+        rows.append([Cell(coll.label(b)), q["principle"], rep, q["computation"], q["sensitivity"],
+                     _num(agg.spread.get(b, float("nan")), ".3f")])
     caption = ("Comparison of exploration methods. Principle, Representation (does the method learn one), "
-               "Computation and Sensitivity are the paper's Table 1; the last four columns are measured in this "
-               "experiment: median env steps/s and compile time over complete runs (summary.json), × PPO = median "
-               "over envs of (steps/s / PPO's steps/s in the same env), seed spread = median over envs of the "
-               "interquartile range of normalised final scores across seeds (lower = less seed-sensitive). "
-               f"{DASH} = not measured here.")
-    md = render_markdown(header, rows, align="lllll" + "r" * 4)
+               "Computation and Sensitivity are the paper's Table 1; seed spread is measured in this experiment: "
+               "the median over envs of the interquartile range of normalised final scores across seeds (lower = "
+               f"less seed-sensitive). {DASH} = not measured here.")
+    md = render_markdown(header, rows, align="lllllr")
     files = _write(out_dir, "method_comparison", md,
-                   render_latex(header, rows, caption, "tab:method_comparison", align="lcccc" + "r" * 4))
+                   render_latex(header, rows, caption, "tab:method_comparison", align="lccccr"))
+    speed_md, speed_files = _throughput_table(ctx, out_dir)
     return Section("Comparison of exploration methods",
-                   f"{caption}\n\n{md}\n[Markdown](method_comparison.md) | [LaTeX](method_comparison.tex)", files)
+                   f"{caption}\n\n{md}\n[Markdown](method_comparison.md) | [LaTeX](method_comparison.tex)"
+                   + speed_md, files + speed_files)
+
+
+def _throughput_table(ctx: ReportContext, out_dir: Path) -> tuple[str, list[Path]]:
+    """Env steps/s and compile time per device, each method against PPO on the same device only
+    (a GPU's rate and a CPU core's are not one quantity): markdown and the files written."""
+    from .devices import speed_by_device
+
+    coll = ctx.data
+    speed = speed_by_device(coll, ctx.options.run_devices)
+    if not speed:
+        return "", []
+    header = ["Device", "Method", "Envs", "Runs", "Env steps/s", "× PPO (same env and device)", "Compile (s)"]
+    rows = [[dev, coll.label(m), str(s["envs"]), str(s["runs"]), _num(s["sps"], ",.0f"), _num(s["rel"], ".2f"),
+             _num(s["compile"], ".1f")] for dev, per in speed.items() for m, s in per.items()]
+    caption = ("Throughput per device, never pooled across devices: median env steps/s over a method's complete runs "
+               "on that device (summary.json; a process's vmapped seeds together; its envs pooled, and methods may "
+               "have run other envs there: compare them by × PPO), × PPO = median over envs of (steps/s / PPO's "
+               "steps/s in the same env on the same device), median compile time. "
+               f"{DASH}: no PPO run on the method's envs on that device. Other work may have shared the machine.")
+    md = render_markdown(header, rows, align="llrrrrr")
+    files = _write(out_dir, "throughput_by_device", md,
+                   render_latex(header, rows, caption, "tab:throughput_by_device", align="llrrrrr"))
+    return (f"\n\n**Throughput per device.** {caption}\n\n{md}\n[Markdown](throughput_by_device.md) | "
+            "[LaTeX](throughput_by_device.tex)"), files
 
 
 # --------------------------------------------------------------------------- data coverage and issues

@@ -106,14 +106,19 @@ def _canonical_rows(df: pd.DataFrame | None) -> str:
 
 
 def describe_machine(machine: dict | None) -> str | None:
-    """summary.json's ``machine`` in a few words: the accelerator, else the CPU, with the cores."""
+    """summary.json's ``machine`` in a few words: the accelerator, else the CPU, with the cores; for
+    runs that record them, the CPU's family and model and its instruction-set hash, which tell apart
+    two machines whose model name and cores read alike."""
     if not machine:
         return None
     cores = f"{machine['cores']} CPU cores" if machine.get("cores") else "CPU"
     if machine.get("backend") not in (None, "cpu"):
         n = machine.get("devices") or 1
         return f"{n} x {machine.get('device_kind')} ({machine['backend']}), {cores}"
-    cpu = f" ({machine['cpu']})" if machine.get("cpu") else ""
+    ident, isa = machine.get("cpu_id") or {}, machine.get("isa") or {}
+    kind = " ".join(f"{k} {ident[k]}" for k in ("family", "model", "stepping", "part") if k in ident)
+    kind += (", " if kind and isa else "") + (f"ISA {isa['sha256_16']}" if isa.get("sha256_16") else "")
+    cpu = f" ({machine['cpu']}{'; ' + kind if kind else ''})" if machine.get("cpu") else ""
     mem = f", {machine['memory_gib']:.0f} GiB" if machine.get("memory_gib") else ""
     return f"{cores}{cpu}{mem}, no GPU"
 

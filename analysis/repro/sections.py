@@ -380,10 +380,24 @@ def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, lis
                               f"{d.point:.2f} [{d.interval()[0]:.2f}, {d.interval()[1]:.2f}]"]
                              for label, d, kind in every], align="lr")
     return ("![P(RFIG > PPO) per panel](poi_rfig_ppo.png)\n\n*One row per panel: the probability that a run of "
-            "RFIG ends above a run of PPO (0.5: no difference). Grey: beyond the paper or not discriminating; "
-            "red: the aggregates behind the claim, over the paper's discriminating panels and with the envs "
-            "beyond the paper.*\n\n<details><summary>The numbers</summary>\n\n" + table + "\n</details>\n",
-            files)
+            f"RFIG ends above a run of PPO (0.5: no difference). {_poi_legend(every)}*\n\n"
+            "<details><summary>The numbers</summary>\n\n" + table + "\n</details>\n", files)
+
+
+def _poi_legend(rows: list) -> str:
+    """The colours of the P(RFIG > PPO) figure, naming only what it draws (the aggregate with the
+    envs beyond the paper is left out when it equals the paper's own, or when there are none)."""
+    kinds = {kind for _, _, kind in rows}
+    parts = [text for kind, text in (("paper", "blue: the paper's panels"), ("beyond", "grey: beyond the paper"),
+                                     ("saturated", "light grey: a panel where every method sits at one score "
+                                                   "(it does not discriminate and is in no aggregate)"))
+             if kind in kinds]
+    aggregates = [label for label, _, kind in rows if kind == "aggregate"]
+    if aggregates:
+        parts.append("red: the aggregate behind the claim, the per-panel probabilities' mean (panels counted in "
+                     "brackets): " + " and ".join(aggregates))
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
 
 
 TIMING = "timing.csv"  # benchmarks/bench_timing_claim.py's rows, beside the data

@@ -4,6 +4,7 @@ version that made it; a speed is read knowing how many jobs shared the device)."
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -28,12 +29,8 @@ def _git(*args: str) -> str | None:
 
 
 def package_versions() -> dict:
-    versions = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    versions.update({name: _version(name) for name in PACKAGES})
     versions["git_commit"] = _git("rev-parse", "HEAD") or os.environ.get(COMMIT_ENV) or None
     return versions
 
@@ -44,14 +41,105 @@ def git_dirty() -> bool | None:
     return None if status is None else bool(status)
 
 
-def _cpu_model() -> str | None:
+CPUINFO = Path("/proc/cpuinfo")
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+# Instruction-set features that change what XLA's CPU backend emits (it compiles for the host's
+# features: vector width, fused multiply-add), so two machines with other sets of them can round
+# differently. The whole set is kept as a hash; these are named so a reader sees the difference.
+NOTABLE_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl",
+                 "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16", "asimd", "sve")
+# The environment variables that change a run's numbers or its threads: XLA's flags (set by
+# rfig_exp.set_cpu_flags before JAX is imported, so this is what XLA read), JAX's own, and the BLAS
+# thread counts (LAPACK's rounding depends on its thread count).
+NUMERICS_VARS = ("XLA_FLAGS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def cpuinfo_fields(text: str) -> dict[str, str]:
+    """The first processor's ``key: value`` lines of a /proc/cpuinfo text (all processors of one
+    machine are alike; on ARM the shared lines come after them, and are kept too)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, colon, value = line.partition(":")
+        key = key.strip()
+        if not colon or not key:
+            continue
+        if key == "processor" and "processor" in out:
+            continue  # the next processor's block: its lines repeat the first one's
+        out.setdefault(key, value.strip())
+    return out
+
+
+def cpu_identity(fields: dict[str, str]) -> dict:
+    """What names a CPU's microarchitecture beyond its model name (a VM may show only "AMD EPYC"):
+    vendor, family, model, stepping and microcode on x86; implementer, part, variant and revision
+    on ARM. Only the fields present."""
+    keys = {"vendor": "vendor_id", "family": "cpu family", "model": "model", "stepping": "stepping",
+            "microcode": "microcode", "implementer": "CPU implementer", "part": "CPU part",
+            "variant": "CPU variant", "revision": "CPU revision"}
+    return {name: fields[key] for name, key in keys.items() if fields.get(key)}
+
+
+def isa_flags(fields: dict[str, str]) -> dict | None:
+    """The CPU's instruction-set features in short: how many, a hash of the sorted set (two
+    machines with the same hash have the same features) and the notable ones present
+    (:data:`NOTABLE_FLAGS`). None where cpuinfo lists none."""
+    flags = sorted(set((fields.get("flags") or fields.get("Features") or "").split()))
+    if not flags:
+        return None
+    digest = hashlib.sha256(" ".join(flags).encode()).hexdigest()[:16]
+    return {"count": len(flags), "sha256_16": digest, "notable": [f for f in NOTABLE_FLAGS if f in flags]}
+
+
+def cache_sizes(root: Path = CACHES) -> dict[str, str]:
+    """The first core's caches as sysfs lists them: ``{"L1d": "48K", "L1i": "32K", "L2": ..., "L3": ...}``
+    (empty where sysfs has none)."""
+    out = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            level, kind, size = ((index / n).read_text().strip() for n in ("level", "type", "size"))
+        except OSError:
+            continue
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        out[f"L{level}{suffix}"] = size
+    return out
+
+
+def _cpuinfo() -> dict[str, str]:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        return cpuinfo_fields(CPUINFO.read_text())
     except OSError:
+        return {}
+
+
+def _cpu_model(fields: dict[str, str] | None = None) -> str | None:
+    fields = _cpuinfo() if fields is None else fields
+    return fields.get("model name") or platform.processor() or None
+
+
+def jax_build(devices: list) -> dict:
+    """What jaxlib says of its build and of the backend it runs (``devices``: ``jax.devices()``, so
+    JAX is loaded already): version, the commit it was built from, the backend's platform version
+    (on a GPU, the CUDA versions), a GPU's compute capability."""
+    out: dict = {"jaxlib": _version("jaxlib")}
+    try:
+        import jaxlib.version as jaxlib_version
+
+        out["jaxlib_git"] = getattr(jaxlib_version, "_git_hash", None)
+    except ImportError:
         pass
-    return platform.processor() or None
+    client = getattr(devices[0], "client", None)
+    out["platform_version"] = getattr(client, "platform_version", None)
+    capability = getattr(devices[0], "compute_capability", None)
+    if capability:
+        out["compute_capability"] = str(capability)
+    return out
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _memory_gib() -> float | None:
@@ -63,12 +151,24 @@ def _memory_gib() -> float | None:
 
 def machine(devices: list | None = None) -> dict:
     """What ran the job: CPU model and cores, memory, and the accelerator JAX trained on
-    (``devices``: ``jax.devices()``; None: not asked, for callers that must not import JAX)."""
-    out: dict = {"cpu": _cpu_model(), "cores": os.cpu_count(), "memory_gib": _memory_gib()}
+    (``devices``: ``jax.devices()``; None: not asked, for callers that must not import JAX); and
+    what tells two machines apart that this much records alike (two "2 CPU cores (AMD EPYC)" VMs
+    gave other numbers from the first window): the CPU's family and model, its instruction-set
+    features, its caches, the architecture, the numerics variables (XLA_FLAGS) and, with
+    ``devices``, jaxlib's build."""
+    fields = _cpuinfo()
+    out: dict = {"cpu": _cpu_model(fields), "cores": os.cpu_count(), "memory_gib": _memory_gib()}
     if devices:
         out["backend"] = devices[0].platform
         out["devices"] = len(devices)
         out["device_kind"] = devices[0].device_kind
+    out["arch"] = platform.machine() or None
+    out["cpu_id"] = cpu_identity(fields)
+    out["isa"] = isa_flags(fields)
+    out["caches"] = cache_sizes()
+    out["numerics_env"] = {var: os.environ[var] for var in NUMERICS_VARS if var in os.environ}
+    if devices:
+        out["jax_build"] = jax_build(devices)
     return out
 
 

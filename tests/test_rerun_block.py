@@ -1,0 +1,157 @@
+"""A committed block rerun here (scripts/rerun_block.py, analysis.repro.reproducible): the command
+it reruns, the comparison on synthetic rows with known answers, and a tiny real block launched
+twice, which must come back bit-identical."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from analysis.repro.data import StoredRun, export_tree
+from analysis.repro.reproducible import (
+    EVIDENCE,
+    block_command,
+    compare_block,
+    final_score,
+    machine_kind,
+    parse_seeds,
+    reproducibility_md,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _rows(returns, episodes=None, extra: dict | None = None) -> str:
+    """A canonical metrics CSV (as analysis.repro.data stores it) of one run."""
+    episodes = [4] * len(returns) if episodes is None else episodes
+    cols = {"env_steps": [1000 * (i + 1) for i in range(len(returns))], "episode_return": returns,
+            "episodes_finished": episodes, "wall_time_s": [0.5 * i for i in range(len(returns))], **(extra or {})}
+    lines = [",".join(cols)] + [",".join("" if isinstance(v, float) and np.isnan(v) else str(v)
+                                         for v in (c[i] for c in cols.values())) for i in range(len(returns))]
+    return "\n".join(lines) + "\n"
+
+
+def test_parse_seeds():
+    assert parse_seeds("8-15") == list(range(8, 16))
+    assert parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("3") == [3]
+    with pytest.raises(ValueError):
+        parse_seeds("15-8")
+
+
+def test_block_command_is_the_stage_s_own_for_its_whole_block():
+    stage, args = block_command("paper32", "pointmaze_medium", "rfig", list(range(8, 16)))
+    assert stage == "p32-pointmaze_medium-8"
+    assert args == ["sweep=paper32", "seed=8", "num_seeds=8", "env=pointmaze_medium", "bonus=rfig"]
+    # the 32-seed grid's seeds 0-7 are the reproduction's runs: its command
+    assert block_command("paper32", "acrobot", "none", list(range(8)))[1] == [
+        "sweep=repro", "env=acrobot", "bonus=none", "seed=0", "num_seeds=8"]
+    # VIME and the control came from the baselines campaign, seeds 0-31 in blocks of 8
+    assert block_command("paper32", "acrobot", "vime", list(range(16, 24)))[0] == "bl-acrobot-16"
+    with pytest.raises(ValueError, match="whole block"):
+        block_command("paper32", "acrobot", "none", [8, 9, 10, 11])
+
+
+def test_final_score_carries_the_last_finished_window():
+    assert final_score(_rows([1.0, 2.0, 3.0])) == 3.0
+    assert final_score(_rows([1.0, 2.0, float("nan")], episodes=[4, 4, 0])) == 2.0
+    assert np.isnan(final_score(_rows([float("nan")] * 2, episodes=[0, 0])))
+
+
+def test_identical_blocks_whatever_the_wall_time():
+    a = {s: _rows([s, s + 1.5, s + 2.25]) for s in range(8, 12)}
+    b = {s: r.replace(",0.5\n", ",9.5\n") for s, r in a.items()}  # another wall time in window 2
+    assert b != a
+    res = compare_block(a, b)
+    assert res.identical and res.windows == 3
+    assert res.columns == ["env_steps", "episode_return", "episodes_finished"]
+    assert res.verdict().startswith("BIT-IDENTICAL: 4 seeds x 3 windows")
+    assert res.mann_whitney() == (8.0, 1.0)
+
+
+def test_different_blocks_name_the_first_window_and_test_the_final_scores():
+    committed = {s: _rows([0.0, 1.0, float(s)], episodes=[17, 4, 4]) for s in range(8, 16)}
+    rerun = {s: _rows([0.0, 1.0, float(s + 100)], episodes=[19 if s == 8 else 17, 4, 4]) for s in range(8, 16)}
+    res = compare_block(committed, rerun)
+    assert not res.identical and [d.seed for d in res.differences] == list(range(8, 16))
+    first = res.differences[0]
+    assert (first.seed, first.window, first.column, first.committed, first.rerun) == (8, 1, "episodes_finished",
+                                                                                     "17", "19")
+    assert (res.differences[1].window, res.differences[1].column) == (3, "episode_return")
+    u, p = res.mann_whitney()
+    # every rerun score above every committed one: U = 0, exact two-sided p = 2 / C(16, 8)
+    assert u == 0.0 and p == pytest.approx(2 / 12870)
+    assert p == pytest.approx(scipy.stats.mannwhitneyu(np.arange(8, 16), np.arange(108, 116)).pvalue)
+    assert "first at seed 8, window 1 (env_steps 1000): episodes_finished 17 (committed) vs 19 (rerun)" \
+        in res.verdict()
+
+
+def test_columns_only_one_side_records_are_left_out_and_missing_seeds_named():
+    old = {0: _rows([1.0, 2.0]), 1: _rows([1.0, 2.0])}
+    new = {0: _rows([1.0, 2.0], extra={"signal/cv": [0.5, 0.6]})}
+    res = compare_block(old, new)
+    assert res.differences == [] and res.missing == [1] and not res.identical
+    shorter = compare_block({0: _rows([1.0, 2.0])}, {0: _rows([1.0])})
+    assert shorter.differences[0].column is None and shorter.differences[0].window == 2
+
+
+def test_machine_kind_tells_apart_what_the_old_record_did_not():
+    old = {"backend": "cpu", "cores": 2, "cpu": "AMD EPYC", "device_kind": "cpu"}
+    new = {**old, "cpu_id": {"vendor": "AuthenticAMD", "family": "26", "model": "2", "stepping": "1"},
+           "isa": {"sha256_16": "25fc08b1fed3d885"}, "jax_build": {"jaxlib": "0.10.2"},
+           "numerics_env": {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}}
+    other = {**new, "cpu_id": {**new["cpu_id"], "family": "25", "model": "17"}}
+    assert machine_kind(old) == "AMD EPYC, 2 cores (identity not recorded)"
+    assert machine_kind(new) != machine_kind(other)
+    assert "family 26 model 2 stepping 1" in machine_kind(new) and "ISA 25fc08b1fed3d885" in machine_kind(new)
+    assert machine_kind({"backend": "gpu", "device_kind": "NVIDIA H200"}) == "NVIDIA H200 (gpu)"
+    assert machine_kind(None) == "machine not recorded"
+
+
+def test_origin_text_tells_apart_what_the_old_one_did_not():
+    from analysis.repro.data import describe_machine
+
+    old = {"backend": "cpu", "cores": 2, "cpu": "AMD EPYC", "memory_gib": 23.5}
+    assert describe_machine(old) == "2 CPU cores (AMD EPYC), 24 GiB, no GPU"  # as the committed runs say
+    new = {**old, "cpu_id": {"family": "26", "model": "2", "stepping": "1"}, "isa": {"sha256_16": "25fc08b1fed3d885"}}
+    assert describe_machine(new) == "2 CPU cores (AMD EPYC; family 26 model 2 stepping 1, ISA 25fc08b1fed3d885), " \
+                                    "24 GiB, no GPU"
+    from analysis.devices import device_from_origin
+
+    assert device_from_origin(describe_machine(new)) == "CPU"
+
+
+def test_reproducibility_statement_names_the_evidence_and_the_kinds():
+    runs = {("p", "e", "none", "base", s): StoredRun({"summary": {"machine": {"cpu": "AMD EPYC", "cores": 2}}}, "")
+            for s in range(3)}
+    md = reproducibility_md(runs)
+    assert "bit-identical" in md and "statistically" in md
+    assert "Mann-Whitney p = 1.0 for PPO, 0.72 for RFIG" in md and len(EVIDENCE) >= 1
+    assert "| AMD EPYC, 2 cores (identity not recorded) | 3 |" in md
+
+
+TINY = ["agent.num_envs=8", "agent.num_steps=64", "agent.num_minibatches=4", "eval_frequency=2048"]
+
+
+@pytest.mark.timeout(900)
+def test_a_tiny_block_launched_twice_is_bit_identical(tmp_path):
+    block = ["env=cartpole", "bonus=none", "seed=0", "num_seeds=2", "experiment=tiny"]
+    first = tmp_path / "first"
+    cmd = [sys.executable, "launch.py", "-m", *block, "agent.total_timesteps=8192", *TINY, f"results_dir={first}",
+           "wandb.mode=disabled", "stall_timeout_s=300"]
+    made = subprocess.run(cmd, cwd=REPO, env=dict(os.environ, WANDB_MODE="disabled"), capture_output=True,
+                          text=True, timeout=480)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    data = tmp_path / "data"
+    assert export_tree(first, data)["runs"] == 2  # the committed-like data folder
+    script = [sys.executable, "scripts/rerun_block.py", "--env", "cartpole", "--bonus", "none", "--seeds", "0-1",
+              "--experiment", "tiny", "--data", str(data), "--command", " ".join(block), "--total-timesteps", "8192",
+              *(f"--set={s}" for s in TINY)]
+    again = subprocess.run(script, cwd=REPO, capture_output=True, text=True, timeout=480)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "BIT-IDENTICAL: 2 seeds x 4 windows" in again.stdout
