@@ -31,6 +31,7 @@ from .. import verdicts
 from ..aggregate import compute_aggregates
 from ..claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
 from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
+from ..devices import device_confound_md, devices_from_data
 from ..maker import ReportOptions
 from ..names import env_label, method_label, sort_methods, split_task
 from ..report import build_report
@@ -40,6 +41,7 @@ from .baselines import BaselinesSection, baselines_section
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
+from .reproducible import reproducibility_md
 from .sections import (
     NOT_RECORDED,
     SENS,
@@ -70,9 +72,9 @@ COMPARE_WITH = {"paper32": [(_DOCS / "repro/claims.json", "8 seeds on the CPU (d
 TIMING_FROM = {"paper32": _DOCS / "repro/data"}
 FORECASTS = {"paper32": (_DOCS / "repro/claims-before-2026-11-28.json", "8 seeds (before 2026-11-28)")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
-STANDARD_SECTIONS = ["data", "curves", "final_scores", "aggregate_table", "aggregate_intervals", "aggregate_curve",
-                     "probability_of_improvement", "method_comparison", "coverage_curves", "visit_maps",
-                     "final_coverage", "intrinsic_reward", "env_metrics", "exports"]
+STANDARD_SECTIONS = ["data", "curves", "seed_curves", "final_scores", "aggregate_table", "aggregate_intervals",
+                     "aggregate_curve", "probability_of_improvement", "performance_profiles", "method_comparison",
+                     "coverage_curves", "visit_maps", "final_coverage", "intrinsic_reward", "env_metrics", "exports"]
 CURVES = "main/curves.png"
 
 
@@ -192,7 +194,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         tree = rebuild_tree(data_dir, Path(tmp) / "results")
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
-        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored)),
+        parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
+                                                              run_devices=devices_from_data(stored)),
                          data_dir)
         # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
         for path in out.rglob("*"):
@@ -201,7 +204,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
-    parts["provenance"] = _provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
+    parts["provenance"] = (_provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
+                           + "\n\n" + reproducibility_md(stored))
     presets = EXPECTED_PRESETS.get(experiment, [experiment])
     short = missing_cells(stored, experiment, presets)
     parts["missing"], parts["filling"] = missing_md(short, presets), bool(short)
@@ -270,6 +274,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
     return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
             "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
+            "devices_md": device_confound_md(main, opts.run_devices),
             "timing_md": timing_section(timing_dir), "backend_md": backend_section(tree, main, reps, seed),
             "usual_n": usual_seeds(cell["n"] for per in agg.per_env.values() for cell in per.values())}
 
@@ -321,6 +326,8 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "below; not evidence for the timing claim: other work shared the machine)",
         "",
         _speed_md(parts["speed"], main),
+        "",
+        parts["devices_md"],
         "",
     ]
     if parts["deep_md"]:
