@@ -704,3 +704,20 @@ def test_the_earlier_forecasts_are_set_against_what_the_seeds_showed(tmp_path):
     assert "| A | estimate against the claim, about 12 seeds | no effect larger than d = 0.2 |" in text
     assert "| B |" not in text and "50% power" in text
     assert forecasts_md(now, tmp_path / "absent.json", "8 seeds") == ""
+
+
+def test_a_campaign_restarted_at_a_later_commit_counts_its_stages_runs_at_both():
+    from analysis.repro.made_by import stage_costs, stage_coverage, stage_rows
+
+    def run(bonus, seed, commit):
+        summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": "2026-11-28T10:00:00Z",
+                   "machine": {"backend": "cpu", "device_kind": "cpu"}}
+        made = stored_run("mountaincar", bonus, seed, summary, {"commit": commit, "machine": "cpu"})
+        return replace(made, record={**made.record, "variant": "base", "variant_overrides": {}})
+
+    runs = [run("vime", s, "aaaaaaa") for s in range(8)] + [run("noise", s, "bbbbbbb") for s in range(8)]
+    stored = {r.key: r for r in runs}
+    meta = {"campaigns": [{"commit": "bbbbbbb", "commits": ["aaaaaaa", "bbbbbbb"], "machine": "cpu",
+                           "stages": {"bl-mountaincar-0": {"before": 2.0}}}]}
+    (row,) = stage_rows(meta, stage_costs(stored), stage_coverage(stored))
+    assert row[:4] == ["bl-mountaincar-0", "16", "16/16", "aaaaaaa, bbbbbbb"] and row[8] == "1.00"

@@ -78,9 +78,10 @@ def stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[st
     measured / estimated ratio: its estimate is of the whole stage, its measurement of a part."""
     rows, named, sizes = [], set(), stage_sizes()
     for camp in meta.get("campaigns", []):
-        commit = camp.get("commit") or "unknown"
+        # a campaign restarted at a later commit (one that changed nothing its stages run) lists them all
+        commits = camp.get("commits") or [camp.get("commit") or "unknown"]
         for key, est in (camp.get("stages") or {}).items():
-            parts = [(stage, commit) for stage in key.split("+")]
+            parts = [(stage, commit) for stage in key.split("+") for commit in commits]
             named.update(parts)
             found = [costs[p] for p in parts if p in costs]
             runs = sum(c["runs"] for c in found)
@@ -90,10 +91,12 @@ def stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[st
             fallback = (camp.get("machine") or "—") if runs else "—"
             machines = sorted({m for c in found for m in c["machines"]}) or [fallback]
             finished = max([c["finished"] for c in found if c["finished"]] or [camp.get("finished") or "—"])
-            size = sum(sizes[s] for s, _ in parts) if all(s in sizes for s, _ in parts) else None
+            stages = list(dict.fromkeys(s for s, _ in parts))
+            size = sum(sizes[s] for s in stages) if all(s in sizes for s in stages) else None
             whole = size is None or runs == size
             before, after = est.get("before"), est.get("after")
-            rows.append([key.replace("+", " + "), str(runs), _in_data([s for s, _ in parts], coverage, size), commit,
+            made_at = [c for c in commits if any((s, c) in costs for s in stages)] or commits[-1:]
+            rows.append([key.replace("+", " + "), str(runs), _in_data(stages, coverage, size), ", ".join(made_at),
                          "; ".join(machines), finished if runs and whole else "—", _minutes(before), _minutes(wall),
                          _ratio(wall, before) if whole else "—", _minutes(after),
                          _ratio(wall, after) if whole else "—"])
