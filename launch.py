@@ -56,8 +56,8 @@ def job(cfg: DictConfig, varying: Sequence[str] = ()):
     ``varying``: the keys its sweep's plan found not the same in every job, which its console
     label shows first. Returns a :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweeper."""
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    from rfig_exp.config.run_spec import build_run_spec
     from rfig_exp.launch import hydra_adapter
+    from rfig_exp.spec.run_spec import build_run_spec
 
     this = hydra_adapter.current_job()
     spec = None

@@ -22,8 +22,8 @@ from typing import Callable, Mapping, Sequence
 from . import verdicts as V
 from .claim_rows import fmt
 from .claims import Panels
+from .markdown import render_markdown
 from .names import CONTROLS, REFERENCES, env_label
-from .tables import render_markdown
 
 
 def control_comparisons(p: Panels, methods: Sequence[str], control: str,

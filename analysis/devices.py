@@ -22,9 +22,9 @@ import scipy.stats
 
 from .aggregate import iqm
 from .collect import Collection, final_scores
+from .markdown import render_markdown
 from .names import env_label
 from .runs import Run
-from .tables import render_markdown
 
 CPU, NOT_RECORDED = "CPU", "not recorded"
 MIN_RUNS_TO_TEST = 3  # per device group: fewer runs cannot show a difference

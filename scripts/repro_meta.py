@@ -27,10 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from analysis.repro.stages import stages  # noqa: E402
-from rfig_exp.config import variants  # noqa: E402
+from rfig_exp.config import folders, variants  # noqa: E402
 from rfig_exp.launch import estimate_sweep, estimate_throughput  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.run import provenance  # noqa: E402
+from rfig_exp.spec import defaults  # noqa: E402
 
 STAGE_LINE = re.compile(r"^(?:\[lane (\w)\] )?\[repro\] (\S+Z) stage (\S+) (started|complete|NOT complete)")
 STAMP = re.compile(r"\[repro\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
@@ -40,8 +41,8 @@ COMMON = "results_dir=RESULTS wandb.mode=disabled stall_timeout_s=300"
 def job_state(cfg: dict, results: Path, commit: str) -> str:
     """``made`` when every seed of this composed job is complete and was trained at ``commit``,
     ``earlier`` when complete but made before (restored from the committed data), else ``missing``."""
-    choices = {g: cfg[g]["name"] for g in variants.GROUPS}
-    name = variants.variant_name(variants.variant_overrides(cfg, choices))
+    choices = {g: cfg[g]["name"] for g in folders.GROUPS}
+    name = variants.variant_name(defaults.variant_overrides(cfg, choices))
     states = set()
     for seed in range(int(cfg["seed"]), int(cfg["seed"]) + int(cfg["num_seeds"])):
         path = contract.run_dir(results, cfg["experiment"], choices["env"], choices["bonus"], name, seed)

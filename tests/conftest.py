@@ -28,7 +28,8 @@ def analysis_reads() -> set[str]:
     return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults",
             "rfig_exp.results.status", "rfig_exp.bonuses",
             "rfig_exp.bonuses.settings", "rfig_exp.config", "rfig_exp.config.variants", "rfig_exp.config.settings",
-            "rfig_exp.config.validation", "rfig_exp.config.errors",
+            "rfig_exp.config.validation", "rfig_exp.config.errors", "rfig_exp.config.folders",
+            "rfig_exp.config.run_settings", "rfig_exp.config.jobs",
             *(f"rfig_exp.bonuses.{b}" for b in bonus_names())}
 
 

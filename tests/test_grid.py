@@ -8,13 +8,13 @@ import pytest
 from conftest import compose_config, find_run
 
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config import variants
-from rfig_exp.config.run_spec import build_run_spec
+from rfig_exp.config import folders
 from rfig_exp.envs import REGISTRY, env_names, make_env
 from rfig_exp.run.experiment import run_experiment
+from rfig_exp.spec.run_spec import build_run_spec
 
-ENVS = variants.group_options("env")
-BONUSES = variants.group_options("bonus")
+ENVS = folders.group_options("env")
+BONUSES = folders.group_options("bonus")
 # One env per family runs end to end in the default suite; `make test-all` runs them all.
 DEFAULT_RUNS = {"cartpole", "minatar_breakout", "pendulum", "deepsea", "pointmaze_umaze"}
 # Building a Brax env costs 10-20 s each; tests/test_brax.py builds and steps them in the default suite.

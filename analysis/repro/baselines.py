@@ -20,9 +20,9 @@ import numpy as np
 from ..claims import Panels
 from ..collect import Collection
 from ..control import control_md
+from ..markdown import render_markdown
 from ..names import env_label
 from ..signal import CellSignal, degenerate, signal_cells, signal_md
-from ..tables import render_markdown
 
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
 VIME_RAW = {"before": "intrinsic_reward", "after": "bonus/info_gain_mean"}

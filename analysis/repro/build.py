@@ -33,10 +33,11 @@ from ..claims import beyond_paper_claims, claims_table, comparisons_table, panel
 from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
 from ..devices import device_confound_md, devices_from_data
 from ..maker import ReportOptions
+from ..markdown import render_markdown
 from ..names import env_label, method_label, sort_methods, split_task
 from ..report import build_report
 from ..rule_history import history_md
-from ..tables import render_markdown, usual_seeds
+from ..tables import usual_seeds
 from .baselines import BaselinesSection, baselines_section
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree

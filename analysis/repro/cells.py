@@ -13,11 +13,11 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.config.folders import CONF_DIR
 
+from ..markdown import render_markdown
 from ..names import env_label, method_label, sort_envs, sort_methods
 from ..runs import ENV_OPTION_PREFIX, task_name
-from ..tables import render_markdown
 
 
 def expected_cells(presets: list[str]) -> dict[tuple[str, str], int]:

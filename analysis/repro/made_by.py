@@ -7,12 +7,9 @@ processes, each counted once) stands beside its estimate from the campaign's ``m
 
 from __future__ import annotations
 
-from .stages import stage_of, stage_sizes
+from .stages import block_stage, stage_coverage, stage_sizes
 
-
-def _block_stage(rec: dict) -> str | None:
-    """The CPU block stage that makes a run's seed (``stage_of`` on its stored record)."""
-    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+__all__ = ["made_in", "stage_costs", "stage_coverage", "stage_rows"]
 
 
 def made_in(rec: dict, summary: dict) -> str | None:
@@ -21,7 +18,7 @@ def made_in(rec: dict, summary: dict) -> str | None:
     machine = summary.get("machine") or {}
     if machine.get("backend") == "gpu":
         return f"{rec['experiment']} on a GPU ({machine.get('device_kind') or 'unknown device'})"
-    return _block_stage(rec)
+    return block_stage(rec)
 
 
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
@@ -47,17 +44,6 @@ def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
             processes[(stage, commit, *key[:4], summary["wall_time_s"])] = float(summary["wall_time_s"])
     for (stage, commit, *_), wall in processes.items():
         out[(stage, commit)]["wall_s"] += wall
-    return out
-
-
-def stage_coverage(stored: dict) -> dict[str, int]:
-    """stage -> complete runs of its cells in ``stored``, whichever machine made them (a run made
-    on a GPU counts for the CPU block stage of its seed)."""
-    out: dict[str, int] = {}
-    for run in stored.values():
-        stage = _block_stage(run.record)
-        if stage is not None and run.complete:
-            out[stage] = out.get(stage, 0) + 1
     return out
 
 

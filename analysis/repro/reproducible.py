@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats
 
-from ..tables import render_markdown
+from ..markdown import render_markdown
 from .stages import CAMPAIGNS, MAIN, stage_of, stages
 
 IGNORED_COLUMNS = ("wall_time_s",)  # the one column that is a time, not a number of the run

@@ -23,10 +23,10 @@ from .. import verdicts as V  # noqa: E402
 from ..aggregate import bootstrap, fast_iqm  # noqa: E402
 from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from ..collect import Collection, final_scores  # noqa: E402
+from ..markdown import render_markdown  # noqa: E402
 from ..names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from ..plots import _save  # noqa: E402
 from ..sensitivity_claims import sensitivity_knobs  # noqa: E402
-from ..tables import render_markdown  # noqa: E402
 
 SENS = "sensitivity"
 

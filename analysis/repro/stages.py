@@ -32,7 +32,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.config.folders import CONF_DIR
 
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
@@ -246,13 +246,27 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     return out
 
 
+def block_stage(rec: dict) -> str | None:
+    """The CPU block stage that makes a run's seed (``stage_of`` on its stored record)."""
+    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+
+
+def stage_coverage(stored: dict) -> dict[str, int]:
+    """stage -> complete runs of its cells in ``stored``, whichever machine made them (a run made
+    on a GPU counts for the CPU block stage of its seed)."""
+    out: dict[str, int] = {}
+    for run in stored.values():
+        stage = block_stage(run.record)
+        if stage is not None and run.complete:
+            out[stage] = out.get(stage, 0) + 1
+    return out
+
+
 def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
     """The stages of a campaign of fixed-size stages (the 32-seed grid, the baselines) whose runs
     ``stored`` (a data folder's runs, analysis.repro.data.read_data) does not hold in full, whichever
     machine made those it holds, in the order the lanes take them: what a fresh machine's lanes still
     have to run."""
-    from .made_by import stage_coverage
-
     held, sizes = stage_coverage(stored), stage_sizes()
     return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
 

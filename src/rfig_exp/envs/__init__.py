@@ -15,41 +15,22 @@ with ``module: <importable module>`` and the env's options: the module declares 
 
 from __future__ import annotations
 
-import functools
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from rfig_exp.config.errors import ConfigError
-from rfig_exp.envs.settings import SETTINGS, EnvSettings, parse_env
+from rfig_exp.envs.settings import (
+    REGISTRY,
+    SETTINGS,
+    EnvSettings,
+    UserEnvSettings,
+    env_names,
+    parse_env,
+    parse_user_env,
+    user_env_class,
+)
 
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env
-
-# config name -> (suite, suite-specific id)
-REGISTRY: dict[str, tuple[str, str]] = {
-    "mountaincar": ("gymnax", "MountainCar-v0"),
-    "acrobot": ("gymnax", "Acrobot-v1"),
-    "cartpole": ("gymnax", "CartPole-v1"),
-    "pendulum": ("gymnax", "Pendulum-v1"),
-    "mountaincar_continuous": ("gymnax", "MountainCarContinuous-v0"),
-    "minatar_breakout": ("gymnax", "Breakout-MinAtar"),
-    "minatar_asterix": ("gymnax", "Asterix-MinAtar"),
-    "minatar_freeway": ("gymnax", "Freeway-MinAtar"),
-    "minatar_space_invaders": ("gymnax", "SpaceInvaders-MinAtar"),
-    "sparse_ant": ("brax", "ant"),
-    "sparse_halfcheetah": ("brax", "halfcheetah"),
-    "sparse_hopper": ("brax", "hopper"),
-    "sparse_walker2d": ("brax", "walker2d"),
-    "sparse_humanoid": ("brax", "humanoid"),
-    "deepsea": ("gymnax", "DeepSea-bsuite"),
-    "pointmaze_umaze": ("pointmaze", "umaze"),
-    "pointmaze_open": ("pointmaze", "open"),
-    "pointmaze_medium": ("pointmaze", "medium"),
-    "pointmaze_large": ("pointmaze", "large"),
-    "pointmaze_giant": ("pointmaze", "giant"),
-    "pointmaze_custom": ("pointmaze", "custom"),
-}
 
 # suite -> (module, factory); a factory is ``make(settings) -> Env``, settings from ``parse_env``
 SUITES: dict[str, tuple[str, str]] = {
@@ -58,52 +39,6 @@ SUITES: dict[str, tuple[str, str]] = {
     "pointmaze": ("rfig_exp.envs.pointmaze", "make_pointmaze_env"),
 }
 assert set(SUITES) == set(SETTINGS)
-
-
-def env_names() -> list[str]:
-    return sorted(REGISTRY)
-
-
-@dataclass(frozen=True)
-class UserEnvSettings(EnvSettings):
-    """The settings of an env of the user's own module (``env.module``, its ``suite_id``): the
-    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule, doc=...)``),
-    are its ``env.*`` options, read and checked by the same parser before anything compiles."""
-
-    suite: ClassVar[str] = "user"
-
-    @classmethod
-    def not_an_option(cls, name: str, suite_id: str, key: str) -> str:
-        return f"env.{key} is not an option of {name} ({suite_id}); valid: {', '.join(cls.options()) or 'none'}"
-
-
-@functools.cache
-def user_env_class(module: str) -> type[UserEnvSettings]:
-    """The settings class that the user's env module ``module`` declares (the module is imported)."""
-    where = f"env.module={module}:"
-    try:
-        imported = importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        raise ConfigError(f"{where} no module {err.name or module} can be imported (a module on PYTHONPATH, e.g. "
-                          "PYTHONPATH=. for one in the working directory)") from None
-    except Exception as err:  # a user's module that fails as it is imported
-        raise ConfigError(f"{where} importing it raised {type(err).__name__}: {err}") from None
-    found = [c for c in vars(imported).values() if isinstance(c, type) and issubclass(c, UserEnvSettings)
-             and c.__module__ == module]
-    has_make = callable(getattr(imported, "make", None))
-    if len(found) != 1 or not has_make:
-        raise ConfigError(f"{where} must declare one UserEnvSettings subclass and make(settings) -> Env; found "
-                          f"{[c.__name__ for c in found]}{'' if has_make else ' and no make'}")
-    return found[0]
-
-
-def parse_user_env(name: Any, options: Mapping[str, Any]) -> UserEnvSettings:
-    """The settings of the user's env ``name`` whose ``env`` node (``name`` aside) is ``options``."""
-    from rfig_exp.config import variants
-
-    module = options["module"]
-    variants.check_own_name("env", name, module)
-    return user_env_class(module).of(name, module, {k: v for k, v in options.items() if k != "module"})
 
 
 def make_env(env: EnvSettings | str | Mapping[str, Any]) -> Env:

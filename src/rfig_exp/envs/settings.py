@@ -11,6 +11,8 @@ imported. Nothing here imports JAX (PointMaze's layouts need numpy only).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, TypeVar
@@ -18,11 +20,37 @@ from typing import Any, ClassVar, Mapping, TypeVar
 import numpy as np
 
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.folders import check_own_name
 from rfig_exp.config.settings import Settings, declared, setting
 from rfig_exp.config.validation import Choice, Count
 from rfig_exp.envs.mazes import CUSTOM_EXAMPLE, MAZES, parse_layout
 
 E = TypeVar("E", bound="EnvSettings")
+
+# config name -> (suite, suite-specific id)
+REGISTRY: dict[str, tuple[str, str]] = {
+    "mountaincar": ("gymnax", "MountainCar-v0"),
+    "acrobot": ("gymnax", "Acrobot-v1"),
+    "cartpole": ("gymnax", "CartPole-v1"),
+    "pendulum": ("gymnax", "Pendulum-v1"),
+    "mountaincar_continuous": ("gymnax", "MountainCarContinuous-v0"),
+    "minatar_breakout": ("gymnax", "Breakout-MinAtar"),
+    "minatar_asterix": ("gymnax", "Asterix-MinAtar"),
+    "minatar_freeway": ("gymnax", "Freeway-MinAtar"),
+    "minatar_space_invaders": ("gymnax", "SpaceInvaders-MinAtar"),
+    "sparse_ant": ("brax", "ant"),
+    "sparse_halfcheetah": ("brax", "halfcheetah"),
+    "sparse_hopper": ("brax", "hopper"),
+    "sparse_walker2d": ("brax", "walker2d"),
+    "sparse_humanoid": ("brax", "humanoid"),
+    "deepsea": ("gymnax", "DeepSea-bsuite"),
+    "pointmaze_umaze": ("pointmaze", "umaze"),
+    "pointmaze_open": ("pointmaze", "open"),
+    "pointmaze_medium": ("pointmaze", "medium"),
+    "pointmaze_large": ("pointmaze", "large"),
+    "pointmaze_giant": ("pointmaze", "giant"),
+    "pointmaze_custom": ("pointmaze", "custom"),
+}
 
 
 @dataclass(frozen=True)
@@ -232,10 +260,56 @@ class PointMazeSettings(EnvSettings):
         return tuple(tuple(bool(v) for v in row) for row in self.wall_array)
 
 
+# -- an env of the user's own module -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UserEnvSettings(EnvSettings):
+    """The settings of an env of the user's own module (``env.module``, its ``suite_id``): the
+    subclass's fields, each declared once (``rfig_exp.config.settings.setting(default, rule, doc=...)``),
+    are its ``env.*`` options, read and checked by the same parser before anything compiles."""
+
+    suite: ClassVar[str] = "user"
+
+    @classmethod
+    def not_an_option(cls, name: str, suite_id: str, key: str) -> str:
+        return f"env.{key} is not an option of {name} ({suite_id}); valid: {', '.join(cls.options()) or 'none'}"
+
+
+@functools.cache
+def user_env_class(module: str) -> type[UserEnvSettings]:
+    """The settings class that the user's env module ``module`` declares (the module is imported)."""
+    where = f"env.module={module}:"
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"{where} no module {err.name or module} can be imported (a module on PYTHONPATH, e.g. "
+                          "PYTHONPATH=. for one in the working directory)") from None
+    except Exception as err:  # a user's module that fails as it is imported
+        raise ConfigError(f"{where} importing it raised {type(err).__name__}: {err}") from None
+    found = [c for c in vars(imported).values() if isinstance(c, type) and issubclass(c, UserEnvSettings)
+             and c.__module__ == module]
+    has_make = callable(getattr(imported, "make", None))
+    if len(found) != 1 or not has_make:
+        raise ConfigError(f"{where} must declare one UserEnvSettings subclass and make(settings) -> Env; found "
+                          f"{[c.__name__ for c in found]}{'' if has_make else ' and no make'}")
+    return found[0]
+
+
+def parse_user_env(name: Any, options: Mapping[str, Any]) -> UserEnvSettings:
+    """The settings of the user's env ``name`` whose ``env`` node (``name`` aside) is ``options``."""
+    module = options["module"]
+    check_own_name("env", name, module)
+    return user_env_class(module).of(name, module, {k: v for k, v in options.items() if k != "module"})
+
+
 # -- the registry's entry point -----------------------------------------------------------------
 
 SETTINGS: dict[str, type[EnvSettings]] = {cls.suite: cls for cls in (GymnaxSettings, BraxSettings,
                                                                       PointMazeSettings)}
+
+
+def env_names() -> list[str]:
+    return sorted(REGISTRY)
 
 
 def settings_class(suite: str, suite_id: str) -> type[EnvSettings]:
@@ -246,16 +320,12 @@ def settings_class(suite: str, suite_id: str) -> type[EnvSettings]:
 def parse_env(node: str | Mapping[str, Any]) -> EnvSettings:
     """The settings of the env that ``node`` names: a name, or the ``env`` config node (``name``
     plus the suite's options). An unknown name lists the valid ones; an unknown option is named."""
-    from rfig_exp.envs import REGISTRY, env_names  # the package imports this module first
-
     if isinstance(node, str):
         name, options = node, {}
     else:
         options = {str(k): v for k, v in dict(node).items()}
         name = options.pop("name", None)
     if "module" in options:  # an env of the user's own module
-        from rfig_exp.envs import parse_user_env
-
         return parse_user_env(name, options)
     if not isinstance(name, str) or name not in REGISTRY:
         raise ConfigError(f"env.name={name!r} is not a known environment; valid names: {', '.join(env_names())}")

@@ -113,7 +113,7 @@ def brax_default_backend(env: str) -> str | None:
     """``env.backend`` of ``conf/env/<env>.yaml`` (None for an env without one)."""
     from omegaconf import OmegaConf
 
-    from rfig_exp.config.variants import CONF_DIR
+    from rfig_exp.config.folders import CONF_DIR
 
     path = CONF_DIR / "env" / f"{env}.yaml"
     return OmegaConf.load(path).get("backend") if path.exists() else None

@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp.config import jobs, variants
-from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.config import folders, jobs, variants
+from rfig_exp.config.folders import CONF_DIR
 from rfig_exp.launch import env_options, grouping
 from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
 
@@ -103,7 +103,7 @@ def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None =
 
 def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:
     """conf/ and the user's config folders of the sweep (its ``hydra.searchpath``)."""
-    return variants.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
+    return folders.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
 
 
 def primary_overrides(overrides: Sequence[str]) -> list[str]:

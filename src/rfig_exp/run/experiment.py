@@ -16,7 +16,6 @@ from typing import Callable, Sequence
 
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import variants
-from rfig_exp.config.run_spec import RunSpec, build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.results import contract as results
 from rfig_exp.results import ownership
@@ -24,6 +23,7 @@ from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
 from rfig_exp.run.observers import StopSignals
 from rfig_exp.run.run_loop import JobRun
 from rfig_exp.run.tracking import log
+from rfig_exp.spec.run_spec import RunSpec, build_run_spec
 
 
 def use_compile_cache(directory: str | None) -> None:

@@ -1,45 +1,37 @@
-"""What the declared settings say to a reader, written from the declarations: conf/'s YAML, the
-configuration page, ``launch.py --help``'s list of keys, and the defaults a variant is named against.
+"""``conf/``'s YAML and ``docs/configuration.md``, written from the declared settings.
 
 Every setting is declared once, with its default, rule, kind and one-line doc (``rfig_exp.config.settings``):
-the run's (``rfig_exp.config.run_spec.RunSettings``), the agent's, each bonus's and each env's. From
-these, this module writes
+the run's (``rfig_exp.config.run_settings.RunSettings``), the agent's, each bonus's and each env's,
+named by ``rfig_exp.spec.registry``. From these, this module writes
 
 - each group file of ``conf/`` (``agent/ppo.yaml``, ``bonus/<name>.yaml``, ``env/<name>.yaml``):
   its header comment as it stands, then ``name`` and every setting with its default and doc;
 - the run's settings in ``conf/config.yaml``, between its two marker lines;
 - ``docs/configuration.md``, a table per group.
 
-``python -m rfig_exp.config.reference`` rewrites them; ``--check`` says which are out of date (a
-test runs it). :func:`written_defaults` is the same defaults as a composed config holds them, which
-``rfig_exp.config.variants`` names a run's variant against. Nothing here imports JAX.
+``python -m rfig_exp.spec.reference`` rewrites them; ``--check`` says which are out of date (a
+test runs it). A tool of the checkout, outside the runtime path: no run imports it (the run reads
+the declarations themselves, through the registry), so nothing at run time reads ``docs/``.
+Nothing here imports JAX.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from rfig_exp.config.settings import RUN, STATIC, TRACED, Declared, Settings, declared
+from rfig_exp.config.run_settings import RunSettings
+from rfig_exp.config.settings import RUN, STATIC, TRACED, Settings, declared
+from rfig_exp.spec.registry import as_written, fields, group_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 CONF = ROOT / "conf"
 PAGE = ROOT / "docs" / "configuration.md"
-BEGIN = "# -- the run's settings, written from their declarations (python -m rfig_exp.config.reference) --"
+BEGIN = "# -- the run's settings, written from their declarations (python -m rfig_exp.spec.reference) --"
 END = "# -- end of the run's settings --"
 COMMENT_COLUMN = 30  # where a setting's doc starts in conf/'s files
-
-
-def as_written(value: Any) -> Any:
-    """A declared default as a config holds it: tuples as lists."""
-    if isinstance(value, (tuple, list)):
-        return [as_written(v) for v in value]
-    if isinstance(value, dict):
-        return {k: as_written(v) for k, v in value.items()}
-    return value
 
 
 def _scalar(value: Any) -> str:
@@ -48,9 +40,9 @@ def _scalar(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).removesuffix("\n...\n").strip()
 
 
-def _settings_lines(fields: Mapping[str, Any], docs: Mapping[str, str], indent: str = "") -> Iterator[str]:
+def _settings_lines(written: Mapping[str, Any], docs: Mapping[str, str], indent: str = "") -> Iterator[str]:
     """``key: value  # doc`` per field, a long list as a block, a group as a nested block."""
-    for key, value in fields.items():
+    for key, value in written.items():
         doc = docs.get(key, "")
         if isinstance(value, dict):
             yield _commented(f"{indent}{key}:", doc)
@@ -66,26 +58,6 @@ def _commented(line: str, doc: str) -> str:
     return f"{line:<{COMMENT_COLUMN}}  # {doc}".rstrip() if doc else line
 
 
-def _fields(cls: type[Settings], values: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
-    """``(values as written, docs)`` of ``cls``'s declared settings, a group's nested."""
-    values = cls.defaults() if values is None else values
-    out: dict[str, Any] = {}
-    docs: dict[str, Any] = {}
-    for name, d in declared(cls):
-        group = _group(d)
-        if group is not None:
-            out[name], docs[f"{name}.*"] = _fields(group)
-        else:
-            out[name] = as_written(values[name])
-        docs[name] = d.doc
-    return out, docs
-
-
-def _group(d: Declared) -> type[Settings] | None:
-    """The settings class of a nested group (``checkpoint``), None for a plain setting."""
-    return d.group
-
-
 def _header(path: Path) -> list[str]:
     """The comment lines at the top of a file (what it is, by hand), kept when it is rewritten."""
     lines = path.read_text().splitlines() if path.exists() else []
@@ -94,71 +66,16 @@ def _header(path: Path) -> list[str]:
 
 def group_yaml(path: Path, name: str, cls: type[Settings], values: Mapping[str, Any] | None = None) -> str:
     """A group file: its header, ``name``, then every declared setting (``values``: the defaults)."""
-    fields, docs = _fields(cls, values)
-    return "\n".join([*_header(path), f"name: {name}", *_settings_lines(fields, docs)]) + "\n"
+    written, docs = fields(cls, values)
+    return "\n".join([*_header(path), f"name: {name}", *_settings_lines(written, docs)]) + "\n"
 
 
 def config_yaml(path: Path) -> str:
     """``conf/config.yaml`` with the run's settings between its markers written anew."""
-    from rfig_exp.config.run_spec import RunSettings
-
     text = path.read_text()
     start, end = text.index(BEGIN), text.index(END)
-    fields, docs = _fields(RunSettings)
-    return text[:start] + "\n".join([BEGIN, *_settings_lines(fields, docs), ""]) + text[end:]
-
-
-def choice_settings(group: str, choice: str) -> tuple[type[Settings], dict] | None:
-    """The settings class of built-in choice ``group=choice`` and its values as its file writes
-    them; None for a choice that is not built in. Only that choice's declaration is imported."""
-    if group == "agent":
-        from rfig_exp.agents.ppo.config import AgentSettings
-
-        return (AgentSettings, AgentSettings.defaults()) if choice == "ppo" else None
-    if group == "bonus":
-        from rfig_exp.bonuses import bonus_names, settings_class
-
-        if choice not in bonus_names():
-            return None
-        cls = settings_class(choice)
-        return cls, cls.defaults()
-    from rfig_exp.envs import REGISTRY
-    from rfig_exp.envs.settings import settings_class as env_settings_class
-
-    if choice not in REGISTRY:
-        return None
-    suite, suite_id = REGISTRY[choice]
-    env_class = env_settings_class(suite, suite_id)
-    return env_class, env_class.written(choice, suite_id)
-
-
-@functools.cache
-def group_settings() -> dict[str, dict[str, tuple[type[Settings], dict]]]:
-    """Every built-in choice of each group: ``{group: {choice: (settings class, its values)}}``."""
-    from rfig_exp.bonuses import bonus_names
-    from rfig_exp.envs import REGISTRY
-
-    names = {"agent": ["ppo"], "bonus": bonus_names(), "env": list(REGISTRY)}
-    return {group: {choice: found for choice in choices if (found := choice_settings(group, choice))}
-            for group, choices in names.items()}
-
-
-@functools.cache
-def written_defaults(group: str, choice: str) -> dict | None:
-    """The defaults of built-in choice ``group=choice`` as its composed config node holds them
-    (``name`` first), from the declarations; None for a choice that is not built in."""
-    found = choice_settings(group, choice)
-    if found is None:
-        return None
-    cls, values = found
-    return {"name": choice, **_fields(cls, values)[0]}
-
-
-def run_defaults() -> dict:
-    """The run's top-level settings (the groups' nested) as ``conf/config.yaml`` holds them."""
-    from rfig_exp.config.run_spec import RunSettings
-
-    return _fields(RunSettings)[0]
+    written, docs = fields(RunSettings)
+    return text[:start] + "\n".join([BEGIN, *_settings_lines(written, docs), ""]) + text[end:]
 
 
 def written_files() -> dict[Path, str]:
@@ -181,9 +98,8 @@ def _table(cls: type[Settings], prefix: str, values: Mapping[str, Any] | None = 
     values = cls.defaults() if values is None else values
     rows = ["| key | default | kind | what it is |", "|---|---|---|---|"]
     for name, d in declared(cls):
-        group = _group(d)
-        if group is not None:
-            rows += [row for row in _table(group, f"{prefix}{name}.")[2:]]
+        if d.group is not None:
+            rows += [row for row in _table(d.group, f"{prefix}{name}.")[2:]]
             continue
         kind = KINDS[d.kind] + ("" if d.hyperparameter else ", not in the variant")
         default = _scalar(as_written(values[name])).replace("|", "\\|")
@@ -192,7 +108,6 @@ def _table(cls: type[Settings], prefix: str, values: Mapping[str, Any] | None = 
 
 
 def configuration_page() -> str:
-    from rfig_exp.config.run_spec import RunSettings
     from rfig_exp.envs.settings import BraxSettings, DeepSeaSettings, PointMazeSettings
 
     groups = group_settings()
@@ -202,7 +117,7 @@ def configuration_page() -> str:
         "Every setting a run reads, with its default and what it is, as the code declares it (each",
         "setting once: its default, the rule that checks it, its kind and this line; `rfig_exp.config.settings`).",
         "The YAML files of `conf/` are written from the same declarations, and so is this page:",
-        "`python -m rfig_exp.config.reference` rewrites them, and a test fails when one is out of date.",
+        "`python -m rfig_exp.spec.reference` rewrites them, and a test fails when one is out of date.",
         "",
         "Kinds: *static* settings fix a shape or a structure of the compiled training function (a new",
         "value compiles anew); *traced* ones are its arguments (numbers, float32); *run* settings are",
@@ -234,40 +149,6 @@ def configuration_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def help_lines(width: int = 100) -> list[str]:
-    """``launch.py --help``'s list of keys: every declared setting's name, by group."""
-    import textwrap
-
-    from rfig_exp.config.run_spec import RunSettings
-
-    def names(cls: type[Settings], prefix: str = "") -> list[str]:
-        out = []
-        for name, d in declared(cls):
-            group = _group(d)
-            out += names(group, f"{prefix}{name}.") if group is not None else [f"{prefix}{name}"]
-        return out
-
-    groups = group_settings()
-    entries = [("the run", names(RunSettings)), ("agent=ppo", names(groups["agent"]["ppo"][0], "agent."))]
-    entries += [(f"bonus={b}", names(cls, "bonus.")) for b, (cls, _) in groups["bonus"].items()]
-    seen: dict[tuple[str, ...], list[str]] = {}
-    for env, (cls, _) in groups["env"].items():
-        seen.setdefault(tuple(names(cls, "env.")), []).append(env)
-    entries += [(f"env={_common_name(envs)}", list(keys)) for keys, envs in seen.items() if keys]
-    lines = []
-    for label, keys in entries:
-        lines += textwrap.wrap(", ".join(keys), width, initial_indent=f"  {label:<17}", subsequent_indent=" " * 19)
-    return lines
-
-
-def _common_name(envs: list[str]) -> str:
-    if len(envs) == 1:
-        return envs[0]
-    prefix = envs[0][:next((i for i in range(len(envs[0])) if any(e[:i + 1] != envs[0][:i + 1] for e in envs)),
-                           len(envs[0]))]
-    return f"{prefix}*"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only say which files are out of date (exit 1)")
@@ -275,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = [path for path, text in written_files().items() if not path.exists() or path.read_text() != text]
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is not what its declarations write: python -m rfig_exp.config.reference")
+            print(f"{path.relative_to(ROOT)} is not what its declarations write: python -m rfig_exp.spec.reference")
         return 1 if stale else 0
     for path, text in written_files().items():
         if path in stale:
