@@ -29,7 +29,8 @@ LAYERS = ("config", "envs", "bonuses", "agents", "spec", "results", "run", "laun
 JAX_FREE_LAYERS = ("config", "spec", "results", "launch")
 # The components' declarations: where an env suite, a bonus or the agent declares its settings, beside
 # its code and without JAX (a bonus's module imports what it computes with only when the bonus is made).
-DECLARATIONS = ("rfig_exp.envs", "rfig_exp.envs.settings", "rfig_exp.envs.mazes", "rfig_exp.bonuses",
+DECLARATIONS = ("rfig_exp.envs", "rfig_exp.envs.settings", "rfig_exp.envs.mazes", "rfig_exp.envs.suites",
+                *(f"rfig_exp.envs.suites.{s}" for s in ("gymnax", "brax", "pointmaze")), "rfig_exp.bonuses",
                 "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
                 "rfig_exp.agents", "rfig_exp.agents.ppo", "rfig_exp.agents.ppo.config")
 # analysis reads the results tree through the results layer; these modules of it load no JAX either.

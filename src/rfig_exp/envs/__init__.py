@@ -1,9 +1,10 @@
 """The environments: names, settings and the factory, keyed by the config name (``env.name``).
 
-Nothing here imports JAX: ``parse_env`` checks an ``env`` config node into its suite's settings
-(``rfig_exp.envs.settings``; a bad value raises :class:`ConfigError` naming ``env.<key>``)
-before anything compiles; ``make_env`` imports the suite's module, and the suite its heavy
-packages (gymnax, brax, ...), only when one of its environments is made. ``Env``, ``EnvStep``,
+Nothing here imports JAX: each suite (``rfig_exp/envs/suites/``) declares its envs, their options
+and how a report shows them (``rfig_exp.envs.settings``); ``parse_env`` checks an ``env`` config
+node into its env's settings (a bad value raises :class:`ConfigError` naming ``env.<key>``) before
+anything compiles; ``make_env`` hands the settings to the ``make`` of the module that declares
+them, which imports its heavy packages (gymnax, brax, ...) only then. ``Env``, ``EnvStep``,
 ``BoxSpace``, ``DiscreteSpace`` and ``CoverageGrid`` live in ``rfig_exp.envs.base`` (read from
 here on first use).
 
@@ -19,10 +20,10 @@ import importlib
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rfig_exp.envs.settings import (
-    REGISTRY,
-    SETTINGS,
+    DeclaredEnv,
     EnvSettings,
     UserEnvSettings,
+    declared_envs,
     env_names,
     parse_env,
     parse_user_env,
@@ -32,23 +33,13 @@ from rfig_exp.envs.settings import (
 if TYPE_CHECKING:
     from rfig_exp.envs.base import Env
 
-# suite -> (module, factory); a factory is ``make(settings) -> Env``, settings from ``parse_env``
-SUITES: dict[str, tuple[str, str]] = {
-    "gymnax": ("rfig_exp.envs.gymnax_suite", "make_gymnax_env"),
-    "brax": ("rfig_exp.envs.brax_suite", "make_brax_env"),
-    "pointmaze": ("rfig_exp.envs.pointmaze", "make_pointmaze_env"),
-}
-assert set(SUITES) == set(SETTINGS)
-
 
 def make_env(env: EnvSettings | str | Mapping[str, Any]) -> Env:
     """Build the environment of ``env``: its settings (from ``parse_env``), or a name or an ``env``
-    config node (``name`` plus suite options), parsed first. Unknown names list the valid ones."""
+    config node (``name`` plus suite options), parsed first. Unknown names list the valid ones.
+    The module that declares the settings makes the env (its ``make``), a suite's or the user's."""
     settings = env if isinstance(env, EnvSettings) else parse_env(env)
-    if isinstance(settings, UserEnvSettings):
-        return importlib.import_module(type(settings).__module__).make(settings)
-    module, factory = SUITES[settings.suite]
-    return getattr(importlib.import_module(module), factory)(settings)
+    return importlib.import_module(type(settings).__module__).make(settings)
 
 
 _BASE = ("BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvStep")
@@ -60,5 +51,6 @@ def __getattr__(name):  # the interface types: from the JAX side, imported when 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BoxSpace", "CoverageGrid", "DiscreteSpace", "Env", "EnvSettings", "EnvStep", "REGISTRY", "SUITES",
-           "UserEnvSettings", "env_names", "make_env", "parse_env", "parse_user_env", "user_env_class"]
+__all__ = ["BoxSpace", "CoverageGrid", "DeclaredEnv", "DiscreteSpace", "Env", "EnvSettings", "EnvStep",
+           "UserEnvSettings", "declared_envs", "env_names", "make_env", "parse_env", "parse_user_env",
+           "user_env_class"]

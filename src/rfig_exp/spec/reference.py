@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping
 
 from rfig_exp.config.run_settings import RunSettings
 from rfig_exp.config.settings import RUN, STATIC, TRACED, Settings, declared
+from rfig_exp.envs.settings import declared_envs
 from rfig_exp.spec.registry import as_written, fields, group_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -108,8 +109,6 @@ def _table(cls: type[Settings], prefix: str, values: Mapping[str, Any] | None = 
 
 
 def configuration_page() -> str:
-    from rfig_exp.envs.settings import BraxSettings, DeepSeaSettings, PointMazeSettings
-
     groups = group_settings()
     lines = [
         "# Configuration",
@@ -139,13 +138,12 @@ def configuration_page() -> str:
     ]
     for name, (cls, _) in groups["bonus"].items():
         lines += ["", f"### `bonus={name}`", "", *_table(cls, "bonus.")]
-    suites = [("DeepSea: `env=deepsea`", DeepSeaSettings, None),
-              ("sparse Brax: `env=sparse_*`", BraxSettings, None),
-              ("PointMaze: `env=pointmaze_*`", PointMazeSettings, None)]
+    # a section per settings class that titles one (its suite's declaration), in the order of the envs
+    sections = list(dict.fromkeys(env.settings for env in declared_envs().values() if env.settings.section))
     lines += ["", "## The environments: `env.*`, `conf/env/<name>.yaml`", "",
-              "The other gymnax envs (classic control, MinAtar) take no options."]
-    for title, cls, values in suites:
-        lines += ["", f"### {title}", "", *_table(cls, "env.", values)]
+              "Envs that no section below names take no options."]
+    for cls in sections:
+        lines += ["", f"### {cls.section}", "", *_table(cls, "env.")]
     return "\n".join(lines) + "\n"
 
 

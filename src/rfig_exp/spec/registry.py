@@ -18,8 +18,7 @@ from rfig_exp.agents.ppo.config import AgentSettings
 from rfig_exp.bonuses import bonus_names, settings_class
 from rfig_exp.config.run_settings import RunSettings
 from rfig_exp.config.settings import Settings, declared
-from rfig_exp.envs import REGISTRY
-from rfig_exp.envs.settings import settings_class as env_settings_class
+from rfig_exp.envs.settings import declared_envs
 
 AGENTS: dict[str, type[AgentSettings]] = {"ppo": AgentSettings}
 
@@ -58,17 +57,16 @@ def choice_settings(group: str, choice: str) -> tuple[type[Settings], dict] | No
             return None
         cls = settings_class(choice)
         return cls, cls.defaults()
-    if choice not in REGISTRY:
+    env = declared_envs().get(choice)
+    if env is None:
         return None
-    suite, suite_id = REGISTRY[choice]
-    env_class = env_settings_class(suite, suite_id)
-    return env_class, env_class.written(choice, suite_id)
+    return env.settings, env.settings.written(choice, env.suite_id)
 
 
 @functools.cache
 def group_settings() -> dict[str, dict[str, tuple[type[Settings], dict]]]:
     """Every built-in choice of each group: ``{group: {choice: (settings class, its values)}}``."""
-    names = {"agent": list(AGENTS), "bonus": bonus_names(), "env": list(REGISTRY)}
+    names = {"agent": list(AGENTS), "bonus": bonus_names(), "env": list(declared_envs())}
     return {group: {choice: found for choice in choices if (found := choice_settings(group, choice))}
             for group, choices in names.items()}
 
