@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
+import signal
 
 import pytest
 from conftest import assert_same_to_float32_rounding
 
+from rfig_exp.config.errors import Interrupted, RunFailed
 from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.config.stack import Job, JobPart, program_key
 from rfig_exp.run.experiment import run_experiment, run_job
@@ -91,3 +94,54 @@ def test_program_key_splits_on_static_settings_only(tiny_config, tmp_path):
     with pytest.raises(ValueError, match="one compiled program"):
         Job((JobPart(build_run_spec(tiny_config("env=cartpole", f"results_dir={tmp_path}"))),
              JobPart(build_run_spec(tiny_config("env=acrobot", f"results_dir={tmp_path}")))))
+
+
+def test_members_that_do_not_fit_in_memory_train_in_equal_turns(tiny_config, tmp_path, monkeypatch, caplog):
+    from rfig_exp.run import memory
+
+    caplog.set_level(logging.INFO, logger="rfig_exp")
+    monkeypatch.setattr(memory, "budget", lambda device=None: 1)  # room for one member at a time
+    common, values = ("env=cartpole", "bonus=none"), ("agent.lr=0.0001", "agent.lr=0.001", "agent.lr=0.01")
+    summaries = run_job(_job(tiny_config, common, values, tmp_path / "turns", seeds="num_seeds=1"))
+    assert len(summaries) == 3 and {s.num_seeds_in_process for s in summaries} == {1}
+    assert "3 turns of up to 1" in caplog.text
+    _alone(tiny_config, common, values, tmp_path / "alone", seeds="num_seeds=1")
+    for run in _runs(tmp_path / "alone"):
+        assert read_metrics(tmp_path / "turns" / run) == read_metrics(tmp_path / "alone" / run)  # one run: same program
+
+
+def test_a_diverging_member_fails_alone_and_the_others_complete(tiny_config, tmp_path):
+    common, values = ("env=cartpole", "bonus=none", "agent.max_grad_norm=1e30"), ("agent.lr=1e30", "agent.lr=0.0003")
+    with pytest.raises(RunFailed, match="diverged"):
+        run_job(_job(tiny_config, common, values, tmp_path, seeds="num_seeds=1"))
+    status = {run.parent.name.split(",")[0]: json.loads((tmp_path / run / "summary.json").read_text())["status"]
+              for run in _runs(tmp_path)}
+    assert status == {"agent.lr=1e+30": "failed", "agent.max_grad_norm=1e+30": "complete"}  # lr 3e-4: the default
+
+
+class _StopAfterFirstWindow:
+    """The stop signals of a job that got SIGTERM before its first window: it checkpoints that
+    window and stops (rfig_exp.run.observers.StopSignals, as the run loop reads it)."""
+
+    received = signal.SIGTERM
+
+    def hand_over(self, tag, window, stopping):
+        pass
+
+
+def test_a_sweep_extended_by_a_setting_resumes_the_others_from_their_checkpoints(tiny_config, tmp_path, caplog):
+    """A stacked job stopped after window 1, relaunched with one setting more: the two old members
+    resume from their own checkpoints, the new one starts, in turns; each is the run it is alone."""
+    caplog.set_level(logging.INFO, logger="rfig_exp")
+    common = ("env=cartpole", "bonus=none", "agent.total_timesteps=512")
+    old, new = ("agent.lr=0.0001", "agent.lr=0.001"), ("agent.lr=0.01",)
+    with pytest.raises(Interrupted):
+        run_job(_job(tiny_config, common, old, tmp_path / "stacked", seeds="num_seeds=1"),
+                signals=_StopAfterFirstWindow())
+    summaries = run_job(_job(tiny_config, common, old + new, tmp_path / "stacked", seeds="num_seeds=1"))
+    assert len(summaries) == 3 and "resume from different windows (1 from 0, 2 from 1)" in caplog.text
+    assert sorted(s.resumed_from_windows for s in summaries) == [(), (1,), (1,)]
+    _alone(tiny_config, common, old + new, tmp_path / "alone", seeds="num_seeds=1")
+    for run in _runs(tmp_path / "alone"):
+        stacked, alone = (read_metrics(tmp_path / d / run) for d in ("stacked", "alone"))
+        assert_same_to_float32_rounding(stacked, alone)

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.config.settings import TRACED, Settings, declared
 
+S = TypeVar("S", bound=Settings)
 
-def _untraced(settings: Settings) -> Settings:
+
+def _untraced(settings: S) -> S:
     """``settings`` with every traced setting blanked (None): what its program sees of it."""
     return dataclasses.replace(settings, **{name: None for name, d in declared(type(settings)) if d.kind == TRACED})
 

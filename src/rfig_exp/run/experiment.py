@@ -25,6 +25,7 @@ from rfig_exp.envs import make_env
 from rfig_exp.results import contract as results
 from rfig_exp.results import ownership
 from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
+from rfig_exp.run import checkpoint
 from rfig_exp.run.observers import StopSignals
 from rfig_exp.run.run_loop import JobRun, Member, run_label
 from rfig_exp.run.tracking import log
@@ -96,13 +97,63 @@ def run_job(job: Job, sweep_varies: Sequence[str] = (), after_stall: Callable[[s
         for path, overrides in {m.path.parent: m.spec.variant_overrides for m in mine}.items():
             results.write_variant(path, overrides)
         use_compile_cache(spec.compile_cache)
-        return JobRun(mine, env, bonus, member_hparams(mine), _with_runs(name, [(None, m.plan) for m in mine]),
-                      heartbeat=lambda: [lock.beat() for lock in locks.values()],
-                      release=lambda: [lock.release() for lock in locks.values()],
-                      after_stall=after_stall, signals=signals).train()
+        summaries: list[results.RunSummary] = []
+        for turn in in_turns(mine, env, bonus, name):
+            summaries += JobRun(turn, env, bonus, member_hparams(turn),
+                                _with_runs(name, [(None, m.plan) for m in turn]),
+                                heartbeat=lambda: [lock.beat() for lock in locks.values()],
+                                release=lambda: [lock.release() for lock in locks.values()],
+                                after_stall=after_stall, signals=signals).train()
+        return summaries
     finally:
         for lock in locks.values():
             lock.release()
+
+
+def in_turns(members: list[Member], env, bonus, name: str) -> list[list[Member]]:
+    """The members of a stacked job in turns: those whose checkpoints resume at the same window
+    together (a sweep extended by a setting, or a member resumed alone before: each resumes from
+    its own checkpoint), each group cut into equal turns that fit in this process's memory
+    (``rfig_exp.run.memory``). One turn when the members differ only in their seed: a job of
+    vmapped seeds is trained whole, as it always was."""
+    if len({repr(traced_values(m.spec)) for m in members}) == 1:
+        return [members]
+    groups: dict[int, list[Member]] = {}
+    for m in members:
+        groups.setdefault(_resume_window(m), []).append(m)
+    if len(groups) > 1:
+        log.info("[%s] its runs resume from different windows (%s): trained in turns, one per window", name,
+                 ", ".join(f"{len(g)} from {w}" for w, g in sorted(groups.items())))
+    return [turn for group in groups.values() for turn in _fitting(group, env, bonus, name)]
+
+
+def _resume_window(member: Member) -> int:
+    """The window of the newest checkpoint ``member`` may resume from (0: none), from the file names
+    (the run loop checks the files themselves)."""
+    if member.spec.overwrite:
+        return 0
+    rows = results.whole_rows(member.path)
+    return max((w for w in checkpoint.windows(member.path) if w <= rows), default=0)
+
+
+def _fitting(members: list[Member], env, bonus, name: str) -> list[list[Member]]:
+    """``members`` in equal turns that fit in this process's memory (equal turns compile one program)."""
+    from rfig_exp.agents.ppo.train import make_trainer
+    from rfig_exp.run import memory
+
+    spec = members[0].spec
+    trainer = make_trainer(spec.train, env, bonus)
+    per_member = memory.bytes_per_member(trainer.init, member_hparams(members[:1]), spec.train.batch_size,
+                                         env.obs_shape)
+    available = memory.budget()
+    fit = memory.members_that_fit(per_member, available)
+    if fit is None or fit >= len(members):
+        return [members]
+    turns = -(-len(members) // fit)
+    size = -(-len(members) // turns)
+    log.info("[%s] %d runs of ~%.0f MB each do not fit in %.1f GB at once: %d turns of up to %d", name, len(members),
+             per_member / 2**20, (available or 0) / 2**30, turns, size)
+    return [members[i:i + size] for i in range(0, len(members), size)]
 
 
 def member_hparams(members: Sequence[Member]):

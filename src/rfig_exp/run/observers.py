@@ -84,9 +84,9 @@ class MetricsFiles:
 
 class DivergenceGuard:
     """Marks a run failed at its first non-finite loss; the other runs go on. ``names``: how
-    messages name each run (``seed 3``), by its key in the window's rows."""
+    messages name each run, by its key in the window's rows (None: ``seed <key>``)."""
 
-    def __init__(self, tag: str, names: Mapping[int, str]):
+    def __init__(self, tag: str, names: Mapping[int, str] | None = None):
         self.tag, self.names = tag, names
         self.failures: dict[int, str] = {}
 
@@ -95,7 +95,8 @@ class DivergenceGuard:
             bad = [k for k in DIVERGENCE_METRICS if k in row and not math.isfinite(row[k])]
             if bad and s not in self.failures:
                 self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {window.index}"
-                log.error("[%s] %s %s; it will be marked failed", self.tag, self.names[s], self.failures[s])
+                name = self.names[s] if self.names is not None else f"seed {s}"
+                log.error("[%s] %s %s; it will be marked failed", self.tag, name, self.failures[s])
 
 
 class WandbMirror:
