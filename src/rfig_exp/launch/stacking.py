@@ -26,7 +26,7 @@ from rfig_exp.config.jobs import AUTO, validate_members_per_job
 from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.config.stack import Job, JobPart, program_key, traced_values
 
-# On this project's 2-core CPU, 48 stacked MountainCar RFIG runs took 0.95x the wall time of the
+# On this project's 2-core CPU, 48 stacked MountainCar RFIG runs took 0.95-0.96x the CPU time of the
 # same runs as 6 jobs of 8 seeds (docs/speed.md, "Stacked sweep jobs"): stacking pays a little, so a
 # CPU job holds up to a whole 3 x 2 x 8 grid; larger stacks gain nothing more and lose more to a crash.
 CPU_MEMBERS_PER_JOB = 48
