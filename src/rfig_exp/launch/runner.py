@@ -143,6 +143,8 @@ def _submitit(plan: LaunchPlan, tally: Tally, kind: str, watcher) -> None:
     per batch), each task given its job and context as values."""
     executor = hydra_adapter.submitit_executor(plan.config.hydra.launcher)
     step = jobs_at_once(plan.config, kind) or len(plan.jobs)
+    log.info("[sweep] %d job(s) as submitit '%s' tasks, up to %d at a time; sweep output dir: %s", len(plan.jobs),
+             executor.cluster, step, tally.sweep_dir)
     batch_size = OmegaConf.select(plan.config, "hydra.sweeper.max_batch_size", default=None)
     for start in range(0, len(plan.jobs), step):
         batch = list(range(start, min(start + step, len(plan.jobs))))
