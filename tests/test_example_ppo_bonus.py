@@ -10,6 +10,8 @@ import sys
 import pytest
 from conftest import ROOT
 
+from rfig_exp.bonuses import bonus_names
+
 # a few updates of 8 envs x 64 steps; the bonus's settings go through --set beside the agent's
 FEW_UPDATES = ["total_timesteps=2048", "num_envs=8", "num_steps=64", "num_minibatches=4", "update_epochs=1",
                "warmup_steps=8", "final_updates=2"]
@@ -35,7 +37,7 @@ def test_the_example_refuses_a_bad_setting_with_the_config_error():
     out = run_example("--bonus", "rfig", "--set", *FEW_UPDATES, "rho=2")
     assert out.returncode != 0 and "bonus.rho=2.0 must be in (0, 1]" in out.stderr
     out = run_example("--bonus", "ucb", "--set", *FEW_UPDATES)
-    assert out.returncode != 0 and "valid names: hashexplo, none, rfig, rnd, vime" in out.stderr
+    assert out.returncode != 0 and f"valid names: {', '.join(bonus_names())}" in out.stderr
 
 
 def test_the_examples_help_lists_its_settings_and_each_bonuses():
