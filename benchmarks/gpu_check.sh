@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The GPU numbers in one go, about 7 minutes on one H100 (each part has its own
-# time limit, so a slow part cannot eat the next one's):
+# The GPU numbers in one go, about 7 minutes on one H100 and up to 7 more for part 4 (each part has
+# its own time limit, so a slow part cannot eat the next one's):
 #   1. RFIG's precision: MountainCar, 32 seeds, 1M steps, bonus.matmul_precision=default (the
 #      GPU's TF32) against highest (the default): recoveries, refreshes, largest residual, steps/s;
 #   2. checkpoint cost: RFIG, Breakout, 32 seeds, 1M steps, cadence off / default / every 5 windows;
-#   3. speed against a PureJaxRL-style PPO at 1, 8 and 32 seeds on MountainCar and Breakout.
+#   3. speed against a PureJaxRL-style PPO at 1, 8 and 32 seeds on MountainCar and Breakout;
+#   4. stacked sweep jobs: RFIG, 3 bonus.beta x 2 agent.lr x 8 seeds on MountainCar and Breakout,
+#      one job per setting against one stacked job (docs/speed.md has the CPU's numbers).
 #
 #   benchmarks/gpu_check.sh [OUT_DIR]        (default: $OUT, else gpu-check/)
-#   SEEDS=2 WINDOWS=2 REF_SEEDS=1 benchmarks/gpu_check.sh /tmp/dry   # a dry run on CPU
+#   SEEDS=2 WINDOWS=2 REF_SEEDS=1 STACK_SEEDS=1 STACK_STEPS=49152 benchmarks/gpu_check.sh /tmp/dry   # a dry run on CPU
 #
 # PYTHON picks the interpreter (default: python3). A box without a package index but with CUDA
 # JAX, flax and optax installed (../shared/specs/gpu.md) needs the project's pure-Python
@@ -18,6 +20,7 @@ cd "$(dirname "$0")/.."
 OUT_DIR=${1:-${OUT:-gpu-check}}
 PY=${PYTHON:-python3}
 SEEDS=${SEEDS:-32} WINDOWS=${WINDOWS:-41} REF_SEEDS=${REF_SEEDS:-1,8,32}  # smaller for a dry run on CPU
+STACK_SEEDS=${STACK_SEEDS:-8} STACK_STEPS=${STACK_STEPS:-245760}
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$OUT_DIR"
 exec > >(tee "$OUT_DIR/gpu_check.log") 2>&1
@@ -57,4 +60,8 @@ timeout 210 "$PY" benchmarks/bench_checkpoint_runs.py --env minatar_breakout --b
 part "3. Against a PureJaxRL-style PPO"
 timeout 240 "$PY" benchmarks/bench_reference_ppo.py --env mountaincar,minatar_breakout --seeds $REF_SEEDS \
     --windows 4 --rounds 3 || echo "reference benchmark: exit $?"
+
+part "4. Stacked sweep jobs: RFIG, 3 bonus.beta x 2 agent.lr x $STACK_SEEDS seeds, $STACK_STEPS steps per run"
+timeout 420 "$PY" benchmarks/bench_stacked.py --envs mountaincar,minatar_breakout --seeds $STACK_SEEDS \
+    --steps $STACK_STEPS --work-dir "$OUT_DIR/stacked" || echo "stacked benchmark: exit $?"
 part "done"

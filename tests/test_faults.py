@@ -326,7 +326,8 @@ def test_a_stalled_sweep_job_is_retried_from_its_checkpoint_and_completes(tmp_pa
 @pytest.mark.kept_apart
 def test_a_job_out_of_stall_retries_is_failed_and_the_sweep_goes_on(tmp_path, cache, reference):
     # two jobs; the first stalls and has no retry: it fails, the second still runs
-    out = launch(tmp_path, cache, "-m", "agent.lr=3e-4,1e-3", *STALL, "stall_retries=0", fault="window@3:stall",
+    out = launch(tmp_path, cache, "-m", "agent.lr=3e-4,1e-3", "members_per_job=1", *STALL, "stall_retries=0",
+                 fault="window@3:stall",
                  once=tmp_path / "stalled-once")
     log = out.stdout + out.stderr
     assert out.returncode == 1, log[-3000:]
@@ -335,7 +336,7 @@ def test_a_job_out_of_stall_retries_is_failed_and_the_sweep_goes_on(tmp_path, ca
     stalled, other = (next(tmp_path.glob(f"default/cartpole/none/{v}/seed_0"))
                       for v in ("agent.num_envs=*", "agent.lr=0.001,*"))
     assert not complete(stalled) and complete(other)
-    again = launch(tmp_path, cache, "-m", "agent.lr=3e-4,1e-3", *STALL, "stall_retries=0")
+    again = launch(tmp_path, cache, "-m", "agent.lr=3e-4,1e-3", "members_per_job=1", *STALL, "stall_retries=0")
     assert again.returncode == 0 and "1 completed (1 of them resumed), 1 skipped" in again.stdout + again.stderr
     assert complete(stalled) and rows(stalled) == reference
 

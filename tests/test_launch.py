@@ -61,9 +61,10 @@ def _umask() -> int:
 
 
 def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
-    """A sweep over agent.lr runs both jobs (it once ran one and skipped the other)."""
+    """A sweep over agent.lr runs both jobs (it once ran one and skipped the other); one job per
+    value (members_per_job=1: not stacked, see test_a_stacked_sweep_...)."""
     out = launch("-m", "env=cartpole", "bonus=none", "agent.lr=1e-4,1e-3", *TINY, f"results_dir={tmp_path}",
-                 "experiment=lr")
+                 "experiment=lr", "members_per_job=1")
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
     assert "2 completed" in log and "0 skipped" in log
@@ -282,7 +283,7 @@ def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
     # lr = 1e30 drives the policy to NaN: that job fails (its run is "failed", never complete),
     # the other job still runs, and the sweep ends with a summary and exit code 1.
     out = launch("-m", "env=cartpole", "bonus=none", "agent.lr=1e30,3e-4", "agent.max_grad_norm=1e30", *TINY,
-                 f"results_dir={tmp_path}", timeout=300)
+                 f"results_dir={tmp_path}", "members_per_job=1", timeout=300)
     log = out.stdout + out.stderr
     assert out.returncode == 1, log[-3000:]
     assert "job failed" in log and "diverged: non-finite policy_loss" in log and "launch.log" in log
@@ -326,3 +327,42 @@ def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
     assert "the process looks wedged" in err and "relaunch the same command to resume" in err
     run = next((tmp_path / "default" / "cartpole" / "none").glob("*/seed_0"))
     assert (run / "config.yaml").exists() and not (run / "summary.json").exists()
+
+
+@pytest.mark.timeout(900)
+def test_a_stacked_sweep_is_one_compiled_job_that_resumes_run_by_run(tmp_path):
+    """The issue's command at a small scale: 2 values of agent.lr x 2 of bonus.beta x 2 seeds of a
+    bonus run as one compiled job (8 members); killed after its 5th window, the same command resumes
+    every member from its checkpoint; it writes exactly the run folders that one job per value
+    writes, each run's metrics those of that job to float32 rounding (as a vmapped seed's)."""
+    from conftest import assert_same_to_float32_rounding
+
+    sweep = ["-m", *LONG, "bonus=rnd", "bonus.hidden=[16]", "bonus.embedding_dim=8", "agent.lr=1e-4,1e-3",
+             "bonus.beta=0.25,1", "seed=range(2)", "agent.total_timesteps=640", "checkpoint.every_windows=2"]
+    separate = launch(*sweep, "members_per_job=1", f"results_dir={tmp_path / 'separate'}", timeout=600)
+    assert separate.returncode == 0, separate.stderr[-3000:]
+    assert "4 completed" in separate.stdout + separate.stderr
+    env = dict(os.environ, WANDB_MODE="disabled", RFIG_FAULT="window@5:kill", RFIG_FAULT_ONCE=str(tmp_path / "once"))
+    killed = subprocess.run([sys.executable, "launch.py", *sweep, f"results_dir={tmp_path / 'stacked'}"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert "[sweep] 8 runs as 1 compiled job (8 runs each): vmapped over seed, agent.lr, bonus.beta" in killed.stdout
+    resumed = launch(*sweep, f"results_dir={tmp_path / 'stacked'}", timeout=600)
+    log = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, log[-3000:]
+    # the checkpoint of window 4 is written in the background: the kill may come before it lands
+    resumed_at = 4 if "resuming from the checkpoint after window 4 of 10" in log else 2
+    assert f"resuming from the checkpoint after window {resumed_at} of 10" in log
+    assert "1 completed (1 of them resumed)" in log
+    runs = {d: sorted(p.relative_to(tmp_path / d) for p in (tmp_path / d).glob("default/*/*/*/seed_*"))
+            for d in ("separate", "stacked")}
+    assert runs["stacked"] == runs["separate"] and len(runs["stacked"]) == 8
+    for run in runs["stacked"]:
+        summary = json.loads((tmp_path / "stacked" / run / "summary.json").read_text())
+        assert summary["status"] == "complete" and summary["resumed_from_windows"] == [resumed_at]
+        assert summary["num_seeds_in_process"] == 8 and summary["variant"] == run.parent.name
+        drop = ("wall_time_s",)
+        got, want = ([{k: v for k, v in r.items() if k not in drop} for r in rows(tmp_path / d / run)]
+                     for d in ("stacked", "separate"))
+        assert [int(r["env_steps"]) for r in got] == list(range(64, 641, 64)), "each window exactly once"
+        assert_same_to_float32_rounding(got, want)

@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.jobs import memory_share, validate_placement
-from rfig_exp.launch.hydra_adapter import job_slot
 from rfig_exp.run.placement import (
     MEM_FRACTION_VARS,
     count_gpus,
@@ -82,13 +80,6 @@ def test_later_batches_reuse_the_slots_of_the_first():
 def test_format_cores_uses_tasksets_ranges():
     assert format_cores([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
     assert format_cores([3]) == "3"
-
-
-def test_job_slot_reads_job_num_and_batch_size():
-    multirun = OmegaConf.create({"job": {"num": 5}, "sweeper": {"max_batch_size": 2}})
-    assert job_slot(multirun) == (5, 2)
-    single = OmegaConf.create({"job": {"name": "launch"}, "sweeper": {"max_batch_size": None}})
-    assert job_slot(single) == (0, None)
 
 
 @pytest.mark.parametrize("num_gpus", [1, 2, 4])
@@ -203,18 +194,19 @@ def test_bad_jobs_per_gpu_names_the_key():
     validate_placement(jobs_per_gpu=90)
 
 
-def test_the_sweeper_batches_jobs_per_gpu_jobs_for_local_jobs_only():
-    from types import SimpleNamespace
+def test_the_sweeps_runner_batches_jobs_per_gpu_jobs_for_local_jobs_only():
+    from rfig_exp.launch.hydra_adapter import launcher_kind
+    from rfig_exp.launch.runner import jobs_at_once
 
-    from hydra_plugins.rfig_exp_sweeper import ResilientSweeper
-
-    def batch(*overrides, max_batch_size=None):
+    def batch(*overrides):
         cfg = compose_hydra(*overrides)
-        return ResilientSweeper._jobs_at_once(SimpleNamespace(config=cfg, max_batch_size=max_batch_size))
+        return jobs_at_once(cfg, launcher_kind(cfg.hydra.launcher))
 
     assert batch("hydra/launcher=local", "placement.jobs_per_gpu=3", "placement.gpus=[0,1]") == 6
-    assert batch("hydra/launcher=local", "placement.jobs_per_gpu=3", "placement.gpus=[0]", max_batch_size=2) == 2
+    assert batch("hydra/launcher=local", "placement.jobs_per_gpu=3", "placement.gpus=[0]",
+                 "hydra.sweeper.max_batch_size=2") == 2
     assert batch("hydra/launcher=local") is None  # unchanged without jobs_per_gpu
+    assert batch("hydra/launcher=local", "hydra.sweeper.max_batch_size=4") == 4
     assert batch("hydra/launcher=slurm", "placement.jobs_per_gpu=3") is None  # SLURM places its own jobs
 
 
@@ -306,12 +298,17 @@ def compose_hydra(*overrides: str):
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
 
 
-def test_the_local_launcher_preset_composes():
+def test_the_local_launcher_preset_composes_into_a_submitit_executor():
+    from rfig_exp.launch.hydra_adapter import submitit_executor
+
     cfg = compose_hydra("hydra/launcher=local", "hydra.sweeper.max_batch_size=2", "experiment=x")
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("LocalLauncher") and launcher.timeout_min == 2880
     assert launcher.gpus_per_node is None and launcher.name == "rfig-x"
     assert cfg.hydra.sweeper.max_batch_size == 2
+    executor = submitit_executor(launcher)  # the preset's keys as submitit's parameters
+    assert executor.cluster == "local" and executor._executor.parameters["timeout_min"] == 2880
+    assert "multirun_" in str(executor.folder) and str(executor.folder).endswith("/.submitit/%j")
 
 
 def test_the_slurm_launcher_preset_composes_and_every_key_is_overridable():

@@ -90,7 +90,7 @@ def test_sweep_runs_as_a_job_array_and_writes_every_run(tmp_path):
         out = finish(proc, log, timeout=600)
     finally:
         cancel(f"rfig-{experiment}")
-    assert "Submitit 'slurm' sweep output dir" in out
+    assert "2 job(s) as submitit 'slurm' tasks" in out and "sweep output dir" in out
     assert "accounting storage" not in out  # submitit's sacct polls are kept off the console
     runs = run_dirs(tmp_path, experiment)
     assert [(r.parts[-3], r.name) for r in runs] == [("none", "seed_0"), ("none", "seed_1"),

@@ -291,7 +291,7 @@ def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_he
 
     assert estimate.main(["--sweep", "repro", "--results", str(tmp_path / "none"), "--slots", "2"]) == 0
     short = capsys.readouterr().out
-    assert "30 jobs" in short and "| env=" not in short and "--jobs" in short
+    assert "30 compiled jobs, 240 runs, up to 8 per job" in short and "| env=" not in short and "--jobs" in short
     # the totals come first, then one line per env with its jobs and hours
     assert short.index("Total: ") < short.index("| env | jobs |")
     envs = [line for line in short.splitlines() if line.startswith("| ") and not line.startswith(("| env ", "|---"))]
@@ -336,6 +336,20 @@ def test_recorded_rows_join_the_table_and_a_newer_measurement_wins(tmp_path, mon
     assert estimate_throughput.table_rate(rows, "cpu", "mountaincar", "rfig", 8).steps_per_second == 40000.0
     estimate_throughput.record_rows(tmp_path / "r", ["exp"], "cpu", "repro", path=table)  # again: replaced, not doubled
     assert len(estimate_throughput.read_throughput_table(table)) == 2
+
+
+def test_the_estimate_counts_compiled_jobs_and_their_members(capsys):
+    """Three values of bonus.beta x 2 of agent.lr x 8 seeds: 6 jobs of 8 seeds, one compiled job of 48
+    runs on a CPU (launch/stacking.py), costed at 48 runs' speed."""
+    jobs = estimate_sweep.sweep_jobs("smoke", ["env=mountaincar", "bonus=rfig", "bonus.beta=0.25,0.5,1",
+                                               "agent.lr=1e-4,3e-4", "seed=range(8)", "num_seeds=1"])
+    assert len(jobs) == 6 and {c["num_seeds"] for _, c in jobs} == {8}
+    (compiled,) = estimate_sweep.stack_jobs(jobs)
+    assert compiled[1]["num_seeds"] == 48 and compiled[0][-1] == "(+5 settings stacked)"
+    cost = estimate_sweep.cost_jobs([compiled], [], "", TABLE, "cpu")[0]
+    assert cost.seeds == 48 and cost.rate.seeds == 48 or "seeds^" in cost.rate.source
+    assert len(estimate_sweep.stack_jobs(estimate_sweep.sweep_jobs("smoke", ["env=mountaincar", "bonus=rfig,none",
+                                                                             "seed=range(8)", "num_seeds=1"]))) == 2
 
 
 def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():

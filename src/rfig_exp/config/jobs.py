@@ -1,8 +1,10 @@
-"""The checks of how a sweep's jobs are grouped and placed: ``seeds_per_job`` and ``placement.*``.
+"""The checks of how a sweep's jobs are grouped and placed: ``seeds_per_job``, ``members_per_job``
+and ``placement.*``.
 
 The run's settings declare them (``run_spec.RunSettings``) and check them here, before any job
-starts; ``launch/grouping.py`` groups the seeds and ``run/placement.py`` places each job, both
-with these rules and constants. Nothing here imports JAX.
+starts; ``launch/grouping.py`` groups the seeds, ``launch/stacking.py`` stacks settings into
+compiled jobs and ``run/placement.py`` places each job, all with these rules and constants.
+Nothing here imports JAX.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ def validate_seeds_per_job(value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"seeds_per_job={value!r} must be auto or an integer >= 1")
+
+
+def validate_members_per_job(value: Any) -> None:
+    """Raise ValueError unless ``value`` is ``auto`` or an integer >= 1 (``launch/stacking.py``)."""
+    if value == AUTO:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"members_per_job={value!r} must be auto or an integer >= 1")
 
 
 def validate_placement(mode: str = "auto", jobs_in_parallel: int | None = None, cores_per_job: int | None = None,

@@ -72,6 +72,15 @@ def _seeds_per_job(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
     return value
 
 
+def _members_per_job(value: Any, key: str, earlier: Mapping[str, Any]) -> Any:
+    """Read by the sweep's planner (``rfig_exp.launch.stacking``), checked here with the rest."""
+    try:
+        jobs.validate_members_per_job(value)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return value
+
+
 def _folder_name(value: Any, key: str, earlier: Mapping[str, Any]) -> str:
     if not isinstance(value, str) or not _SAFE_NAME.match(value):
         raise ConfigError(f"{key}={value!r} must be a plain folder name (letters, digits, . _ + -)")
@@ -179,6 +188,11 @@ class RunSettings(WatchSettings):
         "auto", _seeds_per_job, hyperparameter=False,
         doc=("in a -m sweep, one-seed jobs that differ only in seed run as jobs of up to this many vmapped seeds "
              "(auto: a cell's seeds on a GPU, 8 on a CPU)"))
+    members_per_job: Any = setting(
+        "auto", _members_per_job, hyperparameter=False,
+        doc=("in a -m sweep, jobs of one compiled program whose settings differ only in traced values (agent.lr, "
+             "bonus.beta, ...) train stacked in one job of up to this many runs (auto: what memory allows, 48 on a "
+             "CPU; 1: one job per setting)"))
     experiment: str = setting("default", _folder_name, hyperparameter=False,
                               doc="results land in <results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<k>/")
     results_dir: str = setting("results", _writable_dir, hyperparameter=False,

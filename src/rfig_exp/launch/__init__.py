@@ -1,10 +1,13 @@
-"""From the command line to the jobs, without JAX.
+"""From the command line to the compiled jobs, and a sweep's jobs run, without JAX.
 
-``preflight`` checks a whole command line before anything starts and plans a sweep once:
-``sweep_plan`` expands it into its grouped jobs, with ``env_options`` (env keys applied to the envs
-that have them) and ``grouping`` (seeds per job); ``hydra_adapter``, the only code that touches
-Hydra's and submitit's internals, hands Hydra the command line and the plan; ``slurm`` checks a
-SLURM request and ``retry`` requeues a stalled submitit task; ``estimate`` (with ``estimate_sweep``,
-``estimate_throughput``) prices a sweep before it is launched. Nothing here imports JAX until
-preflight makes a sweep's envs.
+``preflight`` checks a whole command line before anything starts and plans it once, as values:
+``sweep_plan`` expands a sweep into its seed-grouped jobs, with ``env_options`` (env keys applied to
+the envs that have them) and ``grouping`` (seeds per job); each job is composed and validated once,
+and ``stacking`` puts jobs of one compiled program and different traced settings into one.
+``runner`` runs a sweep's plan in this process or as submitit tasks, each job in ``task``;
+``hydra_adapter`` holds what the project asks of Hydra (its public API) and of submitit (its
+executor, and three internals, version-checked); ``slurm`` checks a SLURM request and ``retry``
+requeues a stalled submitit task; ``estimate`` (with ``estimate_sweep``, ``estimate_throughput``)
+prices a sweep before it is launched. Nothing here imports JAX until preflight makes a sweep's envs
+(a job's task imports the training code once it is placed).
 """

@@ -114,6 +114,30 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
     return out
 
 
+def stack_jobs(jobs: list[tuple[tuple[str, ...], dict]], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
+    """``jobs`` (as :func:`sweep_jobs` gives them) as the compiled jobs they run as
+    (``rfig_exp.launch.stacking``: one program, different traced settings stacked): each one job
+    whose ``num_seeds`` is its members, named by its first job's overrides (and how many settings
+    it stacks)."""
+    from omegaconf import OmegaConf
+
+    from rfig_exp.launch import stacking
+    from rfig_exp.launch.sweep_plan import stacking_cap
+    from rfig_exp.spec.run_spec import build_run_spec
+
+    if not jobs:
+        return []
+    specs = [build_run_spec(OmegaConf.create(cfg)) for _, cfg in jobs]
+    by_spec = {id(spec): (job, cfg) for spec, (job, cfg) in zip(specs, jobs)}
+    cap = stacking_cap(OmegaConf.create(jobs[0][1]), gpu)
+    out = []
+    for compiled in stacking.stack([(job, spec) for spec, (job, _) in zip(specs, jobs)], cap):
+        job, cfg = by_spec[id(compiled.parts[0].spec)]
+        more = len(compiled.parts) - 1
+        out.append(((*job, f"(+{more} settings stacked)") if more else job, {**cfg, "num_seeds": compiled.members}))
+    return out
+
+
 # A job whose program compiled before (same env, bonus, seeds and static shapes) loads it from the
 # persistent compilation cache: measured in the reproduction's sensitivity sweeps, 0.9-3.4 s
 # against 20-40 s cold, so a tenth of the cold compile time.
@@ -171,7 +195,9 @@ def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost],
     known = [c.hours for c in costs if c.rate is not None]
     unknown = len(costs) - len(known)
     total = sum(known)
-    lines = [f"# Cost of `{head}` on {device} ({len(costs)} jobs; measured rates from host {host} first)", "",
+    runs, most = sum(c.seeds for c in costs), max((c.seeds for c in costs), default=0)
+    lines = [f"# Cost of `{head}` on {device} ({len(costs)} compiled jobs, {runs} runs, up to {most} per job; "
+             f"measured rates from host {host} first)", "",
              f"Total: {total:.2f} job-hours on one slot; wall time on {slots} slot(s): "
              f"{wall_hours(known, slots):.2f} h (jobs spread longest first)."]
     if unknown:
@@ -288,6 +314,7 @@ def main_sweep(args, results: Path) -> int:
         table = read_throughput_table()
     processes, _ = collect_processes(results) if results.is_dir() else ([], {})
     host = socket.gethostname()
-    costs = cost_jobs(jobs, processes if args.device == "cpu" else [], host, table, args.device)
+    compiled = stack_jobs(jobs, gpu=args.device != "cpu")
+    costs = cost_jobs(compiled, processes if args.device == "cpu" else [], host, table, args.device)
     print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host, job_rows=args.jobs))
     return 0

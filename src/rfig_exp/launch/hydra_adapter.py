@@ -1,190 +1,136 @@
-"""Hydra (and submitit) beyond their public API, in one small module checked against their versions.
+"""Hydra through its public API, and submitit through its own (three internals, version-checked).
 
-An upgrade has this one file to read. What it reaches into, and why:
+Hydra parses the command line's overrides (``OverridesParser``), composes configs
+(``initialize_config_dir`` + ``compose``) and, for its own flags (``--cfg``, ``--info``,
+``--hydra-help``, shell completion), runs its command line (``hydra.main``). What a sweep runs is
+planned here as values (``rfig_exp.launch.preflight``): :func:`expand_sweep` expands a ``-m``
+command line as Hydra's basic sweeper does (the cartesian product of each key's values, a later
+override of a key replacing an earlier one), each job is composed once, and the jobs run from that
+plan (``rfig_exp.launch.runner``) in this process, or as submitit tasks on this machine or on SLURM,
+as ``hydra/launcher=...`` chooses: the launcher's config node (``conf/hydra/launcher/``, the
+hydra-submitit-launcher's schema) becomes a submitit executor (:func:`submitit_executor`).
 
-- Hydra's command line (``hydra._internal.utils``): :func:`run` is ``@hydra.main`` given the
-  arguments as a value instead of reading ``sys.argv``; :func:`run_sweep` is Hydra's multirun
-  with the jobs planned already (``Hydra.multirun`` asks its sweeper to expand the command line
-  again): it hands the sweeper the plan.
-- Hydra's basic sweeper and launcher (``hydra._internal.core_plugins``): the resilient sweeper
-  extends the basic sweeper, asks whether the launcher runs jobs in this process, and the plan
-  expands a sweep exactly as that sweeper would (:func:`expand_sweep`).
-- A job's result: ``JobReturn.return_value`` re-raises a failed job's exception; the sweeper
-  reads the exception itself (``_return_value``) to count it and go on (:func:`job_result`), and a
-  submitit task that ends itself writes such a result (:func:`failed_job_return`).
-- submitit's requeue (``JobEnvironment._requeue``), its result file, and its sacct poll command
-  (``SlurmInfoWatcher._make_command``, wrapped to drop the poll's stderr).
-
-What a sweep job returns to the sweeper is :class:`JobOutcome`, a documented value.
+submitit internals, for what its API does not offer: a task's requeue (``JobEnvironment._requeue``,
+the stall retry), its result file (a task that ends itself records its result) and its sacct poll
+command (``SlurmInfoWatcher._make_command``, wrapped to drop the poll's stderr).
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
+import logging.config
 import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-import hydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-# The versions this module was written and tested against (pyproject.toml pins the same).
-HYDRA_SERIES = "1.3."
 SUBMITIT_SERIES = "1.5."
-
-if not hydra.__version__.startswith(HYDRA_SERIES):
-    raise ImportError(f"rfig-exp needs hydra-core {HYDRA_SERIES}x (pyproject.toml pins it), found {hydra.__version__}: "
-                      "rfig_exp/launch/hydra_adapter.py uses its internals; check them before allowing another version")
-
-from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
-from hydra.core.utils import JobReturn, JobStatus  # noqa: E402
-from hydra.errors import HydraException  # noqa: E402
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    """What a sweep job tells the sweeper (``launch.main``'s return value): whether everything was
-    complete already, whether it resumed from a checkpoint, and the stall retries it used."""
-
-    skipped: bool = False
-    resumed: bool = False
-    stall_retries: int = 0
-
+JOB_NAME = "launch"  # a job's log file is <its output dir>/launch.log, as Hydra named it after launch.py
 
 # Where a sweep's jobs run (``launcher_kind``): in the sweep's own process, or each a submitit task.
 IN_PROCESS, LOCAL, SLURM = "in-process", "local", "slurm"
 
 
 @dataclass(frozen=True)
-class CurrentJob:
-    """The Hydra job this process runs."""
+class JobOutcome:
+    """What a sweep job tells the sweep's runner: whether everything was complete already, whether
+    it resumed from a checkpoint, the stall retries it used, and why it failed (None: it did not;
+    ``error_type`` the exception's class name, ``stalled`` when the watchdog ended it)."""
 
-    multirun: bool
-    overrides: list[str]          # the job's overrides as typed
-    index: int                    # its index in the sweep (0 outside one)
-    jobs_in_parallel: int | None  # jobs that run at once (None: all, or not a sweep)
-    searchpath: tuple[str, ...] = ()  # hydra.searchpath: the user's config folders (envs, bonuses of their own)
-    launcher: str = IN_PROCESS    # where the sweep runs it: IN_PROCESS, LOCAL or SLURM (a single run: IN_PROCESS)
-
-    @property
-    def submitit(self) -> bool:
-        """A task of its own under submitit (hydra/launcher=local or slurm)."""
-        return self.launcher in (LOCAL, SLURM)
+    skipped: bool = False
+    resumed: bool = False
+    stall_retries: int = 0
+    error: str | None = None
+    error_type: str | None = None
+    stalled: bool = False
 
 
-def current_job() -> CurrentJob:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
+def parse_overrides(overrides: Sequence[str]) -> list:
+    """Hydra's parsed overrides; :class:`HydraException` for a line it cannot parse."""
+    return OverridesParser.create().parse_overrides(list(overrides))
 
-    hc = HydraConfig.get()
-    multirun = hc.mode == RunMode.MULTIRUN
-    return CurrentJob(multirun, list(hc.overrides.task), *job_slot(hc), searchpath=tuple(hc.searchpath),
-                      launcher=launcher_kind(hc.launcher) if multirun else IN_PROCESS)
+
+def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
+    """Every job's override list of a ``-m`` command line, as Hydra's basic sweeper expands it: one
+    list of ``key=value`` per key (a sweep's values, or its one value), in the order each key first
+    appears, a later override of a key replacing an earlier one; the jobs are their cartesian product."""
+    per_key: dict[str, list[str]] = {}
+    for o in parse_overrides(overrides):
+        key = o.get_key_element()
+        if o.is_sweep_override():
+            if not o.is_discrete_sweep():
+                raise HydraException(f"{o.input_line}: only choice and range sweeps are supported")
+            per_key[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+        else:
+            per_key[key] = [f"{key}={o.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*per_key.values())]
+
+
+def compose(overrides: Sequence[str], conf_dir: Path, hydra_node: bool = False) -> DictConfig:
+    """The config Hydra composes from ``conf_dir``'s ``config.yaml`` and ``overrides`` (``hydra_node``:
+    with its ``hydra`` node: launcher, sweep folder, logging). Raises :class:`HydraException`."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides), return_hydra_config=hydra_node)
+
+
+def without_hydra(cfg: DictConfig) -> DictConfig:
+    """A copy of a job's config without its ``hydra`` node (what Hydra hands a task function)."""
+    out = copy.deepcopy(cfg)
+    with read_write(out), open_dict(out):
+        out.pop("hydra", None)
+    return out
+
+
+def hydra_command_line(argv: Sequence[str], conf_dir: Path, task: Callable[[DictConfig], Any]) -> None:
+    """Hydra's own command line for ``argv`` (``--cfg``, ``--info``, ``--hydra-help``, shell
+    completion), as ``@hydra.main`` runs it: it reads ``sys.argv``, given ``argv`` for the call."""
+    import hydra
+
+    main = hydra.main(config_path=str(conf_dir), config_name="config", version_base="1.3")(task)
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else JOB_NAME, *argv]
+    try:
+        main()
+    finally:
+        sys.argv = saved
 
 
 def launcher_kind(launcher) -> str:
     """Where a config's ``hydra.launcher`` node runs a sweep's jobs: :data:`LOCAL` or :data:`SLURM`
     (each a submitit task), else :data:`IN_PROCESS` (Hydra's basic launcher: the sweep's own process)."""
-    from omegaconf import OmegaConf
-
     target = str(OmegaConf.select(launcher, "_target_", default=""))
     return LOCAL if target.endswith(".LocalLauncher") else SLURM if target.endswith(".SlurmLauncher") else IN_PROCESS
 
 
-def job_slot(hydra_cfg) -> tuple[int, int | None]:
-    """``(job_index, jobs_in_parallel)`` from a job's Hydra config: ``job.num`` is its index in the
-    whole sweep (-1 outside a multirun, read as 0); ``sweeper.max_batch_size`` the number of jobs
-    submitit_local runs at once (None: all)."""
-    from omegaconf import OmegaConf
-
-    num = OmegaConf.select(hydra_cfg, "job.num", default=-1)
-    batch = OmegaConf.select(hydra_cfg, "sweeper.max_batch_size", default=None)
-    return max(int(num if num is not None else 0), 0), (int(batch) if batch else None)
-
-
-def run(task_function: Callable, argv: Sequence[str], config_path: str = "conf") -> None:
-    """Hydra's command line ``argv`` with ``task_function`` as its job, as ``@hydra.main`` runs it
-    (``config_path`` relative to the task function's file), given the arguments instead of
-    reading them from ``sys.argv``."""
-    from hydra._internal.utils import _run_hydra, get_args_parser
-
-    parser = get_args_parser()
-    _run_hydra(args=parser.parse_args(list(argv)), args_parser=parser, task_function=task_function,
-               config_path=config_path, config_name="config")
+def job_logging(primary: DictConfig, output_dir: Path) -> dict:
+    """The logging config (``hydra.job_logging``, resolved) of a job whose output folder is
+    ``output_dir``: its log file is ``<output_dir>/launch.log`` unless the config says otherwise."""
+    whole = copy.deepcopy(primary)
+    with read_write(whole.hydra), open_dict(whole.hydra):
+        whole.hydra.runtime.output_dir = str(Path(output_dir).resolve())
+        whole.hydra.job.name = JOB_NAME
+    out = OmegaConf.to_container(whole.hydra.job_logging, resolve=True)
+    assert isinstance(out, dict), "hydra.job_logging is a mapping"
+    return out
 
 
-def run_sweep(task_function: Callable, jobs: Sequence[Sequence[str]], overrides: Sequence[str], conf_dir: Path,
-              task_name: str) -> None:
-    """Hydra's multirun of ``jobs`` (override lists, in launch order): the sweep's config composed
-    from ``overrides`` (the command line's, as Hydra's first composition of a sweep reads them) in
-    ``conf_dir``, its sweeper given the jobs. ``task_name``: Hydra's job name (its log file's)."""
-    from hydra._internal.callbacks import Callbacks
-    from hydra._internal.hydra import Hydra
-    from hydra._internal.utils import create_config_search_path, run_and_report
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.plugins import Plugins
-    from hydra.types import HydraContext, RunMode
-
-    hydra = run_and_report(lambda: Hydra.create_main_hydra2(task_name=task_name,
-                                                             config_search_path=create_config_search_path(str(conf_dir))))
-
-    def multirun() -> None:
-        cfg = hydra.compose_config("config", [*overrides, "hydra.mode=MULTIRUN"], run_mode=RunMode.MULTIRUN,
-                                   with_log_configuration=True)
-        callbacks = Callbacks(cfg)
-        callbacks.on_multirun_start(config=cfg, config_name="config")
-        sweeper = Plugins.instance().instantiate_sweeper(
-            config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks),
-            task_function=task_function)
-        sweeper.run_jobs(jobs)  # type: ignore[attr-defined]  # the resilient sweeper of conf/config.yaml
-        callbacks.on_multirun_end(config=cfg, config_name="config")
-
-    try:
-        run_and_report(multirun)
-    finally:
-        GlobalHydra.instance().clear()
-
-
-def basic_sweeper():
-    """Hydra's basic sweeper class, looked up when asked: Hydra's plugin scan re-executes its core
-    plugin modules, so a class object kept from an earlier import is not the one Hydra uses."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    return BasicSweeper
-
-
-def parse_overrides(overrides: Sequence[str], config_loader=None) -> list:
-    """Hydra's parsed overrides; :class:`HydraException` for a line it cannot parse."""
-    return OverridesParser.create(config_loader=config_loader).parse_overrides(list(overrides))
-
-
-def expand_sweep(overrides: Sequence[str], config_loader=None) -> list[list[str]]:
-    """Every job's override list, as Hydra's basic sweeper expands a multirun command line."""
-    batches = basic_sweeper().split_arguments(parse_overrides(overrides, config_loader), None)
-    return [list(job) for job in batches[0]]
-
-
-def runs_in_process(launcher) -> bool:
-    """Whether ``launcher`` runs each job in this process (Hydra's basic launcher)."""
-    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
-
-    return isinstance(launcher, BasicLauncher)
-
-
-def job_result(job: JobReturn) -> tuple[bool, Any]:
-    """``(completed, value)``: a completed job's return value, or a failed job's exception."""
-    if job.status == JobStatus.COMPLETED:
-        return True, job.return_value
-    return False, job._return_value
-
-
-def failed_job_return(cfg, error: Exception) -> JobReturn:
-    """The current job's result as Hydra's launchers return a job that raised ``error``."""
-    from hydra.core.hydra_config import HydraConfig
-
-    hc = HydraConfig.get()
-    hydra_cfg = HydraConfig.instance().cfg  # the job's whole config, hydra node included
-    return JobReturn(overrides=list(hc.overrides.task), cfg=cfg, hydra_cfg=hydra_cfg,  # type: ignore[arg-type]
-                     working_dir=os.getcwd(), task_name=hc.job.name, status=JobStatus.FAILED, _return_value=error)
+def configure_logging(config: dict) -> None:
+    """Logging as a job's config asks (what Hydra does for each job): handlers replaced, the log
+    file's folder made."""
+    for handler in config.get("handlers", {}).values():
+        if isinstance(handler, dict) and handler.get("filename"):
+            Path(handler["filename"]).parent.mkdir(parents=True, exist_ok=True)
+    logging.config.dictConfig(config)
 
 
 # -- submitit ---------------------------------------------------------------------------------
@@ -195,6 +141,36 @@ def _submitit():
         raise ImportError(f"rfig-exp needs submitit {SUBMITIT_SERIES}x (pyproject.toml pins it), found "
                           f"{submitit.__version__}: rfig_exp/launch/hydra_adapter.py uses its internals")
     return submitit
+
+
+# the launcher node's keys that every submitit executor takes under their own name; the others get
+# the cluster's prefix (slurm_partition), as hydra-submitit-launcher maps them
+_SHARED_KEYS = {"timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes", "name",
+                "stderr_to_stdout"}
+
+
+def submitit_executor(launcher: DictConfig):
+    """A submitit executor for a ``hydra.launcher`` node of kind :data:`LOCAL` or :data:`SLURM`
+    (``conf/hydra/launcher/``: submitit_local / submitit_slurm and their keys), its tasks' files
+    in the node's ``submitit_folder``."""
+    kind = launcher_kind(launcher)
+    cluster = {LOCAL: "local", SLURM: "slurm"}[kind]
+    params = {str(k): v for k, v in dict(OmegaConf.to_container(launcher, resolve=True)).items()}  # type: ignore[arg-type]
+    params.pop("_target_", None)
+    init = {"folder": params.pop("submitit_folder")}
+    if "max_num_timeout" in params:
+        init[f"{cluster}_max_num_timeout"] = params.pop("max_num_timeout")
+    executor = _submitit().AutoExecutor(cluster=cluster, **init)
+    executor.update_parameters(**{k if k in _SHARED_KEYS else f"{cluster}_{k}": v for k, v in params.items()})
+    return executor
+
+
+def submitit_task_id() -> str | None:
+    """This process's submitit task id (None outside a submitit task)."""
+    try:
+        return str(_submitit().JobEnvironment().job_id)
+    except RuntimeError:
+        return None
 
 
 def requeue_submitit_task() -> None:
@@ -234,6 +210,19 @@ def quiet_sacct() -> None:
     watcher._rfig_quiet = True  # type: ignore[attr-defined]
 
 
-__all__ = ["CurrentJob", "HydraException", "JobOutcome", "basic_sweeper", "current_job", "expand_sweep",
-           "failed_job_return", "job_result", "job_slot", "launcher_kind", "parse_overrides", "quiet_sacct",
-           "requeue_submitit_task", "run", "run_sweep", "runs_in_process", "write_submitit_result"]
+@contextmanager
+def flushed_logs() -> Iterator[None]:
+    """Flush every log handler and the standard streams after the block (a process about to end)."""
+    try:
+        yield
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+__all__ = ["HydraException", "IN_PROCESS", "JobOutcome", "LOCAL", "SLURM", "compose", "configure_logging",
+           "expand_sweep", "hydra_command_line", "job_logging", "launcher_kind", "parse_overrides", "quiet_sacct",
+           "requeue_submitit_task", "submitit_executor", "submitit_task_id", "without_hydra",
+           "write_submitit_result"]

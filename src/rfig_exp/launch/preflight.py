@@ -9,8 +9,9 @@
   seed directory holding a run with another config). All bad jobs are reported at once.
 
 Errors are :class:`PreflightError` (exit code 2, one line each); the caller prints them. A
-sweep that passes comes back as its plan (:class:`rfig_exp.launch.sweep_plan.SweepPlan`), which
-launch.py hands to Hydra: the sweep is expanded once.
+command line that passes comes back as its plan (:class:`rfig_exp.launch.sweep_plan.LaunchPlan`):
+its compiled jobs, each job composed and its run specs built once, the runs of one program and
+different traced settings stacked (:mod:`rfig_exp.launch.stacking`); launch.py runs that plan.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
 from rfig_exp.spec.defaults import defaults
 
 if TYPE_CHECKING:
-    from rfig_exp.launch.sweep_plan import SweepPlan
+    from rfig_exp.launch.sweep_plan import LaunchPlan, SweepPlan
     from rfig_exp.spec.run_spec import RunSpec
 
 CONF_DIR = folders.CONF_DIR
@@ -39,8 +40,9 @@ GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep
 # Hydra's own flags: these that take a value, and these that make Hydra do something else than running.
 _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--cfg", "-c",
                      "--package", "-p", "--experimental-rerun"}
-_FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc",
-                      "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+_FLAGS_NOT_RUNNING = {"--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc"}
+# Hydra's flags that would run jobs from another config than the plan's: refused, with the way that works
+_FLAGS_REFUSED = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
 HELP_WIDTH = 100
 # A full stop that ends a sentence, not one inside "e.g." or a number.
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
@@ -266,17 +268,21 @@ def _bad_choices(job: Sequence[str], dirs: folders.ConfDirs) -> list[str]:
     return errors
 
 
-def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = ()) -> list[tuple[list[str], RunSpec]]:
+def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
+                  composed_with_hydra: list[DictConfig] | None = None) -> list[tuple[list[str], RunSpec]]:
     """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
-    ``searchpath``: the command line's ``hydra.searchpath`` (the user's config folders).
+    ``searchpath``: the command line's ``hydra.searchpath`` (the user's config folders);
+    ``composed_with_hydra``: a list that gets each job's config with its ``hydra`` node, composed
+    with Hydra's own overrides too (a single run's: where it logs), instead of without it.
 
     The checks that need no environment run first for every job; only the jobs that pass them
     make their env, once per distinct env setting, which imports its suite (brax: 10-20 s).
     No bonus is made and nothing is trained: every bonus setting is checked with the config."""
-    from hydra import initialize_config_dir
+    from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
     from rfig_exp.envs import make_env
+    from rfig_exp.launch.hydra_adapter import without_hydra
     from rfig_exp.results.seed_plan import plan_seeds
     from rfig_exp.spec.run_spec import build_run_spec
 
@@ -296,7 +302,12 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = ())
                 invalid += 1
                 continue
             try:
-                spec = build_run_spec(_compose(job, composed, search), searchpath)  # every setting, the bonus's too
+                if composed_with_hydra is None:
+                    cfg = _compose(job, composed, search)
+                else:
+                    composed_with_hydra.append(compose("config", overrides=list(job), return_hydra_config=True))
+                    cfg = without_hydra(composed_with_hydra[-1])
+                spec = build_run_spec(cfg, searchpath)  # every setting, the bonus's too
                 plan_seeds(spec)
                 checked.append((job, spec))
             except ConfigError as err:
@@ -378,10 +389,19 @@ def check_slurm_request(primary: DictConfig) -> None:
         raise PreflightError(errors)
 
 
-def preflight(argv: Sequence[str]) -> SweepPlan | None:
-    """Check a ``launch.py`` command line: raise PreflightError, or return the plan of its sweep
-    (None for a single run, or a command line that Hydra runs some other way: ``--cfg``, ``--info``)."""
+def preflight(argv: Sequence[str]) -> LaunchPlan | None:
+    """Check a ``launch.py`` command line: raise PreflightError, or return its plan: its compiled
+    jobs, each composed and validated once (None: a command line that Hydra runs some other way:
+    ``--cfg``, ``--info``)."""
+    from rfig_exp.launch import stacking
+    from rfig_exp.launch.sweep_plan import LaunchPlan, stacking_cap
+    from rfig_exp.spec.stack import Job, JobPart
+
     flags, overrides = split_argv(argv)
+    if flags & _FLAGS_REFUSED:
+        raise PreflightError([f"{flag}: launch.py composes conf/config.yaml; add a config folder of your own with "
+                              "'hydra.searchpath=[file://DIR]' (docs/extending.md)"
+                              for flag in sorted(flags & _FLAGS_REFUSED)])
     if flags & _FLAGS_NOT_RUNNING:
         return None
     multirun = bool(flags & {"-m", "--multirun"})
@@ -389,18 +409,25 @@ def preflight(argv: Sequence[str]) -> SweepPlan | None:
     plan, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
     if primary is not None:
         check_slurm_request(primary)
-    validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides))
+    single: list[DictConfig] | None = None if plan is not None else []
+    validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides),
+                              composed_with_hydra=single)
     if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
         raise PreflightError([primary_error])
     if plan is not None:
+        assert primary is not None  # planned with it
         write_manifest(validated)
-        print(f"[sweep] {len(plan.jobs)} job(s) validated in {time.perf_counter() - t0:.1f}s", flush=True)
-        return plan
+        jobs = stacking.stack(validated, stacking_cap(primary))
+        line = stacking.describe(jobs, plan.varying)
+        print(f"[sweep] {len(validated)} job(s) validated in {time.perf_counter() - t0:.1f}s"
+              + (f"\n{line}" if line else ""), flush=True)
+        return LaunchPlan(tuple(jobs), primary, True, plan.varying)
     from rfig_exp.launch import grouping
 
-    spec = validated[0][1]
+    assert single
+    job, spec = validated[0]
     warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
                                         getattr(spec.env, "backend", None))
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    return None
+    return LaunchPlan((Job((JobPart(spec, tuple(job)),)),), single[0], False)

@@ -5,8 +5,8 @@ wedged thread, so the retry needs a fresh one; who gives it depends on where the
 
 - **in-process** (Hydra's basic launcher, the default): the jobs run one after another in the
   sweep's own process, each trained on a thread of its own (``rfig_exp.run.watchdog.on_own_thread``).
-  A stalled job's thread is left behind and the job fails with :class:`~rfig_exp.config.errors.Stalled`;
-  the sweeper (hydra_plugins.rfig_exp_sweeper) launches it again, resumed from its checkpoint, while
+  A stalled job's thread is left behind and the job comes back stalled; the sweep's runner
+  (``rfig_exp.launch.runner``) launches it again, resumed from its checkpoint, while
   it has retries left, and counts the retries in its final ``[sweep]`` line. A job out of retries is
   counted failed and the sweep goes on.
 - **submitit** (``hydra/launcher=local`` or ``slurm``): each job is a task of its own, which

@@ -1,14 +1,16 @@
-"""A ``-m`` command line's jobs, as they will run: planned once, by preflight, and handed to the sweeper.
+"""A ``-m`` command line's jobs, as they will run: planned once, by preflight, as values.
 
-Hydra runs a sweep in two steps. It composes the sweep's *primary config* (the defaults, a preset
-``sweep=NAME`` and the command line's single values; a sweep ``a,b`` is left for later), then its
-sweeper expands the preset's ``hydra.sweeper.params`` followed by the command line into one
-override list per job. :func:`plan_sweep` is that second step with what this project adds to it:
-per-env options applied to the envs that have them (:mod:`rfig_exp.launch.env_options`) and one-seed
-jobs grouped into vmapped ones (:mod:`rfig_exp.launch.grouping`), whose settings it reads from the primary
-config (:class:`SweepSettings`), so Hydra's precedence decides them. Preflight composes that
-config (:func:`compose_primary`) and plans the sweep; launch.py hands the plan to Hydra's sweeper
-(``hydra_adapter.run_sweep``) and each job its label's keys (:attr:`SweepPlan.varying`).
+A sweep is planned in the two steps Hydra takes: its *primary config* is composed (the defaults, a
+preset ``sweep=NAME`` and the command line's single values; a sweep ``a,b`` is left for later),
+then the preset's ``hydra.sweeper.params`` followed by the command line are expanded into one
+override list per job (``hydra_adapter.expand_sweep``, as Hydra's basic sweeper expands them).
+:func:`plan_sweep` is that second step with what this project adds to it: per-env options applied
+to the envs that have them (:mod:`rfig_exp.launch.env_options`) and one-seed jobs grouped into
+vmapped ones (:mod:`rfig_exp.launch.grouping`), whose settings it reads from the primary config
+(:class:`SweepSettings`), so Hydra's precedence decides them. Preflight composes and validates each
+job once, stacks jobs of one compiled program (:mod:`rfig_exp.launch.stacking`, with
+:func:`stacking_cap`) and hands the result, a :class:`LaunchPlan`, to the runner
+(:mod:`rfig_exp.launch.runner`).
 
 Hydra composes the primary config from the command line with every per-env option as ``++env.K=V``
 (:attr:`SweepPlan.overrides`, :func:`rfig_exp.launch.env_options.for_primary_compose`): it uses the
@@ -28,7 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 from rfig_exp.config import folders, jobs, variants
 from rfig_exp.config.folders import CONF_DIR
 from rfig_exp.launch import env_options, grouping
-from rfig_exp.launch.hydra_adapter import expand_sweep, parse_overrides
+from rfig_exp.launch.hydra_adapter import compose, expand_sweep, parse_overrides
+from rfig_exp.spec.stack import Job
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class SweepSettings:
     """What the plan reads of a sweep's primary config."""
 
     seeds_per_job: Any          # auto or an integer (checked by grouping.plan)
+    members_per_job: Any        # auto or an integer (checked by stacking.resolve)
     num_seeds: int              # of a job that sets none
     seed: int                   # of a job that sets none
     default_env: str            # the env of a job without env=
@@ -48,6 +52,7 @@ class SweepSettings:
         and this machine. A value that is not an integer (a sweep of it) counts as the default."""
         gpus = OmegaConf.select(primary, "hydra.launcher.gpus_per_node", default=None)
         return cls(seeds_per_job=OmegaConf.select(primary, "seeds_per_job", default=jobs.AUTO),
+                   members_per_job=OmegaConf.select(primary, "members_per_job", default=jobs.AUTO),
                    num_seeds=_int_or(OmegaConf.select(primary, "num_seeds", default=1), 1),
                    seed=_int_or(OmegaConf.select(primary, "seed", default=0), 0),
                    default_env=str(OmegaConf.select(primary, "env.name", default=env_options.default_env())),
@@ -73,6 +78,41 @@ class SweepPlan:
     overrides: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class LaunchPlan:
+    """A command line as it runs: its compiled jobs (each a list of run specs that share one
+    program, ``rfig_exp.spec.stack.Job``), composed and validated once by preflight, in launch
+    order; the config whose ``hydra`` node says where and how they run (a sweep's primary config,
+    a single run's own); whether it is a ``-m`` sweep; and the keys whose value is not the same in
+    every run of the sweep (each job's console label shows them first)."""
+
+    jobs: tuple[Job, ...]
+    config: DictConfig
+    multirun: bool
+    varying: tuple[str, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        return sum(job.members for job in self.jobs)
+
+
+def stacking_cap(primary: DictConfig, gpu: bool | None = None):
+    """``spec -> members per job`` for a sweep whose primary config is ``primary`` (``gpu`` None: as
+    on this machine): ``members_per_job`` resolved (rfig_exp.launch.stacking), 1 for a Brax program
+    that a CPU sweep trains one seed per process (grouping's XLA CPU wedge)."""
+    from rfig_exp.launch import stacking
+
+    s = SweepSettings.of(primary, gpu)
+    cap = stacking.resolve(s.members_per_job, s.gpu)
+
+    def of(spec) -> int:
+        if not s.gpu and grouping.splits_on_cpu(spec.env_name, getattr(spec.env, "backend", None)):
+            return 1
+        return cap
+
+    return of
+
+
 def sweep_params(primary: DictConfig) -> list[str]:
     """A preset's ``hydra.sweeper.params`` as overrides (``env=a,b``), as Hydra's basic sweeper reads them."""
     params = OmegaConf.select(primary, "hydra.sweeper.params", default=None) or {}
@@ -88,12 +128,11 @@ def task_overrides(overrides: Sequence[str]) -> list[str]:
     return [env_options.as_typed(o.input_line) for o in parse_overrides(overrides) if not o.is_hydra_override()]
 
 
-def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None = None,
-               config_loader=None) -> SweepPlan:
+def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None = None) -> SweepPlan:
     """Every job of a sweep whose primary config is ``primary`` and whose command line (as Hydra
     composes ``primary`` from it) is ``overrides``. Raises ``HydraException`` for a sweep Hydra
     cannot expand and ``ValueError`` for a bad ``seeds_per_job``."""
-    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides), config_loader)
+    expanded = expand_sweep(sweep_params(primary) + task_overrides(overrides))
     jobs, notes = env_options.apply_to_envs_that_have_them(expanded, _conf_dirs(primary))
     s = SweepSettings.of(primary, gpu)
     grouped, lines = grouping.plan(jobs, s.seeds_per_job, s.gpu, s.default_env, s.num_seeds, s.seed, s.env_backend)
@@ -113,11 +152,8 @@ def primary_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def compose_primary(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> DictConfig:
-    """The primary config of ``python launch.py -m OVERRIDES``, composed as Hydra will compose it
-    (``hydra`` node included). Raises ``HydraException`` where Hydra would fail."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        return compose("config", overrides=primary_overrides(env_options.for_primary_compose(overrides)),
-                       return_hydra_config=True)
+    """The primary config of ``python launch.py -m OVERRIDES``: the defaults, a preset and the
+    command line's single values (``hydra`` node included: launcher, sweep folder, logging). Raises
+    ``HydraException`` for a config Hydra cannot compose."""
+    return compose(primary_overrides(env_options.for_primary_compose(overrides)), conf_dir, hydra_node=True)
 

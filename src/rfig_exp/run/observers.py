@@ -45,8 +45,8 @@ class Window:
 
     index: int                          # 1-based
     env_steps: int                      # per seed, since the run's start
-    rows: dict[int, dict[str, float]]   # seed -> its metrics.csv row
-    metrics: Mapping[str, np.ndarray]   # metric -> [S] host values, in the job's seed order
+    rows: dict[int, dict[str, float]]   # run (its index in the job) -> its metrics.csv row
+    metrics: Mapping[str, np.ndarray]   # metric -> [S] host values, in the job's order of runs
     train_time_s: float                 # training wall time so far (resumed attempts included)
     stopping: int | None = None         # the signal that ends the run after this window
 
@@ -83,10 +83,11 @@ class MetricsFiles:
 
 
 class DivergenceGuard:
-    """Marks a seed failed at its first non-finite loss; the other seeds go on."""
+    """Marks a run failed at its first non-finite loss; the other runs go on. ``names``: how
+    messages name each run, by its key in the window's rows (None: ``seed <key>``)."""
 
-    def __init__(self, tag: str):
-        self.tag = tag
+    def __init__(self, tag: str, names: Mapping[int, str] | None = None):
+        self.tag, self.names = tag, names
         self.failures: dict[int, str] = {}
 
     def on_window(self, window: Window) -> None:
@@ -94,7 +95,8 @@ class DivergenceGuard:
             bad = [k for k in DIVERGENCE_METRICS if k in row and not math.isfinite(row[k])]
             if bad and s not in self.failures:
                 self.failures[s] = f"diverged: non-finite {', '.join(bad)} in window {window.index}"
-                log.error("[%s] seed %d %s; it will be marked failed", self.tag, s, self.failures[s])
+                name = self.names[s] if self.names is not None else f"seed {s}"
+                log.error("[%s] %s %s; it will be marked failed", self.tag, name, self.failures[s])
 
 
 class WandbMirror:
@@ -198,8 +200,10 @@ class ProgressLine:
 
     def __init__(self, tag: str, num_windows: int, eval_frequency: int, total_env_steps: int,
                  updates_per_window: int, done_windows: int, intrinsic: bool,
-                 note: Callable[[Mapping[str, Any], int], tuple[str, str | None]] | None = None):
+                 note: Callable[[Mapping[str, Any], int], tuple[str, str | None]] | None = None,
+                 runs_noun: str = "seeds"):
         self.tag, self.num_windows, self.total_env_steps = tag, num_windows, total_env_steps
+        self.runs_noun = runs_noun  # what the median of the returns is over: seeds, or runs of several settings
         self.eval_frequency = eval_frequency
         self.updates_per_window, self.done_windows, self.intrinsic = updates_per_window, done_windows, intrinsic
         self.note = note
@@ -215,7 +219,7 @@ class ProgressLine:
             steps_done * len(seeds) / train_time, [window.rows[s]["episode_return"] for s in seeds],
             [window.rows[s]["intrinsic_reward"] for s in seeds] if self.intrinsic else None,
             (self.num_windows - window.index) * window.train_time_s / max(trained, 1),
-            self.bonus_note(window.metrics, len(seeds))))
+            self.bonus_note(window.metrics, len(seeds)), noun=self.runs_noun))
 
     def bonus_note(self, metrics: Mapping[str, Any], num_seeds: int) -> str:
         """The bonus's note on this window ("" without one), its warning logged the first time."""

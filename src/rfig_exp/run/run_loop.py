@@ -12,10 +12,12 @@ from __future__ import annotations
 import datetime
 import errno
 import logging
+import os
 import signal
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jax
@@ -38,11 +40,37 @@ from rfig_exp.run.observers import (
     WandbMirror,
     Window,
 )
-from rfig_exp.run.tracking import WandbRuns, run_labels
+from rfig_exp.run.tracking import WandbRun, WandbRuns, run_labels
 from rfig_exp.run.watchdog import Watchdog, end_process
 from rfig_exp.spec.run_spec import RunSpec
 
 log = logging.getLogger("rfig_exp")
+
+
+def run_label(plans: Sequence[SeedPlan]) -> Callable[[SeedPlan], str]:
+    """How messages name a run of ``plans``: ``seed 3``, or ``<variant>/seed_3`` when the runs are
+    of several variants (a stacked job)."""
+    if len({p.path.parent for p in plans}) <= 1:
+        return lambda p: f"seed {p.seed}"
+    return lambda p: f"{p.path.parent.name}/seed_{p.seed}"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One run of a job: a (seed, settings) pair with its run folder (``plan``) and the overrides of
+    the job it would have been alone (its summary records them)."""
+
+    spec: RunSpec
+    plan: SeedPlan
+    command_line: tuple[str, ...] = ()
+
+    @property
+    def seed(self) -> int:
+        return self.plan.seed
+
+    @property
+    def path(self):
+        return self.plan.path
 
 
 @dataclass
@@ -52,62 +80,71 @@ class Restored:
     states: Any
     done_windows: int          # 0: a fresh start
     extra: dict                # train_time_s, resumed_from_windows of the checkpoint
-    wandb_ids: dict[int, str]  # seed -> its wandb run, continued on resume
+    wandb_ids: dict[int, str]  # member -> its wandb run, continued on resume
 
 
 class JobRun:
-    """One job's seeds trained together; resumable from per-seed checkpoints.
+    """One job's runs trained together (its vmapped seeds, or the (seed, settings) members of a
+    stacked sweep job, ``hparams`` then with a row per member); each resumable from its own
+    checkpoints. Observers and files key the runs by their index in ``members``.
 
     ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
     watchdog finds the job stalled; ``after_stall`` ends the job then (None: the process, exit 75;
     a sweep's retry in a sweep job, rfig_exp.launch.retry). ``signals``: the stop signals, entered
     by the caller (None: the job's own, ``StopSignals()``)."""
 
-    def __init__(self, spec: RunSpec, env, bonus, hparams, plans: list[SeedPlan], tag: str,
-                 command_line: Sequence[str], heartbeat: Callable[[], Any] = lambda: None,
+    def __init__(self, members: Sequence[Member], env, bonus, hparams, tag: str,
+                 heartbeat: Callable[[], Any] = lambda: None,
                  release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None,
                  signals: StopSignals | None = None):
-        self.spec, self.env, self.bonus, self.hparams = spec, env, bonus, hparams
-        self.plans, self.tag, self.command_line = plans, tag, list(command_line)
+        self.members = list(members)
+        self.spec = self.members[0].spec  # the job-wide settings: every member's are the same
+        self.env, self.bonus, self.hparams = env, bonus, hparams
+        self.tag = tag
         self.heartbeat, self.release = heartbeat, release
         self.after_stall = after_stall or end_process
         self.signals = signals
-        self.seeds = [p.seed for p in plans]
-        self.dirs = {p.seed: p.path for p in plans}
+        self.keys = list(range(len(self.members)))
+        self.dirs = {i: m.path for i, m in enumerate(self.members)}
+        label = run_label([m.plan for m in self.members])
+        self.names = {i: label(m.plan) for i, m in enumerate(self.members)}
+        # hyperparameters shared by every member (scalars), or a row per member
+        self.hp_axis = 0 if np.ndim(hparams.beta) else None
 
     # -- restore or init ------------------------------------------------------------------
     def restore_or_init(self, trainer) -> Restored:
-        keys = jnp.stack([jax.random.PRNGKey(s) for s in self.seeds])
-        states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, None)))(keys, self.hparams))
+        keys = jnp.stack([jax.random.PRNGKey(m.seed) for m in self.members])
+        states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, self.hp_axis)))(keys,
+                                                                                                   self.hparams))
         leaves, treedef = jax.tree.flatten(states)
         window, found = self._resume_point(leaves)
         if not window:
-            for p in self.plans:
-                checkpoint.remove(p.path)
-                results.start_run(p.path, p.config_yaml)  # also removes an orphaned wandb run of a dead attempt
+            for m in self.members:
+                checkpoint.remove(m.path)
+                results.start_run(m.path, m.plan.config_yaml)  # also removes an orphaned wandb run of a dead attempt
             return Restored(states, 0, {}, {})
         stacked = [np.stack([c.leaves[i] for c in found]) for i in range(len(leaves))]
         states = jax.tree.unflatten(treedef, [jnp.asarray(x, dtype=leaf.dtype) for x, leaf in zip(stacked, leaves)])
         log.info("[%s] resuming from the checkpoint after window %d of %d", self.tag, window, self.spec.num_windows)
-        for p in self.plans:
-            if p.config_damaged:
-                results.atomic_write_text(p.path / results.CONFIG, p.config_yaml)
+        for m in self.members:
+            if m.plan.config_damaged:
+                results.atomic_write_text(m.path / results.CONFIG, m.plan.config_yaml)
         return Restored(states, window, found[0].extra,
-                        {s: c.extra.get("wandb_id") for s, c in zip(self.seeds, found)})
+                        {i: c.extra.get("wandb_id") for i, c in zip(self.keys, found)})
 
     def _resume_point(self, template_leaves) -> tuple[int, list]:
-        """The window all seeds can resume from and their checkpoints (0 and [] for a fresh start)."""
+        """The window all runs can resume from and their checkpoints (0 and [] for a fresh start)."""
         if self.spec.overwrite:
             return 0, []
         shapes = [tuple(np.shape(x))[1:] for x in template_leaves]
         # a checkpoint is only as good as the metrics rows it continues: never past the whole ones
-        rows = {s: results.whole_rows(self.dirs[s]) for s in self.seeds}
-        newest = [checkpoint.latest(self.dirs[s], shapes, at_most=rows[s]) for s in self.seeds]
-        for s in self.seeds:
-            beyond = [w for w in checkpoint.windows(self.dirs[s]) if w > rows[s]]
+        rows = {i: results.whole_rows(self.dirs[i]) for i in self.keys}
+        newest = [checkpoint.latest(self.dirs[i], shapes, at_most=rows[i]) for i in self.keys]
+        for i in self.keys:
+            beyond = [w for w in checkpoint.windows(self.dirs[i]) if w > rows[i]]
             if beyond:
-                log.warning("[%s] seed %d: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
-                            "cannot be resumed without the rows before them", self.tag, s, rows[s],
+                log.warning("[%s] %s: metrics.csv has only %d whole rows; its checkpoint(s) after window %s "
+                            "cannot be resumed without the rows before them", self.tag, self.names[i], rows[i],
                             ", ".join(map(str, beyond)))
         usable = [c for c in newest if c is not None]
         if len(usable) < len(newest):
@@ -115,8 +152,8 @@ class JobRun:
                 log.warning("[%s] only some seeds have a usable checkpoint; starting all afresh", self.tag)
             return 0, []
         window = min(c.window for c in usable)
-        found = [c if c.window == window else checkpoint.latest(self.dirs[s], shapes, at_most=window)
-                 for s, c in zip(self.seeds, usable)]
+        found = [c if c.window == window else checkpoint.latest(self.dirs[i], shapes, at_most=window)
+                 for i, c in zip(self.keys, usable)]
         if any(c is None or c.window != window for c in found):
             log.warning("[%s] the seeds' checkpoints are at different windows; starting all afresh", self.tag)
             return 0, []
@@ -138,10 +175,11 @@ class JobRun:
             files = MetricsFiles(self.dirs, keep_rows=done)
             stack.callback(files.close)
             signals = self.signals or stack.enter_context(StopSignals())
-            guard = DivergenceGuard(self.tag)
+            guard = DivergenceGuard(self.tag, self.names)
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
-                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note)
+                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note,
+                                    runs_noun="runs" if len({m.path.parent for m in self.members}) > 1 else "seeds")
             try:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
                 compile_time = time.perf_counter() - start
@@ -163,15 +201,15 @@ class JobRun:
                 raise Interrupted(f"{at} to resume from window {last}" if last else f"{at} to start it again",
                                   ExitCode.INTERRUPTED) from None
         if guard.failures:
-            raise RunFailed("; ".join(f"seed {s} {why}" for s, why in sorted(guard.failures.items()))
-                            + f" (status failed in its summary.json under {self.dirs[self.seeds[0]].parent})")
+            raise RunFailed("; ".join(f"{self.names[i]} {why}" for i, why in sorted(guard.failures.items()))
+                            + f" (status failed in its summary.json under {self._where()})")
         return summaries
 
     def _windows(self, window_fn, restored: Restored, observers, signals: StopSignals, saver: Checkpointer,
                  start: float):
         """Windows ``done+1 .. num_windows``, each handed to the observers; the final states and
         the training time (earlier attempts' included)."""
-        spec, seeds, done = self.spec, self.seeds, restored.done_windows
+        spec, keys, done = self.spec, self.keys, restored.done_windows
         train_time = float(restored.extra.get("train_time_s", 0.0))
         states = restored.states
         pending = window_fn(states, self.hparams) if done < spec.num_windows else None
@@ -188,9 +226,9 @@ class JobRun:
             last_arrival = now
             self._window = w
             env_steps = w * spec.eval_frequency
-            rows = {s: {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
+            rows = {i: {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
                         **{k: float(v[i]) for k, v in metrics.items()}, "wall_time_s": now - start}
-                    for i, s in enumerate(seeds)}
+                    for i in keys}
             window = Window(w, env_steps, rows, metrics, train_time, stopping)
             for observer in observers:
                 observer.on_window(window)
@@ -205,12 +243,19 @@ class JobRun:
         return states, train_time
 
     def _wandb(self, run_ids: dict) -> WandbRuns:
-        spec, settings = self.spec, self.spec.wandb
-        labels = run_labels(spec.experiment, spec.env_name, spec.bonus_name, spec.variant, settings.group,
-                            settings.tags)
-        return WandbRuns(settings.mode, settings.project, settings.entity, labels, init_timeout=settings.init_timeout,
-                         runs={s: (str(self.dirs[s]), {**spec.resolved_config, "seed": s}, run_ids.get(s))
-                               for s in self.seeds})
+        settings = self.spec.wandb
+
+        def labels(spec: RunSpec):
+            return run_labels(spec.experiment, spec.env_name, spec.bonus_name, spec.variant, settings.group,
+                              settings.tags)
+
+        return WandbRuns(settings.mode, settings.project, settings.entity, init_timeout=settings.init_timeout,
+                         runs={i: WandbRun(str(m.path), {**m.spec.resolved_config, "seed": m.seed}, run_ids.get(i),
+                                           labels(m.spec), m.seed) for i, m in enumerate(self.members)})
+
+    def _where(self) -> Path:
+        """The folder that holds the job's runs (a variant's, or its bonus's for a stacked job)."""
+        return Path(os.path.commonpath([str(m.path.parent) for m in self.members]))
 
     def _describe(self, states) -> None:
         if self.bonus.describe is not None:
@@ -222,50 +267,50 @@ class JobRun:
     # -- the end --------------------------------------------------------------------------
     def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
                 wandb_runs) -> list[results.RunSummary]:
-        spec, seeds = self.spec, self.seeds
+        spec, n = self.spec, len(self.members)
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
         visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
         origin = provenance.describe(jax.devices())  # host, machine, placement, git_dirty, versions
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
-        for s in seeds:  # a summary is only ever written over the whole metrics of its run
-            rows = results.whole_rows(self.dirs[s])
+        for i in self.keys:  # a summary is only ever written over the whole metrics of its run
+            rows = results.whole_rows(self.dirs[i])
             if rows != spec.num_windows:
                 raise FileNotFoundError(errno.ENOENT, f"has {rows} whole rows of "
                                         f"{spec.num_windows} at the end of the run (its folder deleted or "
-                                        "replaced while it ran?)", str(self.dirs[s] / results.METRICS))
+                                        "replaced while it ran?)", str(self.dirs[i] / results.METRICS))
         summaries = []
-        for i, s in enumerate(seeds):
+        for i, m in enumerate(self.members):
             if grid is not None:
                 assert visits is not None
-                results.write_visits(self.dirs[s], visits[i].reshape(grid.shape))
+                results.write_visits(self.dirs[i], visits[i].reshape(grid.shape))
             summary = results.RunSummary(
-                status="failed" if s in failures else "complete", failure=failures.get(s),
+                status="failed" if i in failures else "complete", failure=failures.get(i),
                 experiment=spec.experiment, env=spec.env_name, bonus=spec.bonus_name,
-                variant=spec.variant, variant_overrides=spec.variant_overrides,
-                seed=s, num_seeds_in_process=len(seeds),
+                variant=m.spec.variant, variant_overrides=m.spec.variant_overrides,
+                seed=m.seed, num_seeds_in_process=n,
                 env_steps=spec.total_env_steps, num_windows=spec.num_windows,
-                requested_timesteps=spec.requested_timesteps, final_return=final_returns[s],
+                requested_timesteps=spec.requested_timesteps, final_return=final_returns[i],
                 wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
                 checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
-                env_steps_per_second=steps_trained * len(seeds) / max(train_time, 1e-9),
+                env_steps_per_second=steps_trained * n / max(train_time, 1e-9),
                 warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
                 # a window's return averages the episodes that ended in it; until each env has run
                 # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
                 num_envs=spec.train.num_envs, max_episode_steps=int(self.env.max_episode_steps),
                 finished_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                resumed_from_windows=tuple(resumed_from), overrides=tuple(self.command_line), **origin,
+                resumed_from_windows=tuple(resumed_from), overrides=tuple(m.command_line), **origin,
                 bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
                 coverage_grid=grid.describe() if grid is not None else None,
                 final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
             )
-            results.write_summary(self.dirs[s], summary)
-            checkpoint.remove(self.dirs[s])  # complete: the summary and metrics are the record now
-            wandb_runs.finish(s, summary.to_json(), failed=s in failures)
-            if s not in failures:
+            results.write_summary(self.dirs[i], summary)
+            checkpoint.remove(self.dirs[i])  # complete: the summary and metrics are the record now
+            wandb_runs.finish(i, summary.to_json(), failed=i in failures)
+            if i not in failures:
                 summaries.append(summary)
-        log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d seed%s); results in %s",
-                 self.tag, wall, compile_time, steps_trained * len(seeds) / max(train_time, 1e-9), len(seeds),
-                 "" if len(seeds) == 1 else "s", self.dirs[seeds[0]].parent)
+        noun = "runs" if len({m.path.parent for m in self.members}) > 1 else "seeds" if n > 1 else "seed"
+        log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d %s); results in %s",
+                 self.tag, wall, compile_time, steps_trained * n / max(train_time, 1e-9), n, noun, self._where())
         return summaries

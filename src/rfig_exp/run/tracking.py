@@ -9,7 +9,7 @@ import shutil
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from rfig_exp.config.errors import ConfigError
 
@@ -20,21 +20,22 @@ def _fmt(value: float) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
 
 
-def seeds_phrase(n: int) -> str:
-    """How a progress line names the seeds a return stands for: ``1 seed``, ``median of 8 seeds``."""
-    return "1 seed" if n == 1 else f"median of {n} seeds"
+def seeds_phrase(n: int, noun: str = "seeds") -> str:
+    """How a progress line names the runs a return stands for: ``1 seed``, ``median of 8 seeds``
+    (``noun`` "runs" for the members of a stacked job, which differ in more than their seed)."""
+    return f"1 {noun.rstrip('s')}" if n == 1 else f"median of {n} {noun}"
 
 
 def progress_line(tag: str, window: int, num_windows: int, env_steps: int, total_steps: int,
                   steps_per_s: float, returns: Sequence[float], intrinsic: Sequence[float] | None, eta_s: float,
-                  extra: str = "") -> str:
+                  extra: str = "", noun: str = "seeds") -> str:
     """One window's progress; ``intrinsic`` None for a bonus without an intrinsic reward (none)."""
     finite = [r for r in returns if not math.isnan(r)]
     median = statistics.median(finite) if finite else float("nan")
     r_int = "" if intrinsic is None else f" | r_int {_fmt(sum(intrinsic) / max(len(intrinsic), 1))}"
     return (f"[{tag}] window {window}/{num_windows} | {env_steps:,}/{total_steps:,} steps "
             f"({100 * env_steps / total_steps:.0f}%) | {steps_per_s / 1e3:.1f}k steps/s | "
-            f"return {_fmt(median)} ({seeds_phrase(len(returns))}){r_int}"
+            f"return {_fmt(median)} ({seeds_phrase(len(returns), noun)}){r_int}"
             + (f" | {extra}" if extra else "") + f" | eta {eta_s:.0f}s")
 
 
@@ -80,8 +81,19 @@ def run_labels(experiment: str, env: str, bonus: str, variant: str, group: str |
                      tags=tuple(dict.fromkeys((*own, *tags))), folder=f"{env}/{bonus}/{variant}")
 
 
+class WandbRun(NamedTuple):
+    """What one run's wandb run is made from: its folder, config, the id it continues (None: a
+    new run), its labels and its seed (its name's last part)."""
+
+    directory: str
+    config: dict
+    run_id: str | None
+    labels: RunLabels
+    seed: int
+
+
 class WandbRuns:
-    """One wandb run per seed. ``mode``: online | offline | disabled.
+    """One wandb run per run of a job, by the job's key for it. ``mode``: online | offline | disabled.
 
     Online without a key or network falls back to offline after ``init_timeout`` seconds
     with one warning line, so a sweep never blocks on it; offline runs land in
@@ -89,14 +101,14 @@ class WandbRuns:
     A seed given a run id (a resumed run) continues that wandb run instead of starting a second one.
     """
 
-    def __init__(self, mode: str, project: str, entity: str | None, labels: RunLabels,
-                 runs: Mapping[int, tuple[str, dict, str | None]], init_timeout: float = 10.0):
+    def __init__(self, mode: str, project: str, entity: str | None, runs: Mapping[int, WandbRun],
+                 init_timeout: float = 10.0):
         self._runs = {}
         if mode == "disabled":
             return
         import wandb
 
-        for seed, (directory, config, run_id) in runs.items():
+        for key, (directory, config, run_id, labels, seed) in runs.items():
             kwargs = dict(project=project, entity=entity, group=labels.group, job_type=labels.job_type,
                           name=labels.name(seed), dir=directory, config=config, tags=list(labels.tags),
                           reinit="create_new",
@@ -114,24 +126,25 @@ class WandbRuns:
                 for leftover in Path(directory, "wandb").glob("run-*"):  # the failed online attempt
                     shutil.rmtree(leftover, ignore_errors=True)
                 run = wandb.init(mode="offline", settings=wandb.Settings(silent=True), **kwargs)
-            self._runs[seed] = run
+            self._runs[key] = run
         if self._runs:
-            first = next(iter(runs.values()))[0]
-            log.info("wandb (%s): one run per seed under %s/wandb/%s", mode, Path(first).parent.name + "/seed_*",
-                     f"; upload with `make wandb-sync EXPERIMENT={labels.job_type}`" if mode == "offline" else "")
+            first = next(iter(runs.values()))
+            log.info("wandb (%s): one run per seed under %s/wandb/%s", mode,
+                     Path(first.directory).parent.name + "/seed_*",
+                     f"; upload with `make wandb-sync EXPERIMENT={first.labels.job_type}`" if mode == "offline" else "")
     def ids(self) -> dict[int, str]:
-        return {seed: run.id for seed, run in self._runs.items()}
+        return {key: run.id for key, run in self._runs.items()}
 
-    def log(self, seed: int, row: Mapping[str, float], step: int) -> None:
-        if seed in self._runs:
+    def log(self, key: int, row: Mapping[str, float], step: int) -> None:
+        if key in self._runs:
             try:
-                self._runs[seed].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
+                self._runs[key].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
                                      step=step)
             except Exception as err:  # noqa: BLE001 - a mirror must never stop the training it mirrors
                 self._give_up(err)
 
-    def finish(self, seed: int, summary: Mapping | None = None, failed: bool = False) -> None:
-        run = self._runs.pop(seed, None)
+    def finish(self, key: int, summary: Mapping | None = None, failed: bool = False) -> None:
+        run = self._runs.pop(key, None)
         if run is not None:
             try:
                 if summary:
@@ -153,5 +166,5 @@ class WandbRuns:
             pass
 
     def finish_all(self, failed: bool) -> None:
-        for seed in list(self._runs):
-            self.finish(seed, failed=failed)
+        for key in list(self._runs):
+            self.finish(key, failed=failed)

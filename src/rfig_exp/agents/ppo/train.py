@@ -258,16 +258,22 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         return new_state, metrics
 
     def run_window(states: RunState, hparams):
+        # hyperparameters shared by the seeds (scalars), or a row per seed (every leaf [S]: a sweep job
+        # whose members differ in traced settings, rfig_exp.spec.stack)
+        hp_axis = 0 if jnp.ndim(hparams.beta) else None
+
         def body(states, _):
             if states.update.shape[0] == 1:
                 # One seed: run ``update`` unbatched (vmap over a size-1 axis costs ~10%:
                 # batched gathers and extra kernels), then restore the seed axis.
-                state, metrics = update(jax.tree.map(lambda x: x[0], states), hparams)
+                hp = hparams if hp_axis is None else jax.tree.map(lambda x: x[0], hparams)
+                state, metrics = update(jax.tree.map(lambda x: x[0], states), hp)
                 states, metrics = jax.tree.map(lambda x: x[None], (state, metrics))
             else:
-                states, metrics = jax.vmap(update, in_axes=(0, None))(states, hparams)
+                states, metrics = jax.vmap(update, in_axes=(0, hp_axis))(states, hparams)
             if bonus.refresh is not None:  # outside the vmap: see intrinsic.refresh_seeds
-                states = states._replace(bonus_state=intrinsic.refresh_seeds(bonus, states.bonus_state, hparams.bonus))
+                states = states._replace(bonus_state=intrinsic.refresh_seeds(bonus, states.bonus_state, hparams.bonus,
+                                                                             hp_axis))
             return states, metrics
 
         states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)

@@ -1,0 +1,180 @@
+"""A ``-m`` sweep's plan run on the launcher it chose, surviving its own failures and saying how it went.
+
+The plan (``rfig_exp.launch.sweep_plan.LaunchPlan``) holds the compiled jobs, each composed and
+validated once; ``hydra/launcher=...`` chooses where they run, read from the sweep's primary
+config: in this process one after another (Hydra's basic launcher, the default), or as submitit
+tasks on this machine (``local``) or on SLURM (``slurm``), each task given its job as a value
+(``rfig_exp.launch.task.SubmititTask``). Each failed job is reported as its result comes back, with
+the path of its log; every other job runs, and the sweep ends with one summary: jobs completed,
+skipped (already complete), resumed and failed, and the stall retries. It exits 1 when a job
+failed, 0 otherwise.
+
+A job the watchdog ends as stalled is retried from its checkpoint up to ``stall_retries`` times
+(rfig_exp.launch.retry): an in-process job comes back stalled and is launched again here; a
+submitit task requeues itself and reports its retries in its outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from rfig_exp.config.errors import ExitCode
+from rfig_exp.launch import hydra_adapter
+from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
+from rfig_exp.launch.sweep_plan import LaunchPlan
+from rfig_exp.launch.task import JobContext, SubmititTask, run_in_sweep
+from rfig_exp.spec.stack import Job
+
+log = logging.getLogger("rfig_exp")
+
+
+class Tally:
+    """How the sweep's jobs went, counted as their outcomes come back."""
+
+    def __init__(self, sweep_dir: Path, budget: int):
+        self.sweep_dir, self.budget = sweep_dir, budget
+        self.counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
+        self.failures: list[str] = []
+
+    def add(self, index: int, job: Job, outcome: JobOutcome, attempts: int | None = None) -> None:
+        """Count ``outcome`` of job ``index``; ``attempts``: the times an in-process job was launched."""
+        c = self.counts
+        c["stall_retries"] += outcome.stall_retries
+        if outcome.error is None:
+            c["skipped" if outcome.skipped else "completed"] += 1
+            c["resumed"] += outcome.resumed
+            return
+        if outcome.stalled and attempts is not None:
+            line = (f"{describe(job)}: stalled (exit 75) {attempts} time(s), stall_retries={self.budget} used up; "
+                    "relaunch the sweep to resume it")
+        else:
+            first = outcome.error.splitlines()[0] if outcome.error else outcome.error_type
+            line = f"{describe(job)}: {outcome.error_type}: {first} (log: {self.log_path(index)})"
+        c["failed"] += 1
+        self.failures.append(line)
+        log.error("[sweep] job failed: %s", line)
+
+    def log_path(self, index: int) -> Path:
+        return self.sweep_dir / str(index) / f"{hydra_adapter.JOB_NAME}.log"
+
+    def finish(self, seconds: float, cancelled: str | None = None) -> None:
+        c = self.counts
+        total = c["completed"] + c["skipped"] + c["failed"]
+        log.info("[sweep] %d job(s) in %.0fs: %d completed (%d of them resumed), %d skipped (already complete), "
+                 "%d failed, %d stall retr%s (stall_retries=%d)", total, seconds, c["completed"], c["resumed"],
+                 c["skipped"], c["failed"], c["stall_retries"], "y" if c["stall_retries"] == 1 else "ies",
+                 self.budget)
+        for line in self.failures:
+            log.info("[sweep]   failed: %s", line)
+        if cancelled:
+            log.error("[sweep] SLURM jobs were cancelled: %s", cancelled)
+        if self.failures:
+            sys.exit(ExitCode.RUN_FAILED)
+
+
+def describe(job: Job) -> str:
+    """A job as a failure line names it: its parts' overrides (a stacked job: the first and a count)."""
+    first = " ".join(job.parts[0].overrides)
+    return first if len(job.parts) == 1 else f"{first} (+{len(job.parts) - 1} more settings stacked)"
+
+
+def run_sweep(plan: LaunchPlan) -> None:
+    """Run every job of ``plan`` where its primary config's ``hydra.launcher`` says; exit 1 if any failed."""
+    primary = plan.config
+    kind = hydra_adapter.launcher_kind(primary.hydra.launcher)
+    sweep_dir = Path(str(primary.hydra.sweep.dir))
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(primary, sweep_dir / "multirun.yaml")
+    sweep_logging = hydra_adapter.job_logging(primary, sweep_dir)  # the sweep's own lines: <sweep dir>/launch.log
+    hydra_adapter.configure_logging(sweep_logging)
+    tally = Tally(sweep_dir, int(OmegaConf.select(primary, "stall_retries", default=0) or 0))
+    t0 = time.perf_counter()
+    if kind == IN_PROCESS:
+        _in_process(plan, tally)
+        hydra_adapter.configure_logging(sweep_logging)  # each job logged to its own file
+        tally.finish(time.perf_counter() - t0)
+        return
+    watcher = _slurm_watcher(primary, kind)
+    _submitit(plan, tally, kind, watcher)
+    tally.finish(time.perf_counter() - t0, watcher.reason)
+
+
+def _context(plan: LaunchPlan, index: int, launcher: str, jobs_in_parallel: int | None, budget: int) -> JobContext:
+    config = hydra_adapter.job_logging(plan.config, Path(str(plan.config.hydra.sweep.dir)) / str(index))
+    return JobContext(index, jobs_in_parallel, launcher, plan.varying, config, budget)
+
+
+def _in_process(plan: LaunchPlan, tally: Tally) -> None:
+    """The jobs one after another in this process, each reported when it ends; a stalled one
+    launched again while it has retries left."""
+    for index, job in enumerate(plan.jobs):
+        context = _context(plan, index, IN_PROCESS, None, tally.budget)
+        attempts = 1
+        outcome = run_in_sweep(job, context)
+        while outcome.stalled and attempts <= tally.budget:
+            tally.counts["stall_retries"] += 1
+            log.warning("[sweep] job #%d stalled: retry %d of %d (stall_retries), resuming it from its checkpoint",
+                        index, attempts, tally.budget)
+            attempts += 1
+            outcome = run_in_sweep(job, context)
+        tally.add(index, job, outcome, attempts)
+
+
+def jobs_at_once(primary: DictConfig, kind: str) -> int | None:
+    """Jobs per batch: ``hydra.sweeper.max_batch_size``, or for local jobs (placed on this machine)
+    ``placement.jobs_per_gpu`` per GPU of it, as each job's placement derives it."""
+    from rfig_exp.run import placement
+
+    batch = OmegaConf.select(primary, "hydra.sweeper.max_batch_size", default=None)
+    per_gpu = OmegaConf.select(primary, "placement.jobs_per_gpu", default=None)
+    if per_gpu is None or kind != LOCAL:
+        return int(batch) if batch else None
+    pool = placement.gpu_pool(OmegaConf.select(primary, "placement.gpus", default=None))
+    return placement.jobs_at_once(int(batch) if batch else None, int(per_gpu), len(pool))
+
+
+def _submitit(plan: LaunchPlan, tally: Tally, kind: str, watcher) -> None:
+    """The jobs as submitit tasks, a batch of :func:`jobs_at_once` at a time (SLURM: one job array
+    per batch), each task given its job and context as values."""
+    executor = hydra_adapter.submitit_executor(plan.config.hydra.launcher)
+    step = jobs_at_once(plan.config, kind) or len(plan.jobs)
+    log.info("[sweep] %d job(s) as submitit '%s' tasks, up to %d at a time; sweep output dir: %s", len(plan.jobs),
+             executor.cluster, step, tally.sweep_dir)
+    batch_size = OmegaConf.select(plan.config, "hydra.sweeper.max_batch_size", default=None)
+    for start in range(0, len(plan.jobs), step):
+        batch = list(range(start, min(start + step, len(plan.jobs))))
+        # each job's slot: its index in its batch of max_batch_size (rfig_exp.run.placement)
+        contexts = [_context(plan, i, kind, int(batch_size) if batch_size else None, tally.budget) for i in batch]
+        with watcher:
+            tasks = executor.map_array(SubmititTask(), [plan.jobs[i] for i in batch], contexts)
+            for i, task in zip(batch, tasks):
+                log.info("[sweep] job #%d: submitit task %s", i, task.job_id)
+            outcomes = [_result(task) for task in tasks]
+        for i, outcome in zip(batch, outcomes):
+            tally.add(i, plan.jobs[i], outcome)
+
+
+def _result(task) -> JobOutcome:
+    """A submitit task's outcome; a task that raised or died comes back as a failed outcome."""
+    try:
+        value = task.result()
+    except Exception as err:  # noqa: BLE001 - submitit's FailedJobError, UncompletedJobError, ...
+        text = str(err).strip()
+        return JobOutcome(error=text.splitlines()[-1] if text else type(err).__name__, error_type=type(err).__name__)
+    return value if isinstance(value, JobOutcome) else JobOutcome()
+
+
+def _slurm_watcher(primary: DictConfig, kind: str):
+    """A watcher of the sweep's pending jobs (rfig_exp.launch.slurm), enabled under the SLURM launcher."""
+    from rfig_exp.launch import slurm
+
+    if kind == SLURM:
+        hydra_adapter.quiet_sacct()
+    return slurm.PendingWatcher(str(OmegaConf.select(primary, "hydra.launcher.name", default="")),
+                                enabled=kind == SLURM)
+
