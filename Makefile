@@ -103,11 +103,11 @@ bench: $(STAMP)
 # on $(RESULTS) when that folder exists.
 figures: $(STAMP)
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.repro build --readme README.md"; \
-		$(PY) -m analysis.repro build --readme README.md || exit $$?; fi
+		echo "$(PY) -m campaign.repro build --readme README.md"; \
+		$(PY) -m campaign.repro build --readme README.md || exit $$?; fi
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.repro build --experiment paper32 ... --readme README.md"; \
-		$(PY) -m analysis.repro build --experiment paper32 --data docs/results/paper32/data \
+		echo "$(PY) -m campaign.repro build --experiment paper32 ... --readme README.md"; \
+		$(PY) -m campaign.repro build --experiment paper32 --data docs/results/paper32/data \
 			--out docs/results/paper32 --readme README.md || exit $$?; fi
 	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
 		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
@@ -133,8 +133,8 @@ repro: $(STAMP)
 	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
 
 repro-publish: $(STAMP)
-	$(PY) -m analysis.repro export --results $(RESULTS) --complete-cells
-	$(PY) -m analysis.repro build --readme README.md
+	$(PY) -m campaign.repro export --results $(RESULTS) --complete-cells
+	$(PY) -m campaign.repro build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
@@ -156,7 +156,7 @@ SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
-	$(PY) -m rfig_exp.launch.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m campaign.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
 		$(if $(JOBS),--jobs)
 

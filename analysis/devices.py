@@ -41,7 +41,7 @@ def device_from_machine(machine: dict | None) -> str | None:
 
 
 def device_from_origin(text: str | None) -> str | None:
-    """The device in an origin's machine text (analysis.repro.data.describe_machine, or the older
+    """The device in an origin's machine text (campaign.repro.data.describe_machine, or the older
     campaign notes): ``... no GPU ...`` is the CPU, ``1 x NVIDIA H200 (gpu), ...`` the accelerator."""
     if not text:
         return None
@@ -57,7 +57,7 @@ def run_key(run: Run) -> tuple:
 
 
 def devices_from_data(stored: dict) -> dict[tuple, str]:
-    """run key -> device of every run of a data folder (analysis.repro.data.read_data) that records
+    """run key -> device of every run of a data folder (campaign.repro.data.read_data) that records
     one, in its summary or, for runs made before summaries did, in its origin."""
     out = {}
     for key, run in stored.items():

@@ -20,7 +20,7 @@
 # 5. Prints each job's times and every cell's state, and exports the cells whose every seed is
 #    complete, each with its commit, machine and jax version, into OUT_DIR/data; a cell cut by
 #    the deadline is left for the next time, never half-written into the data. Then, here:
-#      python -m analysis.repro merge --from OUT_DIR/data --data docs/results/paper32/data
+#      python -m campaign.repro merge --from OUT_DIR/data --data docs/results/paper32/data
 #
 # OUT_DIR gets paper32_gpu.log (everything printed), jobs.csv and data/. COMMIT names the tree's
 # commit for the runs' records where the tree has no .git (a GPU box gets a copy of the files).
@@ -81,7 +81,7 @@ fi
 
 # 3. the committed cells, so that the sweep skips them
 if [ -f "$DATA/runs.json.gz" ]; then
-    "$PY" -m analysis.repro restore --results "$RESULTS" --data "$DATA" || { say "restore failed"; exit 1; }
+    "$PY" -m campaign.repro restore --results "$RESULTS" --data "$DATA" || { say "restore failed"; exit 1; }
 else
     say "no committed cells in $DATA yet: every cell of the sweep runs"
 fi
@@ -98,6 +98,6 @@ say "sweep ended (exit $?; 124: stopped by the deadline)"
 "$PY" scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --since "$STARTED" \
     --csv "$OUT_DIR/jobs.csv"
 "$PY" -m rfig_exp.results.status --results "$RESULTS" --experiment "$EXPERIMENT"
-"$PY" -m analysis.repro export --results "$RESULTS" --data "$OUT_DIR/data" --experiment "$EXPERIMENT" \
+"$PY" -m campaign.repro export --results "$RESULTS" --data "$OUT_DIR/data" --experiment "$EXPERIMENT" \
     --complete-cells || { say "export failed"; exit 1; }
-say "done: merge it here with  python -m analysis.repro merge --from <this folder>/data --data $DATA"
+say "done: merge it here with  python -m campaign.repro merge --from <this folder>/data --data $DATA"

@@ -24,7 +24,7 @@ RESULTS=${RESULTS:-results}
 TRIES=${TRIES:-4}
 EXTRA=${EXTRA:-}
 CAMPAIGN=${CAMPAIGN:-repro}
-DATA=${DATA:-$($PY -m analysis.repro.stages data --campaign "$CAMPAIGN")}  # the committed runs it joins, put back first
+DATA=${DATA:-$($PY -m campaign.repro.stages data --campaign "$CAMPAIGN")}  # the committed runs it joins, put back first
 # The lanes' niceness: 19 lets tests and development on the same cores go first (the lanes take
 # what is left) without stopping the campaign.
 NICE=${NICE:-0}
@@ -39,8 +39,8 @@ fi
 # wandb off: the CSV files are the record; stall_timeout_s 300: a wedged job costs 5 minutes, not 15.
 COMMON="results_dir=$RESULTS wandb.mode=disabled stall_timeout_s=300"
 
-# The stages and their commands are declared once, in analysis/repro/stages.py.
-STAGES=$($PY -m analysis.repro.stages list --campaign "$CAMPAIGN") || exit 2
+# The stages and their commands are declared once, in campaign/repro/stages.py.
+STAGES=$($PY -m campaign.repro.stages list --campaign "$CAMPAIGN") || exit 2
 
 sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at most TRIES times)
     local try code
@@ -63,7 +63,7 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
 
 run_stage() {  # every sweep of one stage, in order; stops at the first that does not complete
     local commands args
-    commands=$($PY -m analysis.repro.stages commands "$1") || return 2
+    commands=$($PY -m campaign.repro.stages commands "$1") || return 2
     while IFS= read -r args; do
         # shellcheck disable=SC2086  # one argument per word: the arguments hold no spaces
         sweep $args || return $?
@@ -110,7 +110,7 @@ if [ $# -gt 0 ]; then LANES=${LANES:-1}; STAGES="$*"; fi
 # Committed runs are put back into RESULTS first (as complete runs), so every sweep below skips
 # the cells the published data already holds and runs only what is missing.
 if [ -z "${NO_RESTORE:-}" ] && [ -f "$DATA/runs.json.gz" ]; then
-    $PY -m analysis.repro restore --results "$RESULTS" --data "$DATA" || exit $?
+    $PY -m campaign.repro restore --results "$RESULTS" --data "$DATA" || exit $?
 fi
 
 # Two lanes of one core each (placed processes ran faster than two unpinned ones sharing both

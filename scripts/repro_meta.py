@@ -7,9 +7,9 @@ A campaign is one `scripts/repro.sh` run from a clone at a fixed commit. From th
 log and its results tree this records: the commit, this machine, the first and last timestamps of
 the log, the lane that ran each stage and whether it completed, and per stage the estimate of the
 jobs that completed, made from the throughput table *at the campaign's commit* (what `make
-estimate` printed before the runs) and from the table now (after `python -m rfig_exp.launch.estimate
+estimate` printed before the runs) and from the table now (after `python -m campaign.estimate
 --record` added what the runs measured). The campaign replaces an earlier record of the same
-commit; the report (analysis.repro) reads every campaign, and the measured times come from
+commit; the report (campaign.repro) reads every campaign, and the measured times come from
 the runs' own summaries.
 """
 
@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from analysis.repro.stages import stages  # noqa: E402
+from campaign import estimate_sweep, estimate_throughput  # noqa: E402
+from campaign.repro.stages import stages  # noqa: E402
 from rfig_exp.config import folders, variants  # noqa: E402
-from rfig_exp.launch import estimate_sweep, estimate_throughput  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.run import provenance  # noqa: E402
 from rfig_exp.spec import defaults  # noqa: E402

@@ -6,11 +6,11 @@
         --command "env=mountaincar bonus=none seed=0 num_seeds=2" --total-timesteps 8192 --set eval_frequency=4096
 
 The block (one env x bonus, the seeds its campaign trained in one process) is rerun with the
-command of the campaign stage that made it (``python -m analysis.repro.stages commands STAGE``,
+command of the campaign stage that made it (``python -m campaign.repro.stages commands STAGE``,
 restricted to this env and bonus; ``--command`` gives another), into a temporary results folder,
 pinned to one core as the campaign's lanes were (``--cores all``: not pinned), with the campaign's
 own settings (``wandb.mode=disabled``). Its runs are then compared with the committed ones
-(``analysis.repro.reproducible.compare_block``): one line, ``BIT-IDENTICAL`` (every metrics column
+(``campaign.repro.reproducible.compare_block``): one line, ``BIT-IDENTICAL`` (every metrics column
 both record, as the data stores them, wall time aside), or ``DIFFERENT`` with the first window where
 they part and a Mann-Whitney U test of the final scores. Above it, what each side ran on.
 
@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from analysis.repro.data import read_data, read_tree  # noqa: E402
-from analysis.repro.reproducible import block_command, compare_block, machine_kind, parse_seeds  # noqa: E402
-from analysis.repro.stages import PAPER32  # noqa: E402
+from campaign.repro.data import read_data, read_tree  # noqa: E402
+from campaign.repro.reproducible import block_command, compare_block, machine_kind, parse_seeds  # noqa: E402
+from campaign.repro.stages import PAPER32  # noqa: E402
 
 # What the campaign's lanes added to every command (scripts/repro.sh COMMON), less results_dir.
 CAMPAIGN_SETTINGS = ("wandb.mode=disabled", "stall_timeout_s=300")

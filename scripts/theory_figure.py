@@ -35,8 +35,8 @@ Bounds, at the same settings (kappa = 1):
 For the fixed lambda = 1 the bounds use lambda0 = lambda / n: Prop. 4.1's proof only ever
 uses lambda, so they still hold, but they grow like n^2 and are vacuous.
 
-Output: the CSV (columns in ``analysis.theory_plot.COLUMNS``), the figure (drawn by
-``analysis.theory_plot.plot_theory``, which imports no JAX) and a table of the log-log
+Output: the CSV (columns in ``campaign.claims.theory_plot.COLUMNS``), the figure (drawn by
+``campaign.claims.theory_plot.plot_theory``, which imports no JAX) and a table of the log-log
 slope of the error against D per setting with the error and bounds at D = 1024.
 """
 
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     p.add_argument("--delta", type=float, default=0.05, help="failure probability of Prop. 4.3 (default 0.05)")
     args = p.parse_args(argv)
 
-    from analysis.theory_plot import (
+    from campaign.claims.theory_plot import (
         exponent_table,
         format_exponent_table,
         plot_theory,

@@ -33,8 +33,9 @@ DECLARATIONS = ("rfig_exp.envs", "rfig_exp.envs.settings", "rfig_exp.envs.mazes"
                 *(f"rfig_exp.envs.suites.{s}" for s in ("gymnax", "brax", "pointmaze")), "rfig_exp.bonuses",
                 "rfig_exp.bonuses.settings", *(f"rfig_exp.bonuses.{b}" for b in bonus_names()),
                 "rfig_exp.agents", "rfig_exp.agents.ppo", "rfig_exp.agents.ppo.config")
-# analysis reads the results tree through the results layer; these modules of it load no JAX either.
-ANALYSIS_JAX_FREE = ("analysis.collect", "analysis.names")
+# analysis reads the results tree through the results layer; these modules of it load no JAX either,
+# nor does the campaign's estimate (a sweep priced before it runs).
+ANALYSIS_JAX_FREE = ("analysis.collect", "analysis.names", "campaign.estimate")
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -43,9 +44,13 @@ def _module_name(path: Path, root: Path) -> str:
 
 
 MODULES = {_module_name(p, SRC): p for p in sorted((SRC / "rfig_exp").rglob("*.py"))}
-# Every module whose imports the cycle check follows: the package, its Hydra plugin and analysis/.
+# The checkout's packages, bottom first, as LAYERS are within rfig_exp: the framework and library
+# (src/), the report library over any results tree (analysis/), and the reproduction of the paper
+# (campaign/), which imports both and which neither imports.
+PACKAGES = ("rfig_exp", "analysis", "campaign")
+# Every module whose imports the cycle check follows: the package, its Hydra plugin, analysis/ and campaign/.
 ALL_MODULES = {**{_module_name(p, SRC): p for p in sorted(SRC.rglob("*.py"))},
-               **{_module_name(p, ROOT): p for p in sorted((ROOT / "analysis").rglob("*.py"))}}
+               **{_module_name(p, ROOT): p for d in PACKAGES[1:] for p in sorted((ROOT / d).rglob("*.py"))}}
 
 
 def _layer(module: str) -> str | None:
@@ -178,6 +183,38 @@ def test_no_layer_imports_a_layer_above_it():
     assert not upward, "imports of a layer above: " + "; ".join(upward)
 
 
+def test_no_package_imports_one_above_it():
+    """Neither src/ nor analysis/ imports campaign/, and src/ imports no analysis/: every import,
+    those inside functions and those for the type checker included."""
+    upward = []
+    for module, path in ALL_MODULES.items():
+        here = PACKAGES.index(module.split(".")[0]) if module.split(".")[0] in PACKAGES else 0
+        for node in _import_nodes(ast.parse(path.read_text()), typing_too=True):
+            for target in _targets(module, node, ALL_MODULES):
+                if target.split(".")[0] in PACKAGES and PACKAGES.index(target.split(".")[0]) > here:
+                    upward.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
+    assert not upward, "imports of a package above: " + "; ".join(upward)
+
+
+# A path into docs/ or benchmarks/ as code names it (a string that starts with it; a mention inside a
+# docstring or a message does not count).
+_CHECKOUT_DATA = re.compile(r"^(docs|benchmarks)(/|$)")
+
+
+def test_the_package_and_analysis_read_nothing_from_docs_or_benchmarks():
+    """What runs (the package, launch.py, analysis/) names no path under docs/ or benchmarks/: those
+    are the checkout's pages and measurements, absent from an installed package. The one exception is
+    spec/reference.py, the tool that writes docs/configuration.md, which nothing imports at run time
+    (test_the_writer_of_conf_and_docs_is_outside_the_runtime_path)."""
+    readers = [f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}"
+               for module, path in [*ALL_MODULES.items(), ("launch", ROOT / "launch.py")]
+               if module.split(".")[0] != "campaign" and module != "rfig_exp.spec.reference"
+               for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)
+               and _CHECKOUT_DATA.search(node.value.strip())]
+    assert not readers, f"paths into docs/ or benchmarks/ outside campaign/: {readers}"
+
+
 def test_the_check_sees_an_upward_import():
     """The layer check reads imports inside functions too, and resolves a ``from`` import to the module."""
     found = _imported(MODULES["rfig_exp.launch.preflight"])
@@ -185,7 +222,7 @@ def test_the_check_sees_an_upward_import():
 
 
 def test_no_import_cycle_in_the_package_or_analysis():
-    """No module of ``src/`` or ``analysis/`` imports itself through others: every import that runs
+    """No module of ``src/``, ``analysis/`` or ``campaign/`` imports itself through others: every import that runs
     counts, at a module's top or inside a function, and so do the packages it runs on the way."""
     cycles = import_cycles(import_graph(ALL_MODULES))
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
@@ -224,7 +261,8 @@ def test_the_docs_name_every_module_and_layer():
     touches no other file), and the page every layer."""
     architecture = (ROOT / "docs" / "architecture.md").read_text()
     layout = architecture[architecture.index("\n## Layout"):].split("\n## ")[1]  # up to the next section, if any
-    unnamed = [str(p.relative_to(ROOT)) for p in [*MODULES.values(), *ROOT.joinpath("analysis").rglob("*.py")]
+    unnamed = [str(p.relative_to(ROOT)) for p in [*MODULES.values(), *ROOT.joinpath("analysis").rglob("*.py"),
+                                                  *ROOT.joinpath("campaign").rglob("*.py")]
                if p.stem not in ("__init__", "__main__", *bonus_names()) and p.name not in layout]
     assert not unnamed, f"modules docs/architecture.md's Layout section does not name: {unnamed}"
     assert [layer for layer in LAYERS if f"{layer}/" not in architecture] == []

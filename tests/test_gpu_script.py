@@ -190,7 +190,7 @@ def test_a_dry_run_exports_only_whole_cells_and_the_next_run_skips_them(tmp_path
     assert (job["env"], job["bonus"], job["seeds"]) == ("cartpole", "none", "2") and job["cores"]
 
     # the export merged into a data folder; a new results tree and the same cell: restored, skipped
-    merged = subprocess.run([sys.executable, "-m", "analysis.repro", "merge", "--from",
+    merged = subprocess.run([sys.executable, "-m", "campaign.repro", "merge", "--from",
                              str(tmp_path / "out" / "data"), "--data", str(tmp_path / "committed")],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert merged.returncode == 0, merged.stderr

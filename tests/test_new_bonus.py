@@ -80,7 +80,7 @@ def _toy_tree(root: Path) -> Path:
     """A copy of the project's code and configs with the toy bonus's three files added."""
     tree = root / "tree"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for part in ("src", "conf", "analysis", "tests"):
+    for part in ("src", "conf", "analysis", "campaign", "tests"):
         shutil.copytree(REPO / part, tree / part, ignore=skip)
     for part in ("launch.py", "pyproject.toml", "docs/configuration.md"):
         (tree / part).parent.mkdir(parents=True, exist_ok=True)

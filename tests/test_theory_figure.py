@@ -1,4 +1,4 @@
-"""scripts/theory_figure.py (quick grid) and analysis/theory_plot.py: the measured RFF vs exact
+"""scripts/theory_figure.py (quick grid) and campaign/claims/theory_plot.py: the measured RFF vs exact
 GP information-gain error, the paper's bounds beside it, and the JAX-free redraw."""
 
 import csv
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import analysis_reads
 
-from analysis.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
+from campaign.claims.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "theory_figure.py"

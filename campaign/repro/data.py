@@ -36,10 +36,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from analysis.runs import find_experiments
 from rfig_exp.results import contract
 from rfig_exp.results.status import seed_ranges
-
-from ..runs import find_experiments
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",

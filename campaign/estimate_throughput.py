@@ -1,4 +1,4 @@
-"""Measured speeds for ``python -m rfig_exp.launch.estimate``: the timings of complete runs under a
+"""Measured speeds for ``python -m campaign.estimate``: the timings of complete runs under a
 results folder (:func:`collect_processes`, through the results contract) and the committed table
 of measured throughput ``benchmarks/throughput.csv`` (:func:`table_rate`, :func:`record_rows`).
 Nothing here imports JAX."""
@@ -109,7 +109,7 @@ def collect_processes(results: Path, experiments: Iterable[str] | None = None,
     return list(seen.values()), dict(skipped)
 
 
-THROUGHPUT_TABLE = Path(__file__).resolve().parents[3] / "benchmarks" / "throughput.csv"
+THROUGHPUT_TABLE = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.csv"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The rule book's pooled and ranking statistics (analysis/verdicts.py's rules for solved seeds and
+"""The rule book's pooled and ranking statistics (campaign/claims/verdicts.py's rules for solved seeds and
 for the beta claim): the Mantel-Haenszel common odds ratio with its Robins-Breslow-Greenland
 interval, and the verdict on whether an ordering of bonuses holds across values of beta. Pure
 functions; no JAX."""

@@ -1,7 +1,7 @@
-"""What the paper's grid costs, from runs measured here: ``python -m rfig_exp.launch.estimate``.
+"""What the paper's grid costs, from runs measured here: ``python -m campaign.estimate``.
 
-    python -m rfig_exp.launch.estimate --results results                    # every experiment
-    python -m rfig_exp.launch.estimate --results results --experiment bench --seeds 32 --steps 1000000
+    python -m campaign.estimate --results results                    # every experiment
+    python -m campaign.estimate --results results --experiment bench --seeds 32 --steps 1000000
 
 The grid (the paper's figure): 12 envs x 5 bonuses x 32 seeds at 1M env steps each,
 rounded up to whole evaluation windows as training does (41 windows of 24,576 = 1,007,616
@@ -49,13 +49,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from rfig_exp.launch.estimate_sweep import (
+from campaign.estimate_sweep import (
     PAPER_SWEEP,
     main_sweep,
     rounded_steps,
     sweep_grid,
 )
-from rfig_exp.launch.estimate_throughput import (
+from campaign.estimate_throughput import (
     THROUGHPUT_TABLE,
     Process,
     collect_processes,
@@ -160,7 +160,7 @@ def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rfig_exp.launch.estimate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m campaign.estimate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None, help="comma-separated experiments to measure from; default: all")
     paper = sweep_grid()

@@ -1,7 +1,7 @@
 """A grid's cells against what its sweep presets ask for: which cells are still missing, which
 commit, machine and jax version made each one, and the verdicts of another report beside this
 one's (the 32-seed claims beside the 8-seed ones). Read from the compact data
-(analysis.repro.data) and ``conf/sweep/``; nothing here imports JAX."""
+(campaign.repro.data) and ``conf/sweep/``; nothing here imports JAX."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
+from analysis.markdown import render_markdown
+from analysis.names import env_label, method_label, sort_envs, sort_methods
+from analysis.runs import ENV_OPTION_PREFIX, task_name
 from rfig_exp.config.folders import CONF_DIR
-
-from ..markdown import render_markdown
-from ..names import env_label, method_label, sort_envs, sort_methods
-from ..runs import ENV_OPTION_PREFIX, task_name
 
 
 def expected_cells(presets: list[str]) -> dict[tuple[str, str], int]:
@@ -54,7 +53,7 @@ def _task_of(record: dict) -> str:
 
 
 def held_cells(stored: dict, experiment: str) -> dict[tuple[str, str], list]:
-    """(task, bonus) -> the complete stored runs of ``experiment`` (analysis.repro.data.StoredRun)."""
+    """(task, bonus) -> the complete stored runs of ``experiment`` (campaign.repro.data.StoredRun)."""
     out: dict[tuple[str, str], list] = defaultdict(list)
     for run in stored.values():
         rec = run.record

@@ -1,5 +1,5 @@
 """A row of a claims table (:class:`Claim`) and how its numbers are written, shared by the paper's
-claims (:mod:`analysis.claims`), its sensitivity claims and the control's table."""
+claims (:mod:`campaign.claims.claims`), its sensitivity claims and the control's table."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ BETA = "bonus.beta"
 @dataclass
 class Claim:
     """One row of the claims table: the paper's words, how they were measured, the value with its
-    interval, the verdict (``kind`` one of analysis.verdicts' five; ``verdict`` its words)."""
+    interval, the verdict (``kind`` one of campaign.claims.verdicts' five; ``verdict`` its words)."""
 
     claim: str
     measure: str

@@ -1,6 +1,6 @@
 """The paper's sensitivity claims, judged on the sensitivity runs by the rule book: beta does not
 change the comparison between bonuses, and Table 1's sensitivity ordering (RFIG low, RND medium,
-VIME and #Explo high). Split from :mod:`analysis.claims`, which calls :func:`sensitivity_claims`."""
+VIME and #Explo high). Split from :mod:`campaign.claims.claims`, which calls :func:`sensitivity_claims`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Sequence
 
 import numpy as np
 
+from analysis.collect import Collection, final_scores
+from analysis.names import BASELINES, env_label, method_label
+
 from . import pooled as P
 from . import verdicts as V
 from .claim_rows import BETA, Claim, fmt, panels_text
-from .collect import Collection, final_scores
-from .names import BASELINES, env_label, method_label
 
 
 def sensitivity_knobs(sens: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:

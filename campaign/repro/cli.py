@@ -1,4 +1,4 @@
-"""``python -m analysis.repro``: the command line over the compact data (export, merge, relabel-variant,
+"""``python -m campaign.repro``: the command line over the compact data (export, merge, relabel-variant,
 restore) and the report (build); the commands and what they do: ``build.py``'s docstring."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..collect import AnalysisError, find_experiments
+from analysis.collect import AnalysisError, find_experiments
+
 from .build import EXPECTED_PRESETS, MAIN, MAIN_VARIANTS, build, readme_markers, update_readme
 from .build import __doc__ as BUILD_DOC
 from .data import (
@@ -24,7 +25,7 @@ from .stages import BACKEND, SIGNAL, preset_envs
 
 def parser() -> argparse.ArgumentParser:
     """The subcommands and their options."""
-    p = argparse.ArgumentParser(prog="python -m analysis.repro", description=(BUILD_DOC or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m campaign.repro", description=(BUILD_DOC or "").split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="add the runs of a results tree to the compact data (a run already there "
                                       "is kept once if identical; a different one is refused)")

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .collect import Collection
-from .names import CONTROLS
+from analysis.collect import Collection
+from analysis.names import CONTROLS
 
 AT_MAX, CV, RANK = "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr"
 COVERAGE = "coverage"  # recorded by every run of an env with a coverage grid

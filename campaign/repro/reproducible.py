@@ -4,7 +4,7 @@ A block is the seeds of one env x bonus that one process trained side by side (a
 depend, to float32 rounding, on the seeds vmapped beside it, so only a whole block reruns to the
 digit). ``scripts/rerun_block.py`` reruns one with the command its campaign stage used
 (:func:`block_command`) into a temporary results folder; :func:`compare_block` then says which it
-is: *bit-identical* (every metrics column both record, as :mod:`analysis.repro.data` stores them,
+is: *bit-identical* (every metrics column both record, as :mod:`campaign.repro.data` stores them,
 wall time aside) or, failing that, where the runs first part (seed, window, column) and whether
 their final scores differ (Mann-Whitney U, two-sided).
 
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats
 
-from ..markdown import render_markdown
+from analysis.markdown import render_markdown
+
 from .stages import CAMPAIGNS, MAIN, stage_of, stages
 
 IGNORED_COLUMNS = ("wall_time_s",)  # the one column that is a time, not a number of the run
@@ -47,7 +48,7 @@ def parse_seeds(text: str) -> list[int]:
 def block_command(experiment: str, env: str, bonus: str, seeds: list[int], variant_overrides: dict | None = None
                   ) -> tuple[str, list[str]]:
     """(stage, launch.py -m arguments) that made ``seeds`` of ``env`` x ``bonus`` in ``experiment``:
-    the stage's own command (:mod:`analysis.repro.stages`) restricted to this env and bonus. The
+    the stage's own command (:mod:`campaign.repro.stages`) restricted to this env and bonus. The
     32-seed grid's seeds 0-7 are the reproduction's runs, so their command is the reproduction's.
     ValueError when no stage makes them, or when ``seeds`` are not the block that command trains
     together (then the numbers could not be the same)."""
@@ -74,7 +75,7 @@ def block_command(experiment: str, env: str, bonus: str, seeds: list[int], varia
 
 
 def _table(rows: str) -> tuple[list[str], list[list[str]]]:
-    """A run's canonical metrics CSV (analysis.repro.data) as header and rows of text cells."""
+    """A run's canonical metrics CSV (campaign.repro.data) as header and rows of text cells."""
     table = list(csv.reader(io.StringIO(rows)))
     return (table[0], table[1:]) if table else ([], [])
 
@@ -172,7 +173,7 @@ class BlockComparison:
 
 
 def compare_block(committed: dict[int, str], rerun: dict[int, str]) -> BlockComparison:
-    """Compare two blocks, seed -> canonical metrics rows (:class:`analysis.repro.data.StoredRun`'s
+    """Compare two blocks, seed -> canonical metrics rows (:class:`campaign.repro.data.StoredRun`'s
     ``rows``). The final scores are those of the seeds both have."""
     seeds = sorted(committed.keys() & rerun.keys())
     missing = sorted(committed.keys() ^ rerun.keys())
@@ -259,7 +260,7 @@ def machine_kinds(stored: dict) -> Counter:
 
 def reproducibility_md(stored: dict | None = None, evidence: tuple[Evidence, ...] = EVIDENCE) -> str:
     """The report's statement of what is identical where, the measured reruns behind it, and the
-    machine kinds the data's runs record (``stored``: analysis.repro.data.read_data)."""
+    machine kinds the data's runs record (``stored``: campaign.repro.data.read_data)."""
     lines = [
         "**What is identical where.** A run is one compiled program of its seed block (the seeds vmapped in "
         "one process: a seed's numbers depend, to float32 rounding, on the seeds beside it). On the same "

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from analysis.markdown import render_markdown
+from analysis.names import CONTROLS, REFERENCES, env_label
+
 from . import verdicts as V
 from .claim_rows import fmt
 from .claims import Panels
-from .markdown import render_markdown
-from .names import CONTROLS, REFERENCES, env_label
 
 
 def control_comparisons(p: Panels, methods: Sequence[str], control: str,

@@ -5,7 +5,7 @@ The reports used to say their rules were "fixed before the data was read". That 
 of the 32-seed grid and not for seeds 0-7: the 8-seed reproduction (a quarter of the 32-seed data)
 had been read, and judged with earlier criteria, when the rule book was written, and one rule was
 replaced on it. Each :class:`RuleChange` says what changed and what had been seen; ``constants``
-holds the rule book's constants (``analysis.verdicts.RULE_CONSTANTS``) as they stood after the
+holds the rule book's constants (``campaign.claims.verdicts.RULE_CONSTANTS``) as they stood after the
 change (empty before the rule book had any), and ``tests/test_verdicts.py`` fails when the module's
 constants differ from the last entry's: a constant cannot change without a dated entry here.
 ``rules.md`` beside each report renders this history after the rules.

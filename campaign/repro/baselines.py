@@ -1,14 +1,14 @@
 """The report's *working baselines* section: does every bonus carry a signal, VIME before and after
 its fix, and every bonus against the control as well as PPO.
 
-- the signal check (``analysis.signal``) of every bonus on every panel, every variant in the data
+- the signal check (``campaign.claims.signal``) of every bonus on every panel, every variant in the data
   (VIME's runs at its old defaults included: they predate the statistics, so only their raw bonus
   can speak for them, in the next table); a bonus whose grid runs predate the statistics is judged
   on the signal audit's runs (experiment ``signal``: seeds 0-7 of it rerun), and says so;
 - VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
   window means of its reward) and after (the window means of its clipped information gain, before
   the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
-- the control table (``analysis.control``), the degenerate cells of the main grid flagged.
+- the control table (``campaign.claims.control``), the degenerate cells of the main grid flagged.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..claims import Panels
-from ..collect import Collection
-from ..control import control_md
-from ..markdown import render_markdown
-from ..names import env_label
-from ..signal import CellSignal, degenerate, signal_cells, signal_md
+from analysis.collect import Collection
+from analysis.markdown import render_markdown
+from analysis.names import env_label
+from campaign.claims.claims import Panels
+from campaign.claims.control import control_md
+from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
 
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
 VIME_RAW = {"before": "intrinsic_reward", "after": "bonus/info_gain_mean"}

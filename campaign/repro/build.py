@@ -1,13 +1,13 @@
 """The reproduction report (``docs/results/repro/``): the paper's figure and table from our own
 runs, every claim with a verdict, DeepSea scaling, measured sensitivity and the theory figure.
 
-    python -m analysis.repro restore --results RESULTS --data docs/results/repro/data
-    python -m analysis.repro export --results RESULTS --data docs/results/repro/data
-    python -m analysis.repro merge --from OTHER_DATA --data docs/results/repro/data
-    python -m analysis.repro build --data docs/results/repro/data --out docs/results/repro
+    python -m campaign.repro restore --results RESULTS --data docs/results/repro/data
+    python -m campaign.repro export --results RESULTS --data docs/results/repro/data
+    python -m campaign.repro merge --from OTHER_DATA --data docs/results/repro/data
+    python -m campaign.repro build --data docs/results/repro/data --out docs/results/repro
 
 ``restore`` puts the committed complete runs into a results tree, so a sweep there runs only
-what the data lacks. ``export`` adds the compact per-run data (analysis.repro.data) of the
+what the data lacks. ``export`` adds the compact per-run data (campaign.repro.data) of the
 experiments ``repro`` (the main grid, sparse Brax on another backend and the DeepSea sizes, all in
 one experiment: an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and
 ``sensitivity`` to the data folder; ``merge`` adds the runs of another data folder (an export
@@ -27,17 +27,18 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from .. import verdicts
-from ..aggregate import compute_aggregates
-from ..claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
-from ..collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
-from ..devices import device_confound_md, devices_from_data
-from ..maker import ReportOptions
-from ..markdown import render_markdown
-from ..names import env_label, method_label, sort_methods, split_task
-from ..report import build_report
-from ..rule_history import history_md
-from ..tables import usual_seeds
+from analysis.aggregate import compute_aggregates
+from analysis.collect import AnalysisError, Collection, collect, find_experiments, return_measurement_md
+from analysis.devices import device_confound_md, devices_from_data
+from analysis.maker import ReportOptions
+from analysis.markdown import render_markdown
+from analysis.names import env_label, method_label, sort_methods, split_task
+from analysis.report import build_report
+from analysis.tables import usual_seeds
+from campaign.claims import verdicts
+from campaign.claims.claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
+from campaign.claims.rule_history import history_md
+
 from .baselines import BaselinesSection, baselines_section
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree
@@ -58,7 +59,7 @@ from .sections import (
 from .stages import SIGNAL, preset_envs
 
 MAIN = "repro"
-# The sweep presets whose cells each grid's report expects (the rest: analysis.repro.cells).
+# The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
 EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
                     "paper32": ["paper32", "paper32_brax"]}
 # Another report whose verdicts a grid's claims table shows beside its own.
@@ -290,7 +291,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     lines = [
         "# Reproduction: the paper's figure and table from our own runs",
         "",
-        f"*Built by `python -m analysis.repro build` (`make figures`) from the per-run data in `data/` "
+        f"*Built by `python -m campaign.repro build` (`make figures`) from the per-run data in `data/` "
         f"({len(parts['runs'])} runs). Every number below is computed from that data; none is typed in. Who made "
         "each run, on which machine and at which commit: *Provenance*, at the end.*",
         "",
@@ -427,15 +428,16 @@ def _problems_md(problems) -> str:
 
 
 def rules_md() -> str:
-    """The rule book (analysis.verdicts' docstring) as the page the reports link to, and its history."""
+    """The rule book (campaign.claims.verdicts' docstring) as the page the reports link to, and its history."""
     text = (verdicts.__doc__ or "").strip()
     head, _, body = text.partition("\n\n")
-    return (f"# How a claim of the paper gets its verdict\n\n*{head}* (`analysis/verdicts.py`; each rule is tested "
-            "on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body
-            + "\n\n## When each rule was fixed, and what had been read (`analysis/rule_history.py`)\n\n" + history_md())
+    return (f"# How a claim of the paper gets its verdict\n\n*{head}* (`campaign/claims/verdicts.py`; each rule is "
+            "tested on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body
+            + "\n\n## When each rule was fixed, and what had been read (`campaign/claims/rule_history.py`)\n\n"
+            + history_md())
 
 
-README_BEGIN = "<!-- reproduction summary: written by `python -m analysis.repro build --readme README.md` -->"
+README_BEGIN = "<!-- reproduction summary: written by `python -m campaign.repro build --readme README.md` -->"
 README_END = "<!-- end of reproduction summary -->"
 
 
@@ -443,7 +445,7 @@ def readme_markers(experiment: str = MAIN) -> tuple[str, str]:
     """The README markers between which a grid's summary goes (the reproduction's, or one per grid)."""
     if experiment == MAIN:
         return README_BEGIN, README_END
-    return (f"<!-- {experiment} summary: written by `python -m analysis.repro build --experiment {experiment} "
+    return (f"<!-- {experiment} summary: written by `python -m campaign.repro build --experiment {experiment} "
             "--readme README.md` -->", f"<!-- end of {experiment} summary -->")
 
 

@@ -1,4 +1,4 @@
-"""A sweep preset for ``python -m rfig_exp.launch.estimate``: its grid read from its YAML without Hydra
+"""A sweep preset for ``python -m campaign.estimate``: its grid read from its YAML without Hydra
 (:func:`sweep_grid`: the paper's grid is ``conf/sweep/paper.yaml``; the window is the config's
 ``eval_frequency``), and the cost of each of its jobs, composed as the launcher would
 (:func:`cost_jobs`), measuring first what the throughput table lacks (:func:`calibrate`).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from rfig_exp.launch.estimate_throughput import (
+from campaign.estimate_throughput import (
     THROUGHPUT_TABLE,
     Process,
     Rate,
@@ -26,7 +26,7 @@ from rfig_exp.launch.estimate_throughput import (
     task_key,
 )
 
-CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
 
 
@@ -263,7 +263,7 @@ def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = T
     if not todo:
         print(f"calibrate: every env x bonus x seeds of the sweep has a {device} row already")
         return []
-    launch = Path(__file__).resolve().parents[3] / "launch.py"
+    launch = Path(__file__).resolve().parents[1] / "launch.py"
     source = f"calibrate {datetime.date.today().isoformat()} {windows} window(s), cold compile"
     with tempfile.TemporaryDirectory(prefix="rfig-calibrate-") as tmp:
         for i, (job, cfg) in enumerate(todo, 1):

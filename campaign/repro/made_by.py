@@ -1,6 +1,6 @@
 """Who made which runs of a campaign, and what each stage cost: the report's *Made by* table.
 
-A run belongs to the stage that makes it (:func:`analysis.repro.stages.stage_of`), or, when a GPU
+A run belongs to the stage that makes it (:func:`campaign.repro.stages.stage_of`), or, when a GPU
 made it, to one row per experiment and device. Each stage's measured cost (the wall time of its
 processes, each counted once) stands beside its estimate from the campaign's ``meta.json``.
 """
@@ -24,7 +24,7 @@ def made_in(rec: dict, summary: dict) -> str | None:
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
     summed wall time of their processes (s; the seeds of a process share one), the machines,
-    and the latest finish. ``stored``: the data folder's runs (analysis.repro.data.read_data)."""
+    and the latest finish. ``stored``: the data folder's runs (campaign.repro.data.read_data)."""
     out: dict[tuple[str, str], dict] = {}
     processes: dict[tuple, float] = {}
     for key, run in stored.items():

@@ -8,16 +8,16 @@ completes). Two campaigns are declared here:
 - ``paper32``, the paper's 12 panels at its 32 seeds (``docs/results/paper32/``): one panel x one
   block of 8 seeds (5 jobs of 8 vmapped seeds, one per bonus: the jobs of ``sweep=paper``), seeds
   8-31; seeds 0-7 are the reproduction's own runs, taken into the 32-seed data as they are
-  (``python -m analysis.repro merge --relabel repro:paper32``).
+  (``python -m campaign.repro merge --relabel repro:paper32``).
 
 ``scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
 for the stage list and each stage's ``launch.py -m`` commands, and the report attributes every run
 to its stage with :func:`stage_of` for the table of who made what.
 
-    python -m analysis.repro.stages list                        # the names, in the order the lanes take them
-    python -m analysis.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
-    python -m analysis.repro.stages list --campaign paper32 --left docs/results/paper32/data   # those not in the data
-    python -m analysis.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
+    python -m campaign.repro.stages list                        # the names, in the order the lanes take them
+    python -m campaign.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
+    python -m campaign.repro.stages list --campaign paper32 --left docs/results/paper32/data   # those not in the data
+    python -m campaign.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
 
 The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
 preset is the one place an env joins a campaign. Nothing here imports JAX.
@@ -216,7 +216,7 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
 
 def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int = 0) -> dict[str, float]:
     """bonus -> minutes of wall time of the job that made ``seed`` of ``env`` (its main-grid variant)
-    in ``stored`` (analysis.repro.data.read_data): what a block of the same jobs cost on this
+    in ``stored`` (campaign.repro.data.read_data): what a block of the same jobs cost on this
     machine kind, compile included."""
     out = {}
     for (exp, e, bonus, variant, s), run in stored.items():
@@ -264,7 +264,7 @@ def stage_coverage(stored: dict) -> dict[str, int]:
 
 def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
     """The stages of a campaign of fixed-size stages (the 32-seed grid, the baselines) whose runs
-    ``stored`` (a data folder's runs, analysis.repro.data.read_data) does not hold in full, whichever
+    ``stored`` (a data folder's runs, campaign.repro.data.read_data) does not hold in full, whichever
     machine made those it holds, in the order the lanes take them: what a fresh machine's lanes still
     have to run."""
     held, sizes = stage_coverage(stored), stage_sizes()
@@ -272,7 +272,7 @@ def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.repro.stages", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m campaign.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="the stage names, in the order the lanes take them")
     ls.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)

@@ -1,4 +1,4 @@
-"""``python -m analysis.repro``: the reproduction's command line (``build.py``)."""
+"""``python -m campaign.repro``: the reproduction's command line (``build.py``)."""
 
 import sys
 

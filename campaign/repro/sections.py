@@ -1,4 +1,4 @@
-"""The sections of the reproduction report (analysis.repro) that are more than a standard
+"""The sections of the reproduction report (campaign.repro) that are more than a standard
 report: throughput and wall time per stage, DeepSea scaling, measured sensitivity, P(RFIG > PPO)
 panel by panel, the controlled timing benchmark, the backend check and the theory figure.
 Nothing here imports JAX."""
@@ -17,16 +17,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from analysis.aggregate import bootstrap, fast_iqm  # noqa: E402
+from analysis.collect import Collection, final_scores  # noqa: E402
+from analysis.markdown import render_markdown  # noqa: E402
+from analysis.names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
+from analysis.plots import _save  # noqa: E402
+from campaign.claims import verdicts as V  # noqa: E402
+from campaign.claims.claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
+from campaign.claims.sensitivity_claims import sensitivity_knobs  # noqa: E402
 from rfig_exp.config.variants import format_value  # noqa: E402
-
-from .. import verdicts as V  # noqa: E402
-from ..aggregate import bootstrap, fast_iqm  # noqa: E402
-from ..claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
-from ..collect import Collection, final_scores  # noqa: E402
-from ..markdown import render_markdown  # noqa: E402
-from ..names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
-from ..plots import _save  # noqa: E402
-from ..sensitivity_claims import sensitivity_knobs  # noqa: E402
 
 SENS = "sensitivity"
 
@@ -308,7 +307,7 @@ def theory_section(data_dir: Path, out: Path) -> str:
     csv = data_dir / "theory.csv"
     if not csv.is_file():
         return "No theory data (run `python scripts/theory_figure.py`)."
-    from ..theory_plot import exponent_table, plot_theory, read_theory_csv
+    from campaign.claims.theory_plot import exponent_table, plot_theory, read_theory_csv
 
     rows = read_theory_csv(csv)
     plot_theory(rows, out / "theory.png")
@@ -340,8 +339,8 @@ def theory_section(data_dir: Path, out: Path) -> str:
 def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, list[Path]]:
     """P(RFIG > PPO) with its 95% interval, one row per panel (the paper's, then those beyond it),
     and the aggregate over the paper's discriminating panels with and without the others: the
-    headline claim at a glance. ``claims_panels``: analysis.claims.panels_of(main, paper envs)."""
-    from ..claims import poi_by_panel
+    headline claim at a glance. ``claims_panels``: campaign.claims.claims.panels_of(main, paper envs)."""
+    from campaign.claims.claims import poi_by_panel
 
     p = claims_panels
     rows: list[tuple[str, V.PoiDist, str]] = []
@@ -451,8 +450,8 @@ def timing_section(data_dir: Path) -> str:
 def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
     """Sparse-HalfCheetah on brax's generalized backend (experiment ``backend``) beside the main
     grid's spring runs: P(RFIG > PPO) on each, and whether the verdict of that panel turns."""
-    from ..claims import panels_of, poi_by_panel
-    from ..collect import collect
+    from analysis.collect import collect
+    from campaign.claims.claims import panels_of, poi_by_panel
 
     if not (tree / "backend").is_dir():
         return ""
@@ -470,7 +469,7 @@ def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
     if not rows:
         return ""
     return ("Brax's `spring` backend is another physics, not only a faster one: the same check of RFIG against PPO "
-            "on Sparse-HalfCheetah, seeds 0-7, on both backends (`python -m analysis.repro.stages commands "
+            "on Sparse-HalfCheetah, seeds 0-7, on both backends (`python -m campaign.repro.stages commands "
             "backend-halfcheetah`).\n\n" + render_markdown(
                 ["Backend", "PPO IQM", "RFIG IQM", "P(RFIG > PPO) [95% CI]", "verdict (rules.md)", "seeds"], rows,
                 align="lrrrll"))

@@ -1,5 +1,5 @@
 """The paper's claims, each measured on a collection and judged by the rules of
-:mod:`analysis.verdicts` (its docstring is the rule book the report quotes as ``rules.md``).
+:mod:`campaign.claims.verdicts` (its docstring is the rule book the report quotes as ``rules.md``).
 
 A claim is judged on the paper's own panels only (``paper_envs``); the envs beyond the paper
 (DeepSea) get :func:`beyond_paper_claims`, their own aggregates, never a paper verdict. Each
@@ -16,11 +16,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from analysis.collect import Collection, final_scores
+from analysis.names import BASELINES, CONTROLS, env_label, method_label
+
 from . import pooled as P
 from . import verdicts as V
 from .claim_rows import Claim, fmt, panels_text
-from .collect import Collection, final_scores
-from .names import BASELINES, CONTROLS, env_label, method_label
 from .sensitivity_claims import sensitivity_claims
 
 # What counts as solving an env (per run, on its final evaluation window), where the env has a
@@ -102,7 +103,7 @@ def claims_table(coll: Collection, agg, paper_envs: Sequence[str], reps: int = V
     """Every claim of the paper this data can judge, on the paper's panels (the module docstring).
 
     agg: compute_aggregates(coll) (its min-max normalisation, rule 2). timing: env -> variant ->
-    seconds per round (analysis.repro.timing), for the execution-time claim. sens: the sensitivity
+    seconds per round (campaign.repro.timing), for the execution-time claim. sens: the sensitivity
     collection, for the beta and sensitivity claims."""
     p = panels_of(coll, paper_envs)
     claims = [*_outperforms_ppo(p, reps, seed), *_competitive(p, agg.normalisation, reps, seed + 200),
@@ -243,7 +244,7 @@ def _failures(p: Panels, norm, method: str, envs: Sequence[str], reps: int, seed
 
 def _failure_before_the_rule_book(p: Panels, reps: int, seed: int) -> Claim:
     """The catastrophic-failure criterion the rule book replaced after the 8-seed data had been read
-    with it (analysis/rule_history.py): on some panel, RFIG's IQM 95% interval entirely below PPO's,
+    with it (campaign/claims/rule_history.py): on some panel, RFIG's IQM 95% interval entirely below PPO's,
     or entirely below every baseline's. Shown beside the rule that replaced it, on the same data."""
     baselines = [b for b in BASELINES if b in p.coll.methods]
     failed = []
@@ -288,7 +289,7 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
             claims.append(Claim.judged(words, "P(X > each other method) on the panel", "—", V.Verdict(V.NOT_MEASURED),
                                        f"no {method_label(method)} runs on {env_label(target)}"))
             continue
-        # the methods the paper compares: the control (analysis.control) is not one of them
+        # the methods the paper compares: the control (campaign.claims.control) is not one of them
         others = [m for m in p.scores[env] if m != method and p.coll.bonus_of(m) not in CONTROLS]
         if env in p.saturated:
             claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))

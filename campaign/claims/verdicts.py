@@ -3,7 +3,7 @@
 This docstring is the rule book: the reproduction report quotes it (``rules.md`` beside its
 ``index.md``), the numbers below are the module's constants, and ``tests/test_verdicts.py`` holds
 every rule to synthetic scores whose answer is known, with a case that fails if the rule is loosened.
-Not every rule was fixed before the data it judges was read: ``analysis/rule_history.py`` records
+Not every rule was fixed before the data it judges was read: ``campaign/claims/rule_history.py`` records
 each change with its date, its commit and the data that had been seen, and ``rules.md`` shows it;
 a test fails when a constant changes without an entry there.
 
@@ -90,7 +90,7 @@ a test fails when a constant changes without an entry there.
   score, and separately on the area under the curve (the mean return over all windows); rule 9 where
   neither way is decided.
 - **... and on solved seeds**, over the panels with a success rule (``SUCCESS_RULES`` in
-  analysis/claims.py): one pooled test, the Mantel-Haenszel common odds ratio of solving (RFIG
+  campaign/claims/claims.py): one pooled test, the Mantel-Haenszel common odds ratio of solving (RFIG
   against PPO) stratified by panel, > 1. A panel where both solve every seed or none drops out of it;
   0.5 is added to each cell of a panel with an empty cell.
 - **"RFIG is competitive with NN-based methods across all environments"**: on each panel,
@@ -101,7 +101,7 @@ a test fails when a constant changes without an entry there.
   F = IQM(RFIG) - IQM(PPO) / 2 on normalised scores, a failure when F < 0, safe when F > 0.
   Supported when safe on every discriminating panel (rule 6). This rule replaced, after the 8-seed
   data had been read with it, the rule "RFIG's IQM interval entirely below PPO's, or below every
-  baseline's" (analysis/rule_history.py); the report shows the old rule's verdict beside this one,
+  baseline's" (campaign/claims/rule_history.py); the report shows the old rule's verdict beside this one,
   and the same rule applied to every other method, so that a reader sees what it can flag.
 - **"RFIG competitively matches or exceeds RND's performance"**: P(RFIG > RND) over the panels
   > 0.5 - POI_MARGIN (non-inferiority).
@@ -152,7 +152,7 @@ REPS = 20000            # rule 5
 MC_GUARD = 3.0          # rule 5: an interval end within this many Monte-Carlo standard errors of a threshold touches it
 MC_BATCHES = 10         # rule 5: the batches whose spread estimates an interval end's Monte-Carlo error
 Z95 = 1.959963984540054
-# The constants the rule book states, as analysis/rule_history.py records them at each change.
+# The constants the rule book states, as campaign/claims/rule_history.py records them at each change.
 RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
                   "REPS", "MC_GUARD", "MC_BATCHES")
 
