@@ -365,7 +365,8 @@ _RUNS_JAX = re.compile(r"^\s*(import|from) (jax|flax|gymnax|optax|brax)\b|^\s*fr
 
 
 @pytest.mark.parametrize("path", [ROOT / "launch.py", ROOT / "tests" / "conftest.py", *ROOT.glob("examples/*.py"),
-                                  *ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/*.py")],
+                                  *ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/*.py"),
+                                  *ROOT.glob("campaign/scripts/*.py")],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_each_entry_point_sets_the_cpu_flags_before_it_imports_jax(path):
     lines = path.read_text().splitlines()

@@ -1,5 +1,5 @@
-"""scripts/paper32_gpu.sh and its helpers, on this CPU: the deadline keeper (scripts/run_until.py)
-on real process trees, the wheels a box lacks (scripts/gpu_tools.py), and dry runs of the script
+"""campaign/scripts/paper32_gpu.sh and its helpers, on this CPU: the deadline keeper (campaign/scripts/run_until.py)
+on real process trees, the wheels a box lacks (campaign/scripts/gpu_tools.py), and dry runs of the script
 itself (ALLOW_CPU=1, tiny budgets, a deadline that cuts a job)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "paper32_gpu.sh"
-RUN_UNTIL = ROOT / "scripts" / "run_until.py"
-sys.path.insert(0, str(ROOT / "scripts"))
+SCRIPT = ROOT / "campaign" / "scripts" / "paper32_gpu.sh"
+RUN_UNTIL = ROOT / "campaign" / "scripts" / "run_until.py"
+sys.path.insert(0, str(ROOT / "campaign" / "scripts"))
 
 from gpu_tools import job_rows, missing, overlap, wheel_name  # noqa: E402
 

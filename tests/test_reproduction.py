@@ -271,7 +271,7 @@ def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_t
     root = Path(__file__).resolve().parents[1]
     import sys
 
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin"}, check=True).stdout.split()
     assert listed == names
 
@@ -284,7 +284,7 @@ def test_repro_sh_refuses_an_unknown_stage_before_it_runs_any(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "LANES": "2"}
-    out = subprocess.run(["bash", str(root / "scripts/repro.sh"), "core", "brax-hoper"], capture_output=True,
+    out = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "core", "brax-hoper"], capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode == 2
     assert "unknown stage 'brax-hoper' of campaign repro; valid: core" in out.stderr and "brax-hopper" in out.stderr
@@ -305,7 +305,7 @@ def test_repro_sh_runs_the_named_stages_once_each_on_one_lane_or_two(tmp_path):
     for lanes in (None, "2"):
         env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "TRIES": "0",
                "NO_RESTORE": "1", **({"LANES": lanes} if lanes else {})}
-        out = subprocess.run(["bash", str(root / "scripts/repro.sh"), *named], capture_output=True, text=True,
+        out = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), *named], capture_output=True, text=True,
                              env=env, timeout=300)
         assert out.returncode == 1, out.stderr
         started = re.findall(r"^(\[lane [AB]\] )?\[repro\] \S+ stage (\S+) started$", out.stdout, re.M)
@@ -397,7 +397,7 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert [n.rsplit("-", 1)[0] for n in names[:6]] == [f"p32-{panel_name(e)}" for e in PAPER32_FIRST]
     assert all(stage_of("paper32", e, "none", {}, seed=s) is None for e in PAPER32_FIRST for s in (0, 7, 32))
     root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "paper32"},
                             check=True).stdout.split()
     assert listed == names
@@ -455,7 +455,7 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     held = [replace(r, record={**r.record, "variant": "base", "variant_overrides": {}}) for r in held]
     assert stages_left({r.key: r for r in held}, "baselines") == names[1:]
     root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "baselines"},
                             check=True).stdout.split()
     assert listed == names

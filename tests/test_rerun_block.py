@@ -1,4 +1,4 @@
-"""A committed block rerun here (scripts/rerun_block.py, campaign.repro.reproducible): the command
+"""A committed block rerun here (campaign/scripts/rerun_block.py, campaign.repro.reproducible): the command
 it reruns, the comparison on synthetic rows with known answers, and a tiny real block launched
 twice, which must come back bit-identical."""
 
@@ -149,7 +149,8 @@ def test_a_tiny_block_launched_twice_is_bit_identical(tmp_path):
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
     data = tmp_path / "data"
     assert export_tree(first, data)["runs"] == 2  # the committed-like data folder
-    script = [sys.executable, "scripts/rerun_block.py", "--env", "cartpole", "--bonus", "none", "--seeds", "0-1",
+    script = [sys.executable, "campaign/scripts/rerun_block.py", "--env", "cartpole", "--bonus", "none",
+              "--seeds", "0-1",
               "--experiment", "tiny", "--data", str(data), "--command", " ".join(block), "--total-timesteps", "8192",
               *(f"--set={s}" for s in TINY)]
     again = subprocess.run(script, cwd=REPO, capture_output=True, text=True, timeout=480)

@@ -1,7 +1,7 @@
 """The theory figure: RFF information gain against the exact GP information gain as the
 number of random features D grows, with the paper's bounds (Props. 4.2-4.3) beside it.
 
-Works on the rows that ``scripts/theory_figure.py`` measures and writes to CSV (a list of
+Works on the rows that ``campaign/scripts/theory_figure.py`` measures and writes to CSV (a list of
 dicts or a pandas DataFrame, one row per setting n, lambda, d and D). Needs only numpy and
 matplotlib: never imports JAX, so a report can redraw the figure from committed data.
 
@@ -28,7 +28,7 @@ from matplotlib.patches import Patch  # noqa: E402
 __all__ = ["COLUMNS", "read_theory_csv", "write_theory_csv", "exponent_table", "format_exponent_table",
            "draw_theory_figure", "plot_theory"]
 
-# The CSV's columns, in order (scripts/theory_figure.py writes them; see its docstring).
+# The CSV's columns, in order (campaign/scripts/theory_figure.py writes them; see its docstring).
 COLUMNS = ("n", "lam", "lam_rule", "lambda0", "d", "lengthscale", "D", "seeds", "queries",
            "mean_abs_err", "max_abs_err", "mean_ig_exact", "eps_kernel", "bound_prop42",
            "worst_ratio_prop42", "delta", "eps_prop43", "bound_prop43")

@@ -2,7 +2,7 @@
 
 A block is the seeds of one env x bonus that one process trained side by side (a seed's numbers
 depend, to float32 rounding, on the seeds vmapped beside it, so only a whole block reruns to the
-digit). ``scripts/rerun_block.py`` reruns one with the command its campaign stage used
+digit). ``campaign/scripts/rerun_block.py`` reruns one with the command its campaign stage used
 (:func:`block_command`) into a temporary results folder; :func:`compare_block` then says which it
 is: *bit-identical* (every metrics column both record, as :mod:`campaign.repro.data` stores them,
 wall time aside) or, failing that, where the runs first part (seed, window, column) and whether
@@ -231,7 +231,7 @@ class Evidence:
 # 0.10.2), at a commit whose training program is main's (6afc77c).
 _HERE = ("this project's 2-core AMD EPYC VM (family 26 model 2 stepping 1, ISA 25fc08b1fed3d885, jaxlib 0.10.2), "
          "recorded alike, at 6afc77c + issue 41's provenance, one core")
-_STAGE = "`python scripts/rerun_block.py --env {env} --bonus {bonus} --seeds 8-15` (the stage's own command)"
+_STAGE = "`python campaign/scripts/rerun_block.py --env {env} --bonus {bonus} --seeds 8-15` (the stage's own command)"
 EVIDENCE: tuple[Evidence, ...] = (
     Evidence("2026-11-28", "PointMaze-UMaze, PPO, seeds 8-15 (stage p32-pointmaze_umaze-8)", _HERE,
              _STAGE.format(env="pointmaze_umaze", bonus="none"),
@@ -274,7 +274,7 @@ def reproducibility_md(stored: dict | None = None, evidence: tuple[Evidence, ...
         "family, model and stepping, a hash of its instruction-set features, caches, jaxlib's build, "
         "XLA_FLAGS); runs made before record only the CPU's model name and cores, which is how the same "
         "committed block can be bit-identical on one VM recorded \"2 CPU cores (AMD EPYC)\" and not on another. "
-        "`python scripts/rerun_block.py --env ENV --bonus BONUS --seeds 8-15` reruns a committed block here "
+        "`python campaign/scripts/rerun_block.py --env ENV --bonus BONUS --seeds 8-15` reruns a committed block here "
         "and says which it is.",
         "",
         render_markdown(["Measured", "block", "where", "command", "result"],

@@ -303,10 +303,10 @@ def _sensitivity_md(summary: dict[str, dict], rows: list, saturated: list[str]) 
 
 def theory_section(data_dir: Path, out: Path) -> str:
     """The theory figure and its slope table, redrawn from ``data/theory.csv``
-    (made by ``python scripts/theory_figure.py``)."""
+    (made by ``python campaign/scripts/theory_figure.py``)."""
     csv = data_dir / "theory.csv"
     if not csv.is_file():
-        return "No theory data (run `python scripts/theory_figure.py`)."
+        return "No theory data (run `python campaign/scripts/theory_figure.py`)."
     from campaign.claims.theory_plot import exponent_table, plot_theory, read_theory_csv
 
     rows = read_theory_csv(csv)
@@ -325,7 +325,7 @@ def theory_section(data_dir: Path, out: Path) -> str:
     return ("![theory](theory.png)\n\n*Mean and largest |IG_RFF - IG_GP| over query points against the number of "
             "random features D (float64, 5 feature draws), with Prop. 4.2's bound (the measured kernel error put "
             "into it) and Prop. 4.3's (the kernel error it guarantees at delta = 0.05), "
-            "`scripts/theory_figure.py`.*\n\n"
+            "`campaign/scripts/theory_figure.py`.*\n\n"
             f"Measured: under the paper's assumption lambda = n lambda0 the mean error falls like "
             f"D^{min(slopes):.2f}..D^{max(slopes):.2f}, the bound's own D^-1/2 rate; with RFIG's fixed lambda = 1 "
             f"it falls faster (D^{min(fixed):.2f}..D^{max(fixed):.2f}) but the bounds, which then need "

@@ -10,7 +10,7 @@ completes). Two campaigns are declared here:
   8-31; seeds 0-7 are the reproduction's own runs, taken into the 32-seed data as they are
   (``python -m campaign.repro merge --relabel repro:paper32``).
 
-``scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
+``campaign/scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
 for the stage list and each stage's ``launch.py -m`` commands, and the report attributes every run
 to its stage with :func:`stage_of` for the table of who made what.
 
@@ -37,7 +37,7 @@ from rfig_exp.config.folders import CONF_DIR
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
 CAMPAIGNS = (MAIN, PAPER32, BASELINES)
-# The data folder each campaign's runs go into (scripts/repro.sh puts its complete runs back first).
+# The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
                  BASELINES: "docs/results/paper32/data"}
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
@@ -232,7 +232,7 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
     control (its bonus is free; the second value head is the rest); for an audit stage, the three
     audited bonuses' jobs there. None where that is not known
-    (the reproduction's own stages are estimated by scripts/repro_meta.py)."""
+    (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)

@@ -1,9 +1,9 @@
-"""Helpers of scripts/paper32_gpu.sh on a GPU box without a package index.
+"""Helpers of campaign/scripts/paper32_gpu.sh on a GPU box without a package index.
 
-    python scripts/gpu_tools.py missing WHEEL...             # the wheels whose package is not installed
-    python scripts/gpu_tools.py device [--allow-cpu]         # jax's version and devices; exit 3 without a GPU
-    python scripts/gpu_tools.py brax-probe [--env sparse_hopper] [--seeds 32] [--steps 200]
-    python scripts/gpu_tools.py jobs --results R --experiment paper32 [--since ISO_TIME] [--csv jobs.csv]
+    python campaign/scripts/gpu_tools.py missing WHEEL...             # the wheels whose package is not installed
+    python campaign/scripts/gpu_tools.py device [--allow-cpu]         # jax's version and devices; exit 3 without a GPU
+    python campaign/scripts/gpu_tools.py brax-probe [--env sparse_hopper] [--seeds 32] [--steps 200]
+    python campaign/scripts/gpu_tools.py jobs --results R --experiment paper32 [--since ISO_TIME] [--csv jobs.csv]
 
 ``missing`` runs before anything is installed (standard library only): a box that has a package
 keeps its own version (its jax, numpy or cloudpickle), and only what it lacks is installed from

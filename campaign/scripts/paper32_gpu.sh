@@ -3,18 +3,18 @@
 # deadline and hands back the compact data of the cells it finished (docs/reproduction.md: the paper at its own
 # 32 seeds on one GPU).
 #
-#   COMMIT=<sha> scripts/paper32_gpu.sh OUT_DIR [HYDRA_OVERRIDE ...]     # the 40 non-Brax cells
-#   COMMIT=<sha> SWEEP=paper32_brax scripts/paper32_gpu.sh OUT_DIR       # the 20 sparse Brax cells
-#   ALLOW_CPU=1 DEADLINE_S=60 scripts/paper32_gpu.sh /tmp/dry 'hydra.sweeper.params.env=cartpole' ...  # a dry run
+#   COMMIT=<sha> campaign/scripts/paper32_gpu.sh OUT_DIR [HYDRA_OVERRIDE ...]     # the 40 non-Brax cells
+#   COMMIT=<sha> SWEEP=paper32_brax campaign/scripts/paper32_gpu.sh OUT_DIR       # the 20 sparse Brax cells
+#   ALLOW_CPU=1 DEADLINE_S=60 campaign/scripts/paper32_gpu.sh /tmp/dry 'hydra.sweeper.params.env=cartpole' ...  # a dry run
 #
 # 1. Installs what the box lacks (and only that: its own jax, numpy... stay) from the wheels that
 #    travel with the tree, without an index or dependencies, into SITE: WHEELS (`make gpu-wheels`),
 #    and for a Brax sweep or BRAX_PROBE=1 also WHEELS/brax (`make gpu-wheels-brax`).
 # 2. Checks that JAX sees a GPU (ALLOW_CPU=1: the CPU will do, for a dry run); with Brax, times a
-#    tiny Brax rollout (scripts/gpu_tools.py brax-probe) and says whether Brax works there.
+#    tiny Brax rollout (campaign/scripts/gpu_tools.py brax-probe) and says whether Brax works there.
 # 3. Restores the committed complete cells of DATA into RESULTS, so the sweep skips them.
 # 4. Runs `launch.py -m sweep=SWEEP` on the local launcher, JOBS_PER_GPU jobs at once on each GPU
-#    (placement.jobs_per_gpu), under scripts/run_until.py: no job starts after LAST_START_S, every
+#    (placement.jobs_per_gpu), under campaign/scripts/run_until.py: no job starts after LAST_START_S, every
 #    job still running at DEADLINE_S gets SIGTERM (it checkpoints and exits 143) and SIGKILL
 #    GRACE_S later; both in seconds from this script's start.
 # 5. Prints each job's times and every cell's state, and exports the cells whose every seed is
@@ -28,7 +28,7 @@
 # bad call, 3 without a GPU, 1 when a step failed.
 set -uo pipefail
 shopt -s nullglob
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [HYDRA_OVERRIDE ...]" >&2; exit 2; }
 OUT_DIR=$1; shift
 PY=${PYTHON:-python3}
@@ -59,7 +59,7 @@ say "sweep=$SWEEP experiment=$EXPERIMENT commit ${COMMIT:-unknown (set COMMIT: t
 # 1. what the box lacks, from the wheels that travel with the tree
 wheels=("$WHEELS"/*.whl)
 [ "$BRAX_PROBE" = 1 ] && wheels+=("$WHEELS"/brax/*.whl)
-mapfile -t lacking < <("$PY" scripts/gpu_tools.py missing "${wheels[@]}" | grep .)
+mapfile -t lacking < <("$PY" campaign/scripts/gpu_tools.py missing "${wheels[@]}" | grep .)
 if [ ${#lacking[@]} -gt 0 ]; then
     say "installing ${#lacking[@]} wheel(s) into $SITE: ${lacking[*]##*/}"
     "$PY" -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "${lacking[@]}" \
@@ -69,9 +69,9 @@ fi
     || { say "the project's dependencies do not import: run \`make gpu-wheels\` here and carry $WHEELS"; exit 1; }
 
 # 2. the device (and Brax)
-"$PY" scripts/gpu_tools.py device $([ "$ALLOW_CPU" = 1 ] && echo --allow-cpu) || exit 3
+"$PY" campaign/scripts/gpu_tools.py device $([ "$ALLOW_CPU" = 1 ] && echo --allow-cpu) || exit 3
 if [ "$BRAX_PROBE" = 1 ]; then
-    timeout "$BRAX_PROBE_S" "$PY" scripts/gpu_tools.py brax-probe
+    timeout "$BRAX_PROBE_S" "$PY" campaign/scripts/gpu_tools.py brax-probe
     case $? in
         0) say "brax works here" ;;
         124) say "the brax probe ran past $BRAX_PROBE_S s: whether brax works here is not known" ;;
@@ -89,13 +89,13 @@ fi
 # 4. the sweep, stopped in time
 say "launch.py -m sweep=$SWEEP hydra/launcher=local placement.jobs_per_gpu=$JOBS_PER_GPU $*"
 left() { local s=$(($1 - SECONDS)); echo $((s > 0 ? s : 0)); }
-"$PY" scripts/run_until.py --deadline "$(left "$DEADLINE_S")" --last-start "$(left "$LAST_START_S")" \
+"$PY" campaign/scripts/run_until.py --deadline "$(left "$DEADLINE_S")" --last-start "$(left "$LAST_START_S")" \
     --grace "$GRACE_S" -- "$PY" launch.py -m "sweep=$SWEEP" hydra/launcher=local \
     "placement.jobs_per_gpu=$JOBS_PER_GPU" "experiment=$EXPERIMENT" "results_dir=$RESULTS" wandb.mode=disabled "$@"
 say "sweep ended (exit $?; 124: stopped by the deadline)"
 
 # 5. what ran, what is left, and the finished cells' data
-"$PY" scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --since "$STARTED" \
+"$PY" campaign/scripts/gpu_tools.py jobs --results "$RESULTS" --experiment "$EXPERIMENT" --since "$STARTED" \
     --csv "$OUT_DIR/jobs.csv"
 "$PY" -m rfig_exp.results.status --results "$RESULTS" --experiment "$EXPERIMENT"
 "$PY" -m campaign.repro export --results "$RESULTS" --data "$OUT_DIR/data" --experiment "$EXPERIMENT" \

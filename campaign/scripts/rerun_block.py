@@ -1,8 +1,8 @@
 """Rerun a committed block of seeds here and say whether it reproduces the committed runs.
 
-    python scripts/rerun_block.py --env pointmaze_umaze --bonus none --seeds 8-15
-    python scripts/rerun_block.py --env pointmaze_medium --bonus rfig --seeds 8-15 --keep /tmp/rerun
-    python scripts/rerun_block.py --env mountaincar --bonus none --seeds 0-1 --data DATA \\
+    python campaign/scripts/rerun_block.py --env pointmaze_umaze --bonus none --seeds 8-15
+    python campaign/scripts/rerun_block.py --env pointmaze_medium --bonus rfig --seeds 8-15 --keep /tmp/rerun
+    python campaign/scripts/rerun_block.py --env mountaincar --bonus none --seeds 0-1 --data DATA \\
         --command "env=mountaincar bonus=none seed=0 num_seeds=2" --total-timesteps 8192 --set eval_frequency=4096
 
 The block (one env x bonus, the seeds its campaign trained in one process) is rerun with the
@@ -31,14 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from campaign.repro.data import read_data, read_tree  # noqa: E402
 from campaign.repro.reproducible import block_command, compare_block, machine_kind, parse_seeds  # noqa: E402
 from campaign.repro.stages import PAPER32  # noqa: E402
 
-# What the campaign's lanes added to every command (scripts/repro.sh COMMON), less results_dir.
+# What the campaign's lanes added to every command (campaign/scripts/repro.sh COMMON), less results_dir.
 CAMPAIGN_SETTINGS = ("wandb.mode=disabled", "stall_timeout_s=300")
 
 

@@ -1,9 +1,9 @@
 """Record a reproduction campaign in ``docs/results/repro/data/meta.json``: how its data was made.
 
-    python scripts/repro_meta.py --clone RUN_CLONE --log LANES_LOG --results RESULTS \
+    python campaign/scripts/repro_meta.py --clone RUN_CLONE --log LANES_LOG --results RESULTS \
         --label "what this campaign ran" [--note "a line for the report" ...]
 
-A campaign is one `scripts/repro.sh` run from a clone at a fixed commit. From that clone, its lane
+A campaign is one `campaign/scripts/repro.sh` run from a clone at a fixed commit. From that clone, its lane
 log and its results tree this records: the commit, this machine, the first and last timestamps of
 the log, the lane that ran each stage and whether it completed, and per stage the estimate of the
 jobs that completed, made from the throughput table *at the campaign's commit* (what `make
@@ -23,7 +23,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from campaign import estimate_sweep, estimate_throughput  # noqa: E402
@@ -55,7 +55,7 @@ def job_state(cfg: dict, results: Path, commit: str) -> str:
 
 
 def read_log(log: Path) -> tuple[dict[str, dict], str | None, str | None]:
-    """stage -> {lane, started, ended, complete} from the lines scripts/repro.sh writes, and the
+    """stage -> {lane, started, ended, complete} from the lines campaign/scripts/repro.sh writes, and the
     log's first and last timestamps."""
     out: dict[str, dict] = {}
     text = log.read_text(errors="replace")
@@ -100,7 +100,7 @@ def machine_line() -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clone", type=Path, required=True, help="the clone the runs used (its commit and table)")
-    p.add_argument("--log", type=Path, required=True, help="scripts/repro.sh's output (both lanes)")
+    p.add_argument("--log", type=Path, required=True, help="campaign/scripts/repro.sh's output (both lanes)")
     p.add_argument("--results", type=Path, required=True, help="the results the runs wrote")
     p.add_argument("--label", required=True, help="what this campaign ran, in a few words")
     p.add_argument("--out", type=Path, default=ROOT / "docs/results/repro/data/meta.json")

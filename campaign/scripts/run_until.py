@@ -1,6 +1,6 @@
 """Run a command until a deadline, then stop it so that every run it leaves is whole or resumable.
 
-    python scripts/run_until.py --deadline 480 [--last-start 400] [--grace 30] -- CMD [ARG ...]
+    python campaign/scripts/run_until.py --deadline 480 [--last-start 400] [--grace 30] -- CMD [ARG ...]
 
 The command runs in a process session of its own, with everything it starts (a local sweep's
 submitit controllers and jobs). Times are seconds from this script's start:

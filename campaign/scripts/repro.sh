@@ -4,13 +4,13 @@
 # so this script can be stopped at any point and started again; a job that stalls (exit 75, the
 # watchdog) or is killed is relaunched without a person.
 #
-#   scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
-#   CAMPAIGN=paper32 NICE=19 scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
-#   scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
-#   LANES=2 scripts/repro.sh brax-ant brax-hopper deepsea-30   # some stages, on two lanes
-#   scripts/repro.sh --list                # the stages, in the order the lanes take them
-#   RESULTS=/data/rfig PY=python scripts/repro.sh deepsea-40
-#   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" scripts/repro.sh core   # on a cluster
+#   campaign/scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
+#   CAMPAIGN=paper32 NICE=19 campaign/scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
+#   campaign/scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
+#   LANES=2 campaign/scripts/repro.sh brax-ant brax-hopper deepsea-30   # some stages, on two lanes
+#   campaign/scripts/repro.sh --list                # the stages, in the order the lanes take them
+#   RESULTS=/data/rfig PY=python campaign/scripts/repro.sh deepsea-40
+#   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" campaign/scripts/repro.sh core   # on a cluster
 #
 # CAMPAIGN=repro (the default) is the 8-seed reproduction: each stage one env (or one DeepSea size, or
 # one bonus's sensitivity knobs). CAMPAIGN=paper32 is the 32-seed grid: each stage one panel x one
@@ -18,7 +18,7 @@
 # next stage that no lane has taken yet. A stage's line `[repro] stage NAME complete` is the cue
 # to publish it (README: the reproduction).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 RESULTS=${RESULTS:-results}
 TRIES=${TRIES:-4}

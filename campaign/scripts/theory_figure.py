@@ -1,9 +1,9 @@
 """How the RFF information gain approaches the exact GP information gain as D grows, with the
 paper's bounds (Section 4) drawn beside the measured error.
 
-    python scripts/theory_figure.py                      # full grid -> CSV + PNG (about 1-1.5 min, 1 core)
-    python scripts/theory_figure.py --quick --out-csv out/theory.csv --out-fig out/theory.png
-    python scripts/theory_figure.py --from-csv docs/results/repro/data/theory.csv   # redraw only, no JAX
+    python campaign/scripts/theory_figure.py                      # full grid -> CSV + PNG (about 1-1.5 min, 1 core)
+    python campaign/scripts/theory_figure.py --quick --out-csv out/theory.csv --out-fig out/theory.png
+    python campaign/scripts/theory_figure.py --from-csv docs/results/repro/data/theory.csv   # redraw only, no JAX
 
 Setting. Data X (n points) and query points (256; 64 with --quick) are drawn i.i.d. uniform on the
 cube [-sqrt(3), sqrt(3)]^d (zero mean, unit variance per coordinate; a compact set, so
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the analysis package
 sys.path.insert(0, str(ROOT / "src"))
 
