@@ -183,16 +183,23 @@ def test_no_layer_imports_a_layer_above_it():
     assert not upward, "imports of a layer above: " + "; ".join(upward)
 
 
-def test_no_package_imports_one_above_it():
-    """Neither src/ nor analysis/ imports campaign/, and src/ imports no analysis/: every import,
-    those inside functions and those for the type checker included."""
+def _package_imports_upward(modules: dict[str, Path]) -> list[str]:
+    """Each import, at the top, inside a function or for the type checker, by a module of one of
+    :data:`PACKAGES` (or of none: the Hydra plugin counts as the bottom) of a module of a later one."""
     upward = []
-    for module, path in ALL_MODULES.items():
-        here = PACKAGES.index(module.split(".")[0]) if module.split(".")[0] in PACKAGES else 0
+    for module, path in modules.items():
+        top = module.split(".")[0]
+        here = PACKAGES.index(top) if top in PACKAGES else 0
         for node in _import_nodes(ast.parse(path.read_text()), typing_too=True):
-            for target in _targets(module, node, ALL_MODULES):
+            for target in _targets(module, node, modules):
                 if target.split(".")[0] in PACKAGES and PACKAGES.index(target.split(".")[0]) > here:
-                    upward.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
+                    upward.append(f"{module}:{node.lineno} imports {target}")
+    return upward
+
+
+def test_no_package_imports_one_above_it():
+    """Neither src/ nor analysis/ imports campaign/, and src/ imports no analysis/."""
+    upward = _package_imports_upward(ALL_MODULES)
     assert not upward, "imports of a package above: " + "; ".join(upward)
 
 
@@ -201,18 +208,39 @@ def test_no_package_imports_one_above_it():
 _CHECKOUT_DATA = re.compile(r"^(docs|benchmarks)(/|$)")
 
 
+def _checkout_paths(path: Path) -> list[str]:
+    """``line 'text'`` of each string of ``path``'s code that names a path under docs/ or benchmarks/."""
+    return [f"{node.lineno} {node.value!r}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and _CHECKOUT_DATA.search(node.value.strip())]
+
+
 def test_the_package_and_analysis_read_nothing_from_docs_or_benchmarks():
     """What runs (the package, launch.py, analysis/) names no path under docs/ or benchmarks/: those
     are the checkout's pages and measurements, absent from an installed package. The one exception is
     spec/reference.py, the tool that writes docs/configuration.md, which nothing imports at run time
     (test_the_writer_of_conf_and_docs_is_outside_the_runtime_path)."""
-    readers = [f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}"
-               for module, path in [*ALL_MODULES.items(), ("launch", ROOT / "launch.py")]
+    runs = [*ALL_MODULES.items(), ("launch", ROOT / "launch.py")]
+    readers = [f"{path.relative_to(ROOT)}:{found}" for module, path in runs
                if module.split(".")[0] != "campaign" and module != "rfig_exp.spec.reference"
-               for node in ast.walk(ast.parse(path.read_text()))
-               if isinstance(node, ast.Constant) and isinstance(node.value, str)
-               and _CHECKOUT_DATA.search(node.value.strip())]
+               for found in _checkout_paths(path)]
     assert not readers, f"paths into docs/ or benchmarks/ outside campaign/: {readers}"
+
+
+def test_the_package_checks_see_a_campaign_import_and_a_benchmarks_path(tmp_path):
+    """An import of campaign/ inside a function of analysis/ is found, one by campaign/ of analysis/
+    is not; a table read from benchmarks/ is found, a mention of it in a docstring is not."""
+    files = {"analysis/__init__.py": "", "analysis/a.py": "def f():\n    from campaign.b import x\n    return x\n",
+             "campaign/__init__.py": "", "campaign/b.py": "from analysis import a\nx = 1\n",
+             "rfig_exp/__init__.py": "", "rfig_exp/t.py": (
+                 '"""Reads benchmarks/throughput.csv."""\nfrom pathlib import Path\n'
+                 'TABLE = Path(__file__).parents[2] / "benchmarks" / "throughput.csv"\n')}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = {_module_name(p, tmp_path): p for p in sorted(tmp_path.rglob("*.py"))}
+    assert _package_imports_upward(modules) == ["analysis.a:2 imports campaign.b"]
+    assert _checkout_paths(tmp_path / "rfig_exp" / "t.py") == ["3 'benchmarks'"]
 
 
 def test_the_check_sees_an_upward_import():
