@@ -81,7 +81,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "and the referee's recomputation of them.",
         _BOOK_2026_11_28),
     RuleChange(
-        "2026-11-28T13:40Z", "(this commit)",
+        "2026-11-28T13:22Z", "0e2278d",
         "Rules 3 and 3b are judged on the runs of the methods a comparison compares, where they had been judged "
         "on every method of the panel: rule 3 on all of them, rule 3b on the panel's range over all of them. "
         "Found when VIME's rerun and the noise control entered the data (issue 40): their runs below RFIG's and "
