@@ -11,6 +11,7 @@ Nothing here imports JAX; every number comes from the collection handed in.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -90,8 +91,17 @@ def panels_of(coll: Collection, paper_envs: Sequence[str]) -> Panels:
 
 
 def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
-    left = [env_label(e) for e in envs if p.saturated(e, *methods)]
-    return f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else ""
+    """The panels of ``envs`` a comparison of ``methods`` leaves out, each with why: a method without
+    runs there, saturated (rule 3), near-saturated (rule 3b)."""
+    missing = {e: [m for m in methods if m not in p.scores.get(e, {})] for e in envs}
+    have = [e for e in envs if not missing[e]]
+    left = [env_label(e) for e in have if p.saturated(e, *methods)]
+    near = [env_label(e) for e in have if len(methods) > 1 and not p.saturated(e, *methods) and p.near_tie(e, *methods)]
+    absent = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in missing[e])})" for e in envs
+              if missing[e] and len(missing[e]) < len(methods)]
+    return ((f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else "")
+            + (f" Left out, near-saturated (rule 3b): {', '.join(near)}." if near else "")
+            + (f" Not judged, no runs yet of: {'; '.join(absent)}." if absent else ""))
 
 
 def poi_by_panel(p: Panels, x: str, y: str, envs: Sequence[str]) -> dict[str, V.PoiDist]:
@@ -203,6 +213,11 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             verdicts.append(v)
             rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
         overall = V.judge_all(verdicts)
+        waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
+                   and any(b not in p.scores.get(e, {}) for b in baselines)]
+        if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
+            overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
+                f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a baseline's runs"))
         shown = sum(v.kind == V.SUPPORTED for v in verdicts)
         sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *baselines)):.2g}" for e in envs]
         claims.append(Claim.judged(

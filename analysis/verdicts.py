@@ -63,6 +63,8 @@ a test fails when a constant changes without an entry there.
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
+   A panel where a method the claim needs has no runs yet is not judged and is named; while there is
+   one, a claim on every panel is at best undecided.
 
 ## The statistics
 

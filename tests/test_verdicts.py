@@ -315,6 +315,15 @@ def test_competitive_is_non_inferiority_to_the_best_baseline_within_the_margin(t
     assert _claims(tmp_path / "noisy")[1][words].kind == V.UNDECIDED
 
 
+def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on_one(tmp_path):
+    near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
+    _panel(tmp_path, "mountaincar", near, 1.0, seed=1)
+    _panel(tmp_path, "acrobot", {m: v for m, v in near.items() if m != "vime"}, 1.0, seed=2)  # VIME not yet run
+    c = _claims(tmp_path)[1]["RFIG is competitive with NN-based methods across all environments"]
+    assert c.kind == V.UNDECIDED and "1 of the paper's panels wait for a baseline's runs" in c.verdict
+    assert c.value == "shown on 1 of 1 panels" and "Not judged, no runs yet of: Acrobot (VIME)." in c.detail
+
+
 def test_a_catastrophic_failure_is_below_half_of_ppo_not_any_interval_below_it(tmp_path):
     mild = {"none": 100.0, "rnd": 100.0, "vime": 100.0, "hashexplo": 100.0, "rfig": 79.0}   # 0.79x PPO
     collapse = {**mild, "rfig": -150.0}
