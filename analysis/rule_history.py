@@ -93,6 +93,14 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "Every verdict of the 32-seed grid with VIME's rerun and the noise control on five panels (MountainCar, "
         "Acrobot, PointMaze-UMaze, PointMaze-Medium, Breakout), and the report built from it before this change.",
         _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T13:33Z", "cdb3098",
+        "Rule 6: a panel where a method the claim needs has no runs yet is named, not silently dropped, and while "
+        "there is one a claim on every panel is at best undecided. The competitive claim had read 'supported, "
+        "shown on 4 of 4 panels' with VIME's rerun on 5 of the 12 panels; it now reads undecided until the rerun "
+        "covers them. Every comparison also names the panels rules 3 and 3b leave out. No constant changed.",
+        "The same data as the change before.",
+        _BOOK_2026_11_28),
 )
 
 
