@@ -273,6 +273,34 @@ def test_saturated_panels_and_envs_beyond_the_paper_do_not_decide_a_claim_of_the
     assert claims["PPO+RFIG ... outperforming vanilla PPO (final score)"].kind == V.NO_DISCRIMINATION
 
 
+def test_a_third_methods_runs_never_change_which_panels_decide_a_comparison_of_two(tmp_path):
+    """Rules 3 and 3b are judged on the runs of the methods compared: RFIG and PPO both at success 1.0
+    on UMaze leave UMaze out of RFIG against PPO whether or not a baseline that fails there (a rerun,
+    the control) is in the data, and a far-off baseline's runs do not widen rule 3b's scale."""
+    words = "PPO+RFIG ... outperforming vanilla PPO (final score)"
+    verdicts = {}
+    for name, vime_level in (("without", None), ("with", 0.0)):
+        root = tmp_path / name
+        for bonus in ("none", "rfig", "rnd", "hashexplo"):
+            for s in range(8):
+                write_run(root, "repro", "pointmaze_umaze", bonus, s, STEPS, np.ones(T))
+        if vime_level is not None:
+            for s in range(8):
+                write_run(root, "repro", "pointmaze_umaze", "vime", s, STEPS, np.full(T, vime_level))
+        # MountainCar: RFIG ahead of PPO; Acrobot: RFIG and PPO close, their runs spread over ~2 points,
+        # which is a near tie only on the scale of a baseline 900 points below them (rule 3b)
+        far = {"vime": -1000.0} if vime_level is not None else {}
+        _panel(root, "mountaincar", {"none": -110.0, "rfig": -100.0, "rnd": -105.0, "hashexplo": -105.0} | far, 2.0,
+               seed=3)
+        _panel(root, "acrobot", {"none": -100.0, "rfig": -100.0, "rnd": -100.0, "hashexplo": -100.0} | far, 0.5,
+               seed=4)
+        verdicts[name] = _claims(root)[1][words]
+    assert "over 2 of the paper's panels" in verdicts["without"].measure
+    assert verdicts["with"].measure == verdicts["without"].measure
+    assert verdicts["with"].value == verdicts["without"].value and verdicts["with"].kind == verdicts["without"].kind
+    assert verdicts["with"].detail.endswith("Left out, not discriminating (rule 3): PointMaze-UMaze.")
+
+
 def test_competitive_is_non_inferiority_to_the_best_baseline_within_the_margin(tmp_path):
     near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
     far = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 40.0}
@@ -285,6 +313,15 @@ def test_competitive_is_non_inferiority_to_the_best_baseline_within_the_margin(t
     # noisy and a little below: neither shown nor refuted
     _panel(tmp_path / "noisy", "mountaincar", {**near, "rfig": 95.0}, 25.0, seed=3)
     assert _claims(tmp_path / "noisy")[1][words].kind == V.UNDECIDED
+
+
+def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on_one(tmp_path):
+    near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
+    _panel(tmp_path, "mountaincar", near, 1.0, seed=1)
+    _panel(tmp_path, "acrobot", {m: v for m, v in near.items() if m != "vime"}, 1.0, seed=2)  # VIME not yet run
+    c = _claims(tmp_path)[1]["RFIG is competitive with NN-based methods across all environments"]
+    assert c.kind == V.UNDECIDED and "1 of the paper's panels wait for a baseline's runs" in c.verdict
+    assert c.value == "shown on 1 of 1 panels" and "Not judged, no runs yet of: Acrobot (VIME)." in c.detail
 
 
 def test_a_catastrophic_failure_is_below_half_of_ppo_not_any_interval_below_it(tmp_path):
@@ -345,10 +382,25 @@ def test_rfig_against_each_baseline_is_a_measurement_in_its_own_table(tmp_path):
     rows = {c.claim: c for c in comparisons_table(collect(tmp_path, "repro"), PAPER, reps=REPS)}
     assert rows["RFIG against RND"].kind == V.SUPPORTED and rows["RFIG against VIME"].kind == V.CONTRADICTED
     assert rows["RFIG against #Explo"].kind == V.UNDECIDED
-    # the same two methods tied within 5% of the panel's range: a near tie decides nothing (rule 3b)
-    _panel(tmp_path / "tie", "mountaincar", {"none": 0.0, "vime": 20.0, "hashexplo": 10.0, "rfig": 10.0}, 0.3)
-    rows = {c.claim: c for c in comparisons_table(collect(tmp_path / "tie", "repro"), PAPER, reps=REPS)}
+    # RFIG and #Explo: 9 of 10 runs of each at one milestone (within 5% of the two methods' range),
+    # one run of each off it: a near tie decides nothing (rule 3b)
+    tie = tmp_path / "tie"
+    _panel(tie, "mountaincar", {"none": 0.0, "vime": 20.0}, 0.3, seeds=10)
+    for off, bonus in enumerate(("rfig", "hashexplo")):
+        for s in range(10):
+            last = 0.0 if s == off else 10.0 + 0.01 * s
+            write_run(tie, "repro", "mountaincar", bonus, s, STEPS, np.linspace(last - 100, last, T))
+    rows = {c.claim: c for c in comparisons_table(collect(tie, "repro"), PAPER, reps=REPS)}
     assert "RFIG against #Explo" not in rows and rows["RFIG against VIME"].kind == V.CONTRADICTED
+    # the same runs of RFIG and #Explo spread over their whole range are not a near tie
+    spread = tmp_path / "spread"
+    _panel(spread, "mountaincar", {"none": 0.0, "vime": 20.0}, 0.3, seeds=10)
+    for off, bonus in enumerate(("rfig", "hashexplo")):
+        for s in range(10):
+            last = 10.0 + s - off
+            write_run(spread, "repro", "mountaincar", bonus, s, STEPS, np.linspace(last - 100, last, T))
+    rows = {c.claim: c for c in comparisons_table(collect(spread, "repro"), PAPER, reps=REPS)}
+    assert rows["RFIG against #Explo"].kind == V.UNDECIDED
 
 
 def test_every_rule_constant_is_the_one_the_rule_book_states():

@@ -11,7 +11,8 @@ Nothing here imports JAX; every number comes from the collection handed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -44,29 +45,36 @@ PEAKS = (("rfig", "minatar_breakout", "RFIG achieves peak performance in ... Bre
 
 @dataclass
 class Panels:
-    """The panels a collection offers a set of claims: final scores by env and method, which of them
-    are the paper's, and which do not discriminate (rule 3)."""
+    """The panels a collection offers a set of claims: final scores by env and method, and which of
+    them are the paper's. Whether a panel discriminates (rules 3 and 3b) is a property of a
+    comparison, judged on the runs of the methods it compares only: a third method's runs (a
+    baseline rerun, the control) never change which panels decide a comparison of two others."""
 
     coll: Collection
     scores: dict
     paper: list[str]
     beyond: list[str]
-    saturated: list[str] = field(default_factory=list)
 
     def discriminating(self, envs: Sequence[str], *methods: str) -> list[str]:
-        """The panels of ``envs`` with every method that are neither saturated (rule 3) nor, for
-        these methods, near-saturated (rule 3b)."""
-        return [e for e in envs if e not in self.saturated and all(m in self.scores.get(e, {}) for m in methods)
-                and not (len(methods) > 1 and self.near_tie(e, *methods))]
+        """The panels of ``envs`` with every method that, for these methods, are neither saturated
+        (rule 3) nor near-saturated (rule 3b)."""
+        return [e for e in envs if all(m in self.scores.get(e, {}) for m in methods)
+                and not self.saturated(e, *methods) and not (len(methods) > 1 and self.near_tie(e, *methods))]
 
-    def span(self, env: str) -> float:
-        """The panel's range of final scores over every run of every method (rule 3b's scale)."""
-        values = np.concatenate([np.asarray(v, float) for _, v in self.scores.get(env, {}).values()] or [np.zeros(1)])
+    def saturated(self, env: str, *methods: str) -> bool:
+        """Rule 3 for a comparison of ``methods`` on ``env`` (of the ones the panel has; two at least)."""
+        have = [m for m in methods if m in self.scores.get(env, {})]
+        return len(have) >= 2 and V.saturated({m: self.runs(env, m) for m in have})
+
+    def span(self, env: str, *methods: str) -> float:
+        """The range of final scores over every run of ``methods`` on ``env`` (rule 3b's scale)."""
+        values = [np.asarray(self.scores[env][m][1], float) for m in methods if m in self.scores.get(env, {})]
+        values = np.concatenate(values or [np.zeros(1)])
         return float(values.max() - values.min())
 
     def near_tie(self, env: str, *methods: str) -> bool:
         """Rule 3b for a comparison of ``methods`` on ``env``."""
-        return V.near_saturated({m: self.runs(env, m) for m in methods}, self.span(env))
+        return V.near_saturated({m: self.runs(env, m) for m in methods}, self.span(env, *methods))
 
     def runs(self, env: str, method: str) -> np.ndarray:
         return np.asarray(self.scores[env][method][1], float)
@@ -77,18 +85,24 @@ def base_env(env: str) -> str:
 
 
 def panels_of(coll: Collection, paper_envs: Sequence[str]) -> Panels:
-    """Split a collection's envs into the paper's panels and the rest, and find the saturated ones."""
-    scores = final_scores(coll)
+    """Split a collection's envs into the paper's panels and the rest."""
     paper = [e for e in coll.envs if base_env(e) in paper_envs]
     beyond = [e for e in coll.envs if base_env(e) not in paper_envs]
-    sat = [e for e in coll.envs
-           if len(scores.get(e, {})) >= 2 and V.saturated({m: v for m, (_, v) in scores[e].items()})]
-    return Panels(coll, scores, paper, beyond, sat)
+    return Panels(coll, final_scores(coll), paper, beyond)
 
 
-def _not_discriminating(p: Panels, envs: Sequence[str]) -> str:
-    left = [env_label(e) for e in envs if e in p.saturated]
-    return f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else ""
+def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
+    """The panels of ``envs`` a comparison of ``methods`` leaves out, each with why: a method without
+    runs there, saturated (rule 3), near-saturated (rule 3b)."""
+    missing = {e: [m for m in methods if m not in p.scores.get(e, {})] for e in envs}
+    have = [e for e in envs if not missing[e]]
+    left = [env_label(e) for e in have if p.saturated(e, *methods)]
+    near = [env_label(e) for e in have if len(methods) > 1 and not p.saturated(e, *methods) and p.near_tie(e, *methods)]
+    absent = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in missing[e])})" for e in envs
+              if missing[e] and len(missing[e]) < len(methods)]
+    return ((f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else "")
+            + (f" Left out, near-saturated (rule 3b): {', '.join(near)}." if near else "")
+            + (f" Not judged, no runs yet of: {'; '.join(absent)}." if absent else ""))
 
 
 def poi_by_panel(p: Panels, x: str, y: str, envs: Sequence[str]) -> dict[str, V.PoiDist]:
@@ -123,7 +137,7 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
             continue
         d = V.poi_over_panels({e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, b) for e in envs})
         rows.append(Claim.judged(f"RFIG against {coll.label(b)}", f"P(RFIG > {coll.label(b)}) over {len(envs)} panels",
-                                 fmt(d), V.judge_dist(d, 0.5), _not_discriminating(p, p.paper).strip()))
+                                 fmt(d), V.judge_dist(d, 0.5), _not_discriminating(p, p.paper, "rfig", b).strip()))
     return rows
 
 
@@ -145,7 +159,7 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
     if not envs:
         claims.append(Claim.judged(f"{words} (final score)", f"P(RFIG > PPO) over {where}", "—",
                                    V.Verdict(V.NO_DISCRIMINATION if pool else V.NOT_MEASURED),
-                                   _not_discriminating(p, pool).strip(), scope))
+                                   _not_discriminating(p, pool, "rfig", "none").strip(), scope))
         return claims
     per = poi_by_panel(p, "rfig", "none", envs)
     x, y = {e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "none") for e in envs}
@@ -153,7 +167,7 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
     claims.append(Claim.judged(
         f"{words} (final score)", f"P(RFIG > PPO), mean over {len(envs)} of {where}", fmt(d), V.judge_effect(d),
         _resampled(x, y, reps, seed) + "; ".join(f"{env_label(e)} {fmt(x)}" for e, x in per.items()) + "."
-        + _not_discriminating(p, pool), scope))
+        + _not_discriminating(p, pool, "rfig", "none"), scope))
     auc_x, auc_y = {}, {}
     for e in envs:
         ax, ay = area_under_curve(p.coll, e, "rfig"), area_under_curve(p.coll, e, "none")
@@ -168,7 +182,7 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
     tables, rows = [], []
     for e in pool:
         sx, sy = success_of_runs(p.coll, e, "rfig"), success_of_runs(p.coll, e, "none")
-        if sx is None or sy is None or not len(sx) or not len(sy) or e in p.saturated:
+        if sx is None or sy is None or not len(sx) or not len(sy) or p.saturated(e, "rfig", "none"):
             continue
         a, c = int(sx.sum()), int(sy.sum())
         tables.append((a, len(sx) - a, c, len(sy) - c))
@@ -200,6 +214,11 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             verdicts.append(v)
             rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
         overall = V.judge_all(verdicts)
+        waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
+                   and any(b not in p.scores.get(e, {}) for b in baselines)]
+        if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
+            overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
+                f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a baseline's runs"))
         shown = sum(v.kind == V.SUPPORTED for v in verdicts)
         sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *baselines)):.2g}" for e in envs]
         claims.append(Claim.judged(
@@ -207,7 +226,7 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             f"per panel, IQM(RFIG) - best IQM of {', '.join(map(method_label, baselines))} (normalised), "
             f"> -{V.MARGIN:g}", f"shown on {shown} of {len(envs)} panels", overall,
             "; ".join(rows) + f". MARGIN {V.MARGIN:g} of the panel's range, in seed SDs (rule 8): " + "; ".join(sds)
-            + "." + _not_discriminating(p, p.paper)))
+            + "." + _not_discriminating(p, p.paper, "rfig", *baselines)))
     envs = [e for e in p.discriminating(p.paper, "rfig", "none") if norm.usable(e)]
     if envs:
         verdicts, rows = _failures(p, norm, "rfig", envs, reps, seed + 50)
@@ -223,7 +242,7 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             "per panel, IQM(RFIG) - IQM(PPO) / 2 (normalised): a failure when below 0",
             f"failures on {failures} of {len(envs)} panels", overall,
             "; ".join(rows) + ". The same rule for the other methods (what it can flag): failures of "
-            + ", ".join(others) + " panels." + _not_discriminating(p, p.paper)))
+            + ", ".join(others) + " panels." + _not_discriminating(p, p.paper, "rfig", "none")))
         claims.append(_failure_before_the_rule_book(p, reps, seed + 90))
     return claims
 
@@ -278,7 +297,7 @@ def _matches_rnd(p: Panels, reps: int, seed: int) -> Claim:
     d = V.poi_over_panels(x, y)
     return Claim.judged(words, f"P(RFIG > RND) over {len(envs)} panels, > {0.5 - V.POI_MARGIN:.3f} "
                         "(non-inferiority)", fmt(d), V.judge_dist(d, 0.5 - V.POI_MARGIN),
-                        (_resampled(x, y, reps, seed) + _not_discriminating(p, p.paper)).strip())
+                        (_resampled(x, y, reps, seed) + _not_discriminating(p, p.paper, "rfig", "rnd")).strip())
 
 
 def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
@@ -291,14 +310,14 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
             continue
         # the methods the paper compares: the control (campaign.claims.control) is not one of them
         others = [m for m in p.scores[env] if m != method and p.coll.bonus_of(m) not in CONTROLS]
-        if env in p.saturated:
+        if p.saturated(env, method, *others):
             claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))
             continue
         verdicts, rows = [], []
         for m in others:
             d = V.poi_over_panels({env: p.runs(env, method)}, {env: p.runs(env, m)})
             label = f"P({method_label(method)} > {p.coll.label(m)})"
-            v = (V.Verdict(V.NO_DISCRIMINATION) if p.near_tie(env, method, m)
+            v = (V.Verdict(V.NO_DISCRIMINATION) if p.saturated(env, method, m) or p.near_tie(env, method, m)
                  else V.judge_dist(d, 0.5, comparisons=len(others), label=label))
             verdicts.append(v)
             rows.append(f"{label} {fmt(d)} ({v.kind if v.kind != V.NO_DISCRIMINATION else 'near-saturated, rule 3b'})")

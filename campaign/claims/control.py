@@ -38,7 +38,7 @@ def control_comparisons(p: Panels, methods: Sequence[str], control: str,
         envs = [e for e in p.paper if x in p.scores.get(e, {}) and y in p.scores.get(e, {})]
         for e in envs:
             out[(e, x, y)] = V.poi_over_panels({e: p.runs(e, x)}, {e: p.runs(e, y)})
-        pooled = [e for e in envs if e not in p.saturated]
+        pooled = [e for e in envs if not p.saturated(e, x, y)]
         if pooled:
             out[("all", x, y)] = V.poi_over_panels({e: p.runs(e, x) for e in pooled},
                                                    {e: p.runs(e, y) for e in pooled})
@@ -62,8 +62,10 @@ def control_md(p: Panels, degenerate: Mapping[tuple[str, str], Sequence[str]] | 
     def value(panel: str, x: str, y: str) -> str:
         if (panel, x, y) not in d:
             return "—"
-        count = sum(1 for key in d if key[1:] == (x, y) and key[0] != "all" and key[0] not in p.saturated)
-        return fmt(d[(panel, x, y)]) + (f" ({count})" if panel == "all" else "")
+        count = sum(1 for key in d if key[1:] == (x, y) and key[0] != "all" and not p.saturated(key[0], x, y))
+        if panel == "all":
+            return fmt(d[(panel, x, y)]) + f" ({count})"
+        return fmt(d[(panel, x, y)]) + (" (not discriminating)" if p.saturated(panel, x, y) else "")
 
     def cell(panel: str, m: str) -> str:
         if m == control:
@@ -73,9 +75,7 @@ def control_md(p: Panels, degenerate: Mapping[tuple[str, str], Sequence[str]] | 
         return " / ".join(parts) + flag
 
     panels = [e for e in p.paper if any((e, m, a) in d for m in [control, *methods] for a in (reference, control))]
-    rows = [[env_label(e) + (" (not discriminating)" if e in p.saturated else "")] + [cell(e, m) for m in
-                                                                                      [control, *methods]]
-            for e in panels]
+    rows = [[env_label(e)] + [cell(e, m) for m in [control, *methods]] for e in panels]
     if any(key[0] == "all" for key in d):
         rows.append(["**mean over panels**"] + [cell("all", m) for m in [control, *methods]])
     header = ["Panel", f"{label(control)} > {label(reference)}"] + [
@@ -86,7 +86,8 @@ def control_md(p: Panels, degenerate: Mapping[tuple[str, str], Sequence[str]] | 
             f"in each cell against {label(reference)}, then against the control ({label(control)}: i.i.d. rewards "
             f"through the same two-head agent). A bonus's gain over PPO that it does not keep over the control is "
             f"the second value head's and the reward scaling's, not exploration's. The mean is over the panels "
-            f"that discriminate and have both methods (their number in brackets), held fixed. Measurements, not "
+            f"that have both methods and discriminate between them (rule 3, on the two methods' runs; their "
+            f"number in brackets), held fixed. Measurements, not "
             f"verdicts; (degenerate): the signal check names the bonus degenerate on that panel.*\n")
 
 

@@ -29,6 +29,9 @@ class RuleChange:
 _BOOK_2026_11_27 = {"LEVEL": 0.95, "SATURATION_SHARE": 0.9, "MARGIN": 0.10, "POI_MARGIN": 0.056,
                     "TIME_BAND": (0.8, 1.25), "NO_EFFECT": 0.01, "REPS": 2000}
 
+_BOOK_2026_11_28 = {**_BOOK_2026_11_27, "REPS": 20000, "NEAR_BAND": 0.05, "POWER": 0.8, "MC_GUARD": 3.0,
+                    "MC_BATCHES": 10}
+
 RULE_HISTORY: tuple[RuleChange, ...] = (
     RuleChange(
         "2026-11-26T13:47Z", "99f1c63",
@@ -76,7 +79,28 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "new one, and the replaced catastrophic-failure rule's verdict on the same data.",
         "Every verdict of the complete 32-seed grid (seeds 0-31 of the 12 panels, VIME then at its old defaults), "
         "and the referee's recomputation of them.",
-        {**_BOOK_2026_11_27, "REPS": 20000, "NEAR_BAND": 0.05, "POWER": 0.8, "MC_GUARD": 3.0, "MC_BATCHES": 10}),
+        _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T13:22Z", "0e2278d",
+        "Rules 3 and 3b are judged on the runs of the methods a comparison compares, where they had been judged "
+        "on every method of the panel: rule 3 on all of them, rule 3b on the panel's range over all of them. "
+        "Found when VIME's rerun and the noise control entered the data (issue 40): their runs below RFIG's and "
+        "PPO's made PointMaze-UMaze no longer saturated and widened rule 3b's scale, so a comparison of RFIG with "
+        "PPO, whose runs had not changed, moved (the area-under-the-curve claim from 'no effect larger than "
+        "d = 0.2' over 11 panels to undecided over 10). A comparison's panel set must not depend on a third "
+        "method's runs; with this change the verdicts of RFIG against PPO are those of the report before the "
+        "reruns. No constant changed.",
+        "Every verdict of the 32-seed grid with VIME's rerun and the noise control on five panels (MountainCar, "
+        "Acrobot, PointMaze-UMaze, PointMaze-Medium, Breakout), and the report built from it before this change.",
+        _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T13:33Z", "cdb3098",
+        "Rule 6: a panel where a method the claim needs has no runs yet is named, not silently dropped, and while "
+        "there is one a claim on every panel is at best undecided. The competitive claim had read 'supported, "
+        "shown on 4 of 4 panels' with VIME's rerun on 5 of the 12 panels; it now reads undecided until the rerun "
+        "covers them. Every comparison also names the panels rules 3 and 3b leave out. No constant changed.",
+        "The same data as the change before.",
+        _BOOK_2026_11_28),
 )
 
 

@@ -21,15 +21,17 @@ a test fails when a constant changes without an entry there.
 
 ## Panels that cannot tell methods apart
 
-3. A panel **does not discriminate** when at least ``SATURATION_SHARE`` (90%) of the runs of every
-   method share one final score, the same value for all methods (every run at success 1.0, say: a
-   bound of the measure). It is listed as such and left out of every per-panel count, every
-   aggregate behind a claim, and every sensitivity range. A panel whose runs vary is never left
-   out, however close the methods are: that is what the intervals are for.
+3. A panel **does not discriminate** between the methods a comparison compares when at least
+   ``SATURATION_SHARE`` (90%) of the runs of each of them share one final score, the same value for
+   all of them (every run at success 1.0, say: a bound of the measure). It is listed as such and
+   left out of that comparison's per-panel count, of the aggregate behind its claim, and of every
+   sensitivity range. A panel whose runs vary is never left out, however close the methods are:
+   that is what the intervals are for. Only the compared methods' runs decide it: a third method
+   (a baseline rerun, the control) never changes which panels decide a comparison of two others.
 3b. A comparison (of two methods on a panel, or a panel in a claim) is **near-saturated** when at
    least ``SATURATION_SHARE`` of the runs of each method compared lie within ``NEAR_BAND`` (5%) of
-   the panel's range of final scores (over every run of every method) of one common value, their
-   pooled median. It does not discriminate either: a near tie on a bounded measure (most runs at one
+   the range of final scores of the compared methods' runs of one common value, their pooled
+   median. It does not discriminate either: a near tie on a bounded measure (most runs at one
    milestone, say) is not decided by the runs that fall off it.
 
 ## The four verdicts
@@ -61,6 +63,8 @@ a test fails when a constant changes without an entry there.
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
+   A panel where a method the claim needs has no runs yet is not judged and is named; while there is
+   one, a claim on every panel is at best undecided.
 
 ## The statistics
 

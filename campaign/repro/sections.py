@@ -348,7 +348,7 @@ def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, lis
     for e in p.paper + p.beyond:
         if e in per:
             rows.append((env_label(e) + ("" if e in p.paper else " (beyond the paper)"), per[e],
-                         "saturated" if e in p.saturated else ("paper" if e in p.paper else "beyond")))
+                         "saturated" if p.saturated(e, "rfig", "none") else ("paper" if e in p.paper else "beyond")))
     if not rows:
         return "", []
     aggregates = []
