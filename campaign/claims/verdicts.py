@@ -22,15 +22,12 @@ a test fails when a constant changes without an entry there.
 ## Panels that cannot tell methods apart
 
 3. A panel **does not discriminate** between the methods a comparison compares when at least
-   ``SATURATION_SHARE`` (90%) of the runs of each of them share one final score, the same value for
-   all of them (every run at success 1.0, say: a bound of the measure). It is listed as such and
-   left out of that comparison's per-panel count, of the aggregate behind its claim, and of every
-   sensitivity range. A panel whose runs vary is never left out, however close the methods are:
-   that is what the intervals are for. Only the compared methods' runs decide it: a third method
-   (a baseline rerun, the control) never changes which panels decide a comparison of two others.
-3b. A comparison (of two methods on a panel, or a panel in a claim) is **near-saturated** when at
-   least ``SATURATION_SHARE`` of the runs of each method compared lie within ``NEAR_BAND`` (5%) of
-   the range of final scores of the compared methods' runs of one common value, their pooled
+   ``SATURATION_SHARE`` (90%) of the runs of each share one final score, the same for all (every run
+   at success 1.0, say). It is named and left out of that comparison's per-panel count, its claim's
+   aggregate and every sensitivity range; a panel whose runs vary never is, however close the methods.
+   Only the compared methods' runs decide it: a third method never changes a comparison of two others.
+3b. A comparison is **near-saturated** when at least ``SATURATION_SHARE`` of the runs of each method
+   compared lie within ``NEAR_BAND`` (5%) of the compared runs' range of final scores of their pooled
    median. It does not discriminate either: a near tie on a bounded measure (most runs at one
    milestone, say) is not decided by the runs that fall off it.
 
@@ -63,8 +60,7 @@ a test fails when a constant changes without an entry there.
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
-   A panel where a method the claim needs has no runs yet is not judged and is named; while there is
-   one, a claim on every panel is at best undecided.
+   A panel without runs of a method the claim needs is named; while one is, the claim is at best undecided.
 
 ## The statistics
 
