@@ -34,7 +34,7 @@ gpu-wheels: $(STAMP)
 
 # Brax on such a box (jax 0.11, Python 3.12): the same brax, MuJoCo and MJX as the CPU runs, and the
 # two pure-Python packages brax imports that the box lacks, as cp312 manylinux wheels in
-# .gpu-wheels/brax/ (about 18 MB); installed without their version pins (scripts/paper32_gpu.sh).
+# .gpu-wheels/brax/ (about 18 MB); installed without their version pins (campaign/scripts/paper32_gpu.sh).
 gpu-wheels-brax: $(STAMP)
 	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
@@ -45,7 +45,7 @@ gpu-wheels-brax: $(STAMP)
 # for the sparse Brax cells; COMMIT names the tree's commit where it has no .git.
 OUT ?= gpu-out
 paper32-gpu:
-	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/paper32_gpu.sh $(OUT)
+	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) campaign/scripts/paper32_gpu.sh $(OUT)
 
 # The GPU issue's numbers (precision, checkpoint cost, PureJaxRL comparison) in about 7 minutes.
 bench-gpu:
@@ -103,11 +103,11 @@ bench: $(STAMP)
 # on $(RESULTS) when that folder exists.
 figures: $(STAMP)
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.repro build --readme README.md"; \
-		$(PY) -m analysis.repro build --readme README.md || exit $$?; fi
+		echo "$(PY) -m campaign.repro build --readme README.md"; \
+		$(PY) -m campaign.repro build --readme README.md || exit $$?; fi
 	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
-		echo "$(PY) -m analysis.repro build --experiment paper32 ... --readme README.md"; \
-		$(PY) -m analysis.repro build --experiment paper32 --data docs/results/paper32/data \
+		echo "$(PY) -m campaign.repro build --experiment paper32 ... --readme README.md"; \
+		$(PY) -m campaign.repro build --experiment paper32 --data docs/results/paper32/data \
 			--out docs/results/paper32 --readme README.md || exit $$?; fi
 	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
 		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
@@ -124,17 +124,17 @@ coverage: $(STAMP)
 	$(PY) launch.py -m sweep=coverage
 	$(MAKE) figures EXPERIMENT=coverage
 
-# The reproduction (docs/results/repro/): every stage of scripts/repro.sh on two lanes of one core
+# The reproduction (docs/results/repro/): every stage of campaign/scripts/repro.sh on two lanes of one core
 # each, or STAGES="core brax ..." in one lane. Stop it at any point and run it again: complete
 # seeds are skipped, partial ones resume. Then `make repro-publish` exports the data and rebuilds
 # the report.
 STAGES ?=
 repro: $(STAMP)
-	RESULTS=$(RESULTS) PY=$(PY) scripts/repro.sh $(STAGES)
+	RESULTS=$(RESULTS) PY=$(PY) campaign/scripts/repro.sh $(STAGES)
 
 repro-publish: $(STAMP)
-	$(PY) -m analysis.repro export --results $(RESULTS) --complete-cells
-	$(PY) -m analysis.repro build --readme README.md
+	$(PY) -m campaign.repro export --results $(RESULTS) --complete-cells
+	$(PY) -m campaign.repro build --readme README.md
 
 # Per env x bonus x variant: complete, partial and missing seeds of an experiment.
 status: $(STAMP)
@@ -156,7 +156,7 @@ SWEEP ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
-	$(PY) -m rfig_exp.launch.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m campaign.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
 		$(if $(JOBS),--jobs)
 

@@ -43,8 +43,9 @@ from rfig_exp.config.variants import BASE
 
 from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, reference_grid
 from .issues import AnalysisError, Issue, fmt_list
+from .markdown import render_markdown
 from .methods import Method, build_methods, format_overrides
-from .names import BUILT_IN, Names, env_sort_key, sort_envs
+from .names import BUILT_IN, Names, env_label, env_sort_key, sort_envs
 from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 
 
@@ -474,9 +475,6 @@ def return_measurement(coll: Collection) -> list[dict]:
 
 def return_measurement_md(coll: Collection) -> str:
     """:func:`return_measurement` as a paragraph and a table, for a report."""
-    from .names import env_label
-    from .tables import render_markdown
-
     rows = []
     for m in return_measurement(coll):
         limit = m["time_limit"] if m["known"] else "not recorded"

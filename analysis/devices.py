@@ -22,9 +22,9 @@ import scipy.stats
 
 from .aggregate import iqm
 from .collect import Collection, final_scores
+from .markdown import render_markdown
 from .names import env_label
 from .runs import Run
-from .tables import render_markdown
 
 CPU, NOT_RECORDED = "CPU", "not recorded"
 MIN_RUNS_TO_TEST = 3  # per device group: fewer runs cannot show a difference
@@ -41,7 +41,7 @@ def device_from_machine(machine: dict | None) -> str | None:
 
 
 def device_from_origin(text: str | None) -> str | None:
-    """The device in an origin's machine text (analysis.repro.data.describe_machine, or the older
+    """The device in an origin's machine text (campaign.repro.data.describe_machine, or the older
     campaign notes): ``... no GPU ...`` is the CPU, ``1 x NVIDIA H200 (gpu), ...`` the accelerator."""
     if not text:
         return None
@@ -57,7 +57,7 @@ def run_key(run: Run) -> tuple:
 
 
 def devices_from_data(stored: dict) -> dict[tuple, str]:
-    """run key -> device of every run of a data folder (analysis.repro.data.read_data) that records
+    """run key -> device of every run of a data folder (campaign.repro.data.read_data) that records
     one, in its summary or, for runs made before summaries did, in its origin."""
     out = {}
     for key, run in stored.items():

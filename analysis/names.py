@@ -1,8 +1,9 @@
 """Display names, panel order and colours: the one source of every label and colour of a report.
 
-Everything keyed by the *bonus name* as written in the results tree (``none``,
-``rfig``, ...), so a method keeps the same label and colour in every figure of
-every report, whatever subset of methods a report happens to contain.
+Everything keyed by the *bonus name* or *env name* as written in the results tree (``none``,
+``rfig``, ``minatar_breakout``, ...), so a method or an env keeps the same label, colour and place
+in every figure of every report, whatever subset a report happens to contain. Both come from the
+declarations: each bonus's (rfig_exp.bonuses) and each env suite's (rfig_exp.envs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Mapping
 
 from rfig_exp.bonuses import ROLES, BonusSettings, declared_bonuses, settings_class
 from rfig_exp.config.errors import ConfigError
+from rfig_exp.envs import DeclaredEnv, declared_envs
 
 # Every colour that no bonus declares: a method that is a variant of a bonus (analysis.methods picks
 # one per variant), or a bonus this checkout does not declare (picked by a stable hash of its name,
@@ -95,48 +97,12 @@ CONTROLS: tuple[str, ...] = BUILT_IN.with_role("control")  # the noise control: 
 # the bonuses of the paper's Table 1, in its order
 PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(BUILT_IN.declared[b].paper, "row", None))
 
-# The paper's figure order: classic control, sparse Brax locomotion, PointMaze,
-# MinAtar, then the other envs this project ships (CartPole, DeepSea). Bare
-# MinAtar names (``breakout``) are accepted as aliases of ``minatar_<name>``.
-ENV_ORDER: tuple[str, ...] = (
-    "acrobot",
-    "mountaincar",
-    "sparse_ant",
-    "sparse_halfcheetah",
-    "sparse_hopper",
-    "sparse_walker2d",
-    "sparse_humanoid",
-    "pointmaze_*",  # placeholder slot: every pointmaze_ env goes here, by maze size
-    "minatar_breakout",
-    "minatar_asterix",
-    "minatar_freeway",
-    "minatar_space_invaders",
-    "minatar_seaquest",
-    "cartpole",
-    "deepsea",
-)
-# Within the PointMaze slot, order by maze size rather than alphabetically.
-_MAZE_ORDER = ("umaze", "open", "medium", "large", "giant")
-_MAZE_LABELS = {"umaze": "UMaze", "open": "Open", "medium": "Medium", "large": "Large", "giant": "Giant"}
-_MINATAR = ("breakout", "asterix", "freeway", "space_invaders", "seaquest")
-
-# Names as the paper writes them ("Sparse-Ant", "PointMaze-UMaze", "Breakout").
-ENV_LABELS: dict[str, str] = {
-    "acrobot": "Acrobot",
-    "mountaincar": "MountainCar",
-    "cartpole": "CartPole",
-    "deepsea": "DeepSea",
-    "sparse_ant": "Sparse-Ant",
-    "sparse_halfcheetah": "Sparse-HalfCheetah",
-    "sparse_hopper": "Sparse-Hopper",
-    "sparse_walker2d": "Sparse-Walker2d",
-    "sparse_humanoid": "Sparse-Humanoid",
-    "minatar_breakout": "Breakout",
-    "minatar_asterix": "Asterix",
-    "minatar_freeway": "Freeway",
-    "minatar_space_invaders": "SpaceInvaders",
-    "minatar_seaquest": "Seaquest",
-}
+# Each env's label and place in the figures, as its suite declares them (rfig_exp.envs; no JAX): the
+# paper's names ("Sparse-Ant", "PointMaze-UMaze", "Breakout") and its figure order (classic control,
+# sparse Brax, PointMaze by size, MinAtar), then the envs it does not show. A name a suite declares as
+# an alias of an env (MinAtar's bare "breakout") takes that env's label and place.
+_ENVS: Mapping[str, DeclaredEnv] = MappingProxyType(
+    {name: env for env in declared_envs().values() for name in (env.name, *env.aliases)})
 
 # The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus (plain PPO is not in
 # the paper's table: the reference row for measured columns). representation = does the method
@@ -164,10 +130,6 @@ def sort_methods(bonuses) -> list[str]:
     return BUILT_IN.sort(bonuses)
 
 
-def _canonical_env(env: str) -> str:
-    return f"minatar_{env}" if env in _MINATAR else env
-
-
 def split_task(env: str) -> tuple[str, str]:
     """``deepsea[size=30]`` -> (``deepsea``, ``size=30``); a plain env name -> (name, ``""``).
 
@@ -191,16 +153,14 @@ def _option_key(opts: str) -> tuple:
 
 
 def env_sort_key(env: str) -> tuple:
+    """Its declared place in the figures (an env's own options after it, numbers by value); an env
+    that no suite places, after every placed one, by name."""
     base, opts = split_task(env)
-    canon = _canonical_env(base)
+    declared = _ENVS.get(base)
     options = _option_key(opts) if opts else ()
-    if canon in ENV_ORDER:
-        return (ENV_ORDER.index(canon), 0, base, options)
-    if canon.startswith("pointmaze_"):
-        layout = canon[len("pointmaze_"):].lower()
-        rank = next((i for i, m in enumerate(_MAZE_ORDER) if layout.startswith(m)), len(_MAZE_ORDER))
-        return (ENV_ORDER.index("pointmaze_*"), rank, base, options)
-    return (len(ENV_ORDER), 0, base, options)
+    if declared is None or declared.order is None:
+        return (1, 0, base, options)
+    return (0, declared.order, base, options)
 
 
 def sort_envs(envs) -> list[str]:
@@ -208,13 +168,11 @@ def sort_envs(envs) -> list[str]:
 
 
 def env_label(env: str) -> str:
+    """Its declared label (with its options: ``DeepSea (size=30)``); an env no suite declares, its
+    name's words capitalised."""
     base, opts = split_task(env)
     if opts:
         return f"{env_label(base)} ({opts.replace(',', ', ')})"
-    canon = _canonical_env(env)
-    if canon in ENV_LABELS:
-        return ENV_LABELS[canon]
-    if canon.startswith("pointmaze_"):
-        rest = canon[len("pointmaze_"):]
-        return "PointMaze-" + "-".join(_MAZE_LABELS.get(p.lower(), p.capitalize()) for p in rest.split("_") if p)
+    if env in _ENVS:
+        return _ENVS[env].label
     return " ".join(p.capitalize() for p in re.split(r"[_\-]+", env) if p)

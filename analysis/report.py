@@ -14,8 +14,9 @@ from .aggregate import describe_normalisation
 from .collect import Collection
 from .maker import Maker, ReportContext, ReportOptions, Section
 from .makers import coverage, seeds, sensitivity
+from .markdown import render_markdown
 from .methods import format_overrides
-from .tables import MIN_SEEDS_FOR_CI, few_seeds_note, render_markdown
+from .tables import MIN_SEEDS_FOR_CI, few_seeds_note
 
 
 @dataclass

@@ -36,9 +36,9 @@ from bench_throughput import compile_window, time_windows  # noqa: E402  (benchm
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from rfig_exp.bonuses import make_bonus  # noqa: E402
-from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
 from rfig_exp.envs.base import random_actions  # noqa: E402
+from rfig_exp.spec.run_spec import build_run_spec  # noqa: E402
 
 NUM_ENVS = 32
 

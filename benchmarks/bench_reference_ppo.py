@@ -175,9 +175,9 @@ def compare(env_name: str, num_seeds: int, windows: int, rounds: int) -> dict:
     rounds of ``windows`` windows each (6 updates, 24,576 steps per seed per window)."""
     from bench_throughput import build  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-    from rfig_exp.envs import REGISTRY
+    from rfig_exp.envs import declared_envs
 
-    suite, gymnax_id = REGISTRY[env_name]
+    suite, gymnax_id = declared_envs()[env_name].settings.suite, declared_envs()[env_name].suite_id
     if suite != "gymnax":
         raise SystemExit(f"the reference PPO runs gymnax environments, not {suite} ({env_name})")
     t0 = time.perf_counter()

@@ -76,8 +76,8 @@ from rfig_exp.bonuses.rfig import precision  # noqa: E402
 from rfig_exp.bonuses.rfig.features import rff_features  # noqa: E402
 from rfig_exp.bonuses.rfig.linalg import sequential_vmap  # noqa: E402
 from rfig_exp.bonuses.shuffle import subsample  # noqa: E402
-from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+from rfig_exp.spec.run_spec import build_run_spec  # noqa: E402
 
 
 def compose_cfg(env_name: str, bonus_name: str, overrides=()):

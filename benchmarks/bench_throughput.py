@@ -30,8 +30,8 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
-from rfig_exp.config.run_spec import build_run_spec  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
+from rfig_exp.spec.run_spec import build_run_spec  # noqa: E402
 
 
 def build(env_name: str, bonus_name: str, num_seeds: int, overrides: list[str]):

@@ -12,8 +12,8 @@ update, and a run's wall time = compile + the paper's 41 windows at that speed. 
 (``taskset -c 1``) to measure what one campaign lane sees.
 
 The rows go to ``OUT/timing.csv`` and what made them to ``OUT/timing.json``; the report
-(``python -m analysis.repro build``) reads them from the data folder and judges the claim by the
-rule book (analysis/verdicts.py).
+(``python -m campaign.repro build``) reads them from the data folder and judges the claim by the
+rule book (campaign/claims/verdicts.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def summaries_from_tree(results: Path, experiment: str) -> list[dict]:
 
 
 def summaries_from_data(data: Path, experiment: str) -> list[dict]:
-    from analysis.repro.data import read_data
+    from campaign.repro.data import read_data
 
     return [r.record["summary"] for k, r in read_data(data).items() if k[0] == experiment and r.complete]
 

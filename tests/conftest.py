@@ -21,14 +21,17 @@ CONF = ROOT / "conf"
 
 def analysis_reads() -> set[str]:
     """What of rfig_exp analysis may load: the results contract (with variant names and values),
-    the results tree's JAX-free status reader (its seed ranges) and each bonus's JAX-free
-    declaration (its label, colour and role)."""
+    the results tree's JAX-free status reader (its seed ranges), each bonus's JAX-free declaration
+    (its label, colour and role) and each env suite's (its envs' labels and order)."""
     from rfig_exp.bonuses import bonus_names
+    from rfig_exp.envs.settings import declared_envs
 
     return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults",
             "rfig_exp.results.status", "rfig_exp.bonuses",
             "rfig_exp.bonuses.settings", "rfig_exp.config", "rfig_exp.config.variants", "rfig_exp.config.settings",
-            "rfig_exp.config.validation", "rfig_exp.config.errors",
+            "rfig_exp.config.validation", "rfig_exp.config.errors", "rfig_exp.config.folders",
+            "rfig_exp.config.run_settings", "rfig_exp.config.jobs", "rfig_exp.envs", "rfig_exp.envs.settings",
+            "rfig_exp.envs.mazes", "rfig_exp.envs.suites", *(e.settings.__module__ for e in declared_envs().values()),
             *(f"rfig_exp.bonuses.{b}" for b in bonus_names())}
 
 

@@ -29,8 +29,8 @@ from conftest import compose_config, small_bonus
 
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import BoxSpace, DiscreteSpace, make_env
+from rfig_exp.spec.run_spec import build_run_spec
 
 NUM_ENVS, NUM_STEPS = 4, 8
 BATCH = NUM_ENVS * NUM_STEPS

@@ -21,12 +21,13 @@ from conftest import ROOT, compose_config
 from omegaconf import OmegaConf
 
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.envs import REGISTRY, make_env
+from rfig_exp.envs import declared_envs, make_env
 from rfig_exp.envs.brax_suite import milestone_reward
-from rfig_exp.envs.settings import BACKENDS, BraxSettings, parse_env
+from rfig_exp.envs.settings import parse_env
+from rfig_exp.envs.suites.brax import BACKENDS, BraxSettings
 from rfig_exp.run.experiment import run_experiment
 
-SPARSE = sorted(n for n, (suite, _) in REGISTRY.items() if suite == "brax")
+SPARSE = sorted(n for n, env in declared_envs().items() if env.settings is BraxSettings)
 FAST_ENV, FAST_BACKEND = "sparse_hopper", "spring"
 
 
@@ -87,7 +88,8 @@ def test_good_options_and_the_yaml_defaults():
     for name in SPARSE:
         node = OmegaConf.to_container(compose_config(f"env={name}").env)
         assert set(node) - {"name"} == set(BraxSettings.options())
-        assert parse_env(node) == BraxSettings.of(name, REGISTRY[name][1], {})  # the YAML files restate the defaults
+        # the YAML files restate the defaults
+        assert parse_env(node) == BraxSettings.of(name, declared_envs()[name].suite_id, {})
     assert BraxSettings.defaults()["backend"] in BACKENDS
 
 
@@ -122,7 +124,7 @@ def rollout():
 
     env = make_env({"name": FAST_ENV, "backend": FAST_BACKEND, "episode_length": LENGTH,
                     "milestone_distance": DELTA, "reward_scale": ALPHA})
-    bare = brax_envs.get_environment(REGISTRY[FAST_ENV][1], backend=FAST_BACKEND)
+    bare = brax_envs.get_environment(declared_envs()[FAST_ENV].suite_id, backend=FAST_BACKEND)
 
     def run(key):
         k_reset, k_steps = jax.random.split(key)

@@ -4,7 +4,7 @@ import pytest
 from conftest import compose_config
 
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.run_spec import build_run_spec
+from rfig_exp.spec.run_spec import build_run_spec
 
 
 def test_defaults_are_the_papers():

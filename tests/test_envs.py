@@ -5,7 +5,7 @@ import pytest
 from conftest import compose_config
 
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.envs import REGISTRY, env_names, make_env
+from rfig_exp.envs import declared_envs, env_names, make_env
 
 
 def test_unknown_env_lists_valid_names():
@@ -15,8 +15,9 @@ def test_unknown_env_lists_valid_names():
         assert name in str(err.value)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if REGISTRY[n][0] == "brax" else n
-                                  for n in sorted(REGISTRY)])  # brax: one Brax env runs end to end in test_grid
+# brax: one Brax env runs end to end in test_grid
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if e.settings.suite == "brax" else n
+                                  for n, e in sorted(declared_envs().items())])
 def test_every_registered_env_steps(name):
     env = make_env(compose_config(f"env={name}").env)  # its conf/env node: some envs need options (a layout)
     obs, state = env.reset(jax.random.PRNGKey(0))
@@ -24,7 +25,7 @@ def test_every_registered_env_steps(name):
     out = env.step(jax.random.PRNGKey(1), state, jnp.asarray(0))
     assert out.obs.shape == env.obs_shape and out.final_obs.shape == env.obs_shape
     assert out.reward.shape == () and out.terminated.dtype == bool and out.truncated.dtype == bool
-    assert env.max_episode_steps > 0 and set(env_names()) == set(REGISTRY)
+    assert env.max_episode_steps > 0 and env_names() == sorted(declared_envs())
 
 
 def test_time_limit_is_truncation_with_true_final_observation():

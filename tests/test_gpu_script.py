@@ -1,5 +1,5 @@
-"""scripts/paper32_gpu.sh and its helpers, on this CPU: the deadline keeper (scripts/run_until.py)
-on real process trees, the wheels a box lacks (scripts/gpu_tools.py), and dry runs of the script
+"""campaign/scripts/paper32_gpu.sh and its helpers, on this CPU: the deadline keeper (campaign/scripts/run_until.py)
+on real process trees, the wheels a box lacks (campaign/scripts/gpu_tools.py), and dry runs of the script
 itself (ALLOW_CPU=1, tiny budgets, a deadline that cuts a job)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "paper32_gpu.sh"
-RUN_UNTIL = ROOT / "scripts" / "run_until.py"
-sys.path.insert(0, str(ROOT / "scripts"))
+SCRIPT = ROOT / "campaign" / "scripts" / "paper32_gpu.sh"
+RUN_UNTIL = ROOT / "campaign" / "scripts" / "run_until.py"
+sys.path.insert(0, str(ROOT / "campaign" / "scripts"))
 
 from gpu_tools import job_rows, missing, overlap, wheel_name  # noqa: E402
 
@@ -190,7 +190,7 @@ def test_a_dry_run_exports_only_whole_cells_and_the_next_run_skips_them(tmp_path
     assert (job["env"], job["bonus"], job["seeds"]) == ("cartpole", "none", "2") and job["cores"]
 
     # the export merged into a data folder; a new results tree and the same cell: restored, skipped
-    merged = subprocess.run([sys.executable, "-m", "analysis.repro", "merge", "--from",
+    merged = subprocess.run([sys.executable, "-m", "campaign.repro", "merge", "--from",
                              str(tmp_path / "out" / "data"), "--data", str(tmp_path / "committed")],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert merged.returncode == 0, merged.stderr

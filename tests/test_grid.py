@@ -8,13 +8,13 @@ import pytest
 from conftest import compose_config, find_run
 
 from rfig_exp.bonuses import bonus_names, make_bonus
-from rfig_exp.config import variants
-from rfig_exp.config.run_spec import build_run_spec
-from rfig_exp.envs import REGISTRY, env_names, make_env
+from rfig_exp.config import folders
+from rfig_exp.envs import env_names, make_env
 from rfig_exp.run.experiment import run_experiment
+from rfig_exp.spec.run_spec import build_run_spec
 
-ENVS = variants.group_options("env")
-BONUSES = variants.group_options("bonus")
+ENVS = folders.group_options("env")
+BONUSES = folders.group_options("bonus")
 # One env per family runs end to end in the default suite; `make test-all` runs them all.
 DEFAULT_RUNS = {"cartpole", "minatar_breakout", "pendulum", "deepsea", "pointmaze_umaze"}
 # Building a Brax env costs 10-20 s each; tests/test_brax.py builds and steps them in the default suite.
@@ -27,7 +27,7 @@ def test_config_files_and_registries_agree():
     for env in ENVS:
         cfg = compose_config(f"env={env}")
         assert cfg.env.name == env, f"conf/env/{env}.yaml must set name: {env}"
-        assert env in registered, f"conf/env/{env}.yaml has no entry in rfig_exp.envs.REGISTRY"
+        assert env in registered, f"conf/env/{env}.yaml: no suite of rfig_exp/envs/suites/ declares {env}"
     assert registered <= set(ENVS), "every registered env needs its conf/env/<name>.yaml"
 
 
@@ -55,7 +55,7 @@ TINY_RUN = ["agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
 
 
 @pytest.mark.parametrize("env", [pytest.param(e, marks=() if e in DEFAULT_RUNS else pytest.mark.slow)
-                                 for e in sorted(REGISTRY)])
+                                 for e in env_names()])
 def test_a_tiny_run_of_every_env_completes(env, tmp_path):
     (summary,) = run_experiment(compose_config(f"env={env}", *TINY_RUN, f"results_dir={tmp_path}"))
     run = find_run(tmp_path, env, "none")

@@ -31,10 +31,10 @@ from rfig_exp.bonuses import (
     make_bonus,
     settings_class,
 )
-from rfig_exp.config import variants
+from rfig_exp.config import folders
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
+from rfig_exp.spec.run_spec import build_run_spec
 
 T, B = 16, 4
 
@@ -54,7 +54,7 @@ def _mountaincar_states(key, shape):
 
 def test_the_bonus_names_are_its_modules_and_its_yaml_files():
     # an installed wheel has no conf/: there the modules name the bonuses, here the files do
-    assert declaring_modules() == variants.group_options("bonus") == bonus_names()
+    assert declaring_modules() == folders.group_options("bonus") == bonus_names()
 
 
 @pytest.mark.parametrize("name", bonus_names())

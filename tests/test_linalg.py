@@ -493,3 +493,11 @@ def test_auto_lengthscale_degenerate_states():
     for method in LS.LENGTHSCALE_METHODS:
         ls, deff = LS.auto_lengthscale(x, method)
         assert np.isfinite(float(ls)) and float(ls) >= 1.0
+
+
+def test_the_declared_lengthscale_methods_are_those_implemented():
+    """bonus.lengthscale_method's choices (the JAX-free declaration) are the estimators lengthscale.py
+    implements: each module names them, neither imports the other's."""
+    from rfig_exp.bonuses.rfig import LENGTHSCALE_METHODS
+
+    assert LS.LENGTHSCALE_METHODS == LENGTHSCALE_METHODS

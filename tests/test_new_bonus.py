@@ -64,7 +64,7 @@ TOY_MODULE = '''
 
         return Bonus(settings.name, init, reward, update)
 '''
-# its header by hand; python -m rfig_exp.config.reference writes the rest from the declarations
+# its header by hand; python -m rfig_exp.spec.reference writes the rest from the declarations
 TOY_YAML = """
     # Toy: the distance of s' from a running mean of the states seen (docs/bonuses/toy.md).
     name: toy
@@ -80,7 +80,7 @@ def _toy_tree(root: Path) -> Path:
     """A copy of the project's code and configs with the toy bonus's three files added."""
     tree = root / "tree"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for part in ("src", "conf", "analysis", "tests"):
+    for part in ("src", "conf", "analysis", "campaign", "tests"):
         shutil.copytree(REPO / part, tree / part, ignore=skip)
     for part in ("launch.py", "pyproject.toml", "docs/configuration.md"):
         (tree / part).parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ def _run(tree: Path, *args: str, timeout: float = 480) -> subprocess.CompletedPr
 @pytest.mark.timeout(900)
 def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     tree, results = _toy_tree(tmp_path), tmp_path / "results"
-    written = _run(tree, "-m", "rfig_exp.config.reference")
+    written = _run(tree, "-m", "rfig_exp.spec.reference")
     assert written.returncode == 0 and "wrote conf/bonus/toy.yaml" in written.stdout, written.stdout + written.stderr
     assert "power: 2" in (tree / "conf/bonus/toy.yaml").read_text() and "### `bonus=toy`" in \
         (tree / "docs/configuration.md").read_text()

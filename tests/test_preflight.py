@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rfig_exp.config.errors import ExitCode, exit_codes_help, exit_codes_markdown
-from rfig_exp.config.variants import group_options
+from rfig_exp.config.folders import group_options
 from rfig_exp.launch.preflight import PreflightError, help_text, preflight, preset_summary
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from analysis_fixtures import MC_GRID, STEPS, T, make_clean_tree, write_run
 
 from analysis import collect
 from analysis.aggregate import _seeded, compute_aggregates
-from analysis.repro.data import StoredRun
+from campaign.repro.data import StoredRun
 
 REPS = 200
 

@@ -18,9 +18,9 @@ except ImportError:  # tests/ imported as a package
     from tests.analysis_fixtures import STEPS, T, write_run
 
 from analysis import collect, final_scores
-from analysis.claims import wilson
-from analysis.repro.build import build
-from analysis.repro.data import export_tree, rebuild_tree
+from campaign.claims.claims import wilson
+from campaign.repro.build import build
+from campaign.repro.data import export_tree, rebuild_tree
 
 REPS = 200
 SEEDS = range(8)
@@ -46,7 +46,7 @@ OLD_VIME = {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}
 def stored_run(env: str, bonus: str, seed: int, summary: dict, origin: dict | None = None):
     """One 32-seed campaign run in compact form (no metrics rows) with the summary given: its base
     variant, VIME's at its old defaults."""
-    from analysis.repro.data import StoredRun
+    from campaign.repro.data import StoredRun
     from rfig_exp.config.variants import variant_name
 
     overrides = OLD_VIME if bonus == "vime" else {}
@@ -157,7 +157,7 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
 
 
 def test_data_accumulates_runs_from_several_exports_and_refuses_a_different_copy(tmp_path):
-    from analysis.repro.data import DataConflict, merge_data, read_data, restore_tree
+    from campaign.repro.data import DataConflict, merge_data, read_data, restore_tree
     from rfig_exp.results import contract
 
     a, b, data, other = tmp_path / "a", tmp_path / "b", tmp_path / "data", tmp_path / "other"
@@ -233,7 +233,7 @@ def test_windows_that_only_survivors_could_end_in_are_left_out(tmp_path):
 def test_committed_time_limits_are_the_envs_own():
     """The time limit each committed run carries is what the env factory says for its settings
     (the Brax envs are checked by their settings alone: importing brax takes half a minute)."""
-    from analysis.repro.data import read_data
+    from campaign.repro.data import read_data
     from rfig_exp.envs import make_env, parse_env
 
     limits = {}
@@ -253,7 +253,7 @@ def test_committed_time_limits_are_the_envs_own():
 def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_them():
     import subprocess
 
-    from analysis.repro.stages import DEEPSEA_SIZES, preset_envs, stage_of, stages
+    from campaign.repro.stages import DEEPSEA_SIZES, preset_envs, stage_of, stages
 
     names = [s.name for s in stages()]
     assert len(names) == len(set(names))
@@ -271,7 +271,7 @@ def test_every_env_of_the_reproduction_has_exactly_one_stage_and_repro_sh_runs_t
     root = Path(__file__).resolve().parents[1]
     import sys
 
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin"}, check=True).stdout.split()
     assert listed == names
 
@@ -284,7 +284,7 @@ def test_repro_sh_refuses_an_unknown_stage_before_it_runs_any(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "LANES": "2"}
-    out = subprocess.run(["bash", str(root / "scripts/repro.sh"), "core", "brax-hoper"], capture_output=True,
+    out = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "core", "brax-hoper"], capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode == 2
     assert "unknown stage 'brax-hoper' of campaign repro; valid: core" in out.stderr and "brax-hopper" in out.stderr
@@ -305,7 +305,7 @@ def test_repro_sh_runs_the_named_stages_once_each_on_one_lane_or_two(tmp_path):
     for lanes in (None, "2"):
         env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "TRIES": "0",
                "NO_RESTORE": "1", **({"LANES": lanes} if lanes else {})}
-        out = subprocess.run(["bash", str(root / "scripts/repro.sh"), *named], capture_output=True, text=True,
+        out = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), *named], capture_output=True, text=True,
                              env=env, timeout=300)
         assert out.returncode == 1, out.stderr
         started = re.findall(r"^(\[lane [AB]\] )?\[repro\] \S+ stage (\S+) started$", out.stdout, re.M)
@@ -316,7 +316,7 @@ def test_repro_sh_runs_the_named_stages_once_each_on_one_lane_or_two(tmp_path):
 
 
 def test_rfig_and_hashexplo_part_ways_where_their_solved_intervals_separate():
-    from analysis.repro.sections import rfig_against_hashexplo
+    from campaign.repro.sections import rfig_against_hashexplo
 
     def cell(k, first, sps=1000.0):
         return {"solved": k, "n": 8, "first": first, "sps": sps, "wall_min": 1.0}
@@ -356,7 +356,7 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
 
 
 def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp_path):
-    from analysis.repro.data import read_data, write_data
+    from campaign.repro.data import read_data, write_data
 
     write_run(tmp_path / "raw", "repro", "mountaincar", "none", 0, STEPS, np.full(T, -150.0))
     export_tree(tmp_path / "raw", tmp_path / "data")
@@ -375,7 +375,7 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     import subprocess
     import sys
 
-    from analysis.repro.stages import PAPER32_FIRST, panel_name, paper32_envs, preset_envs, stage_of, stages
+    from campaign.repro.stages import PAPER32_FIRST, panel_name, paper32_envs, preset_envs, stage_of, stages
 
     p32 = stages("paper32")
     names = [s.name for s in p32]
@@ -397,7 +397,7 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert [n.rsplit("-", 1)[0] for n in names[:6]] == [f"p32-{panel_name(e)}" for e in PAPER32_FIRST]
     assert all(stage_of("paper32", e, "none", {}, seed=s) is None for e in PAPER32_FIRST for s in (0, 7, 32))
     root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "paper32"},
                             check=True).stdout.split()
     assert listed == names
@@ -407,7 +407,7 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     import subprocess
     import sys
 
-    from analysis.repro.stages import (
+    from campaign.repro.stages import (
         AUDIT_AFTER,
         AUDITED_BONUSES,
         BASELINE_BONUSES,
@@ -455,14 +455,14 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     held = [replace(r, record={**r.record, "variant": "base", "variant_overrides": {}}) for r in held]
     assert stages_left({r.key: r for r in held}, "baselines") == names[1:]
     root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["bash", str(root / "scripts/repro.sh"), "--list"], capture_output=True, text=True,
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "baselines"},
                             check=True).stdout.split()
     assert listed == names
 
 
 def test_relabel_variant_files_a_bonus_runs_under_their_old_defaults_numbers_unchanged(tmp_path):
-    from analysis.repro.data import read_data, relabel_variant_in
+    from campaign.repro.data import read_data, relabel_variant_in
 
     raw, data = tmp_path / "raw", tmp_path / "data"
     for bonus in ("vime", "rnd"):
@@ -493,8 +493,8 @@ def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus
     """A cell made partly on a GPU must not show a GPU's steps/s beside a CPU core's PPO as a ratio:
     one table per device (the CPU's first, runs that record no machine apart), medians per cell."""
     from analysis.collect import collect
-    from analysis.repro.build import _speed_md
-    from analysis.repro.sections import NOT_RECORDED, speed
+    from campaign.repro.build import _speed_md
+    from campaign.repro.sections import NOT_RECORDED, speed
 
     def machine(device):
         return {} if device is None else {"machine": {"backend": "gpu" if device != "cpu" else "cpu",
@@ -520,8 +520,8 @@ def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus
 def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_made_the_rest(tmp_path, capsys):
     """A fresh machine's lanes take their stage list from the committed data: a stage is left while
     any of its 40 runs is missing or incomplete there, and done when every run is, GPU-made or not."""
-    from analysis.repro.stages import main as stages_main
-    from analysis.repro.stages import stages, stages_left
+    from campaign.repro.stages import main as stages_main
+    from campaign.repro.stages import stages, stages_left
 
     def run(env, bonus, seed, backend="cpu", status="complete"):
         return stored_run(env, bonus, seed, {"status": status, "machine": {"backend": backend}})
@@ -545,8 +545,8 @@ def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_mad
 
 
 def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_papers_cells(tmp_path):
-    from analysis.repro.cli import main as repro_main
-    from analysis.repro.data import read_data
+    from campaign.repro.cli import main as repro_main
+    from campaign.repro.data import read_data
 
     raw, repro, p32 = tmp_path / "raw", tmp_path / "repro", tmp_path / "p32"
     for s in range(2):
@@ -569,7 +569,7 @@ def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_
 
 
 def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
-    from analysis.repro.made_by import stage_costs
+    from campaign.repro.made_by import stage_costs
 
     def run(seed, backend, wall, commit):
         machine = {"backend": backend, "device_kind": "NVIDIA H200" if backend == "gpu" else "cpu"}
@@ -590,7 +590,7 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
     """The stage table's estimate is of a whole stage: a stage measured on part of its runs (cut
     short, or its other runs made on a GPU) must not show measured / estimated, and its
     "in the data" column counts every machine's runs of its cells."""
-    from analysis.repro.made_by import stage_costs, stage_coverage, stage_rows
+    from campaign.repro.made_by import stage_costs, stage_coverage, stage_rows
 
     def run(env, bonus, seed, backend, wall):
         summary = {"status": "complete", "wall_time_s": wall, "finished_at": "2026-11-27T18:00:00Z",
@@ -614,8 +614,8 @@ def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_
 def test_the_stage_table_names_no_machine_for_a_stage_not_run_and_shows_after_estimates_only_when_recorded():
     """A stage that made none of its runs must not carry the campaign's starting machine as if it
     ran there, and the two "after" columns appear only when some stage has an after estimate."""
-    from analysis.repro.build import _provenance_md
-    from analysis.repro.made_by import stage_costs, stage_coverage
+    from campaign.repro.build import _provenance_md
+    from campaign.repro.made_by import stage_costs, stage_coverage
 
     summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": "2026-11-28T01:00:00Z",
                "machine": {"backend": "cpu", "device_kind": "cpu"}}
@@ -644,7 +644,7 @@ def test_the_stage_table_names_no_machine_for_a_stage_not_run_and_shows_after_es
 def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it_runs():
     """A campaign with no end yet must not print "None": the report is dated by the newest run in
     the data (not the build's clock, so rebuilds stay byte-identical), and its line says it runs."""
-    from analysis.repro.build import _as_of, _campaign_span
+    from campaign.repro.build import _as_of, _campaign_span
 
     def run(seed, finished_at):
         return stored_run("mountaincar", "rfig", seed,
@@ -661,7 +661,7 @@ def test_a_campaign_still_running_dates_the_report_by_its_newest_run_and_says_it
 
 
 def test_the_claims_are_called_interim_only_while_the_grid_fills():
-    from analysis.repro.build import _claims_sections
+    from campaign.repro.build import _claims_sections
 
     parts = {"claims": [], "comparisons": [], "beyond": [], "timing_md": "", "backend_md": "", "experiment": "repro"}
     assert "still filling" in "\n".join(_claims_sections({**parts, "filling": True}))
@@ -672,7 +672,7 @@ def test_an_export_of_complete_runs_takes_a_finished_block_while_the_next_block_
     """The 32-seed grid runs a cell in blocks of 8 seeds: seeds 16-23 done while 24-31 run. Export by
     cells holds the done block back until the running one ends (and loses it if the machine goes
     first); export by runs takes it, and only it."""
-    from analysis.repro.data import read_data
+    from campaign.repro.data import read_data
 
     raw = tmp_path / "raw"
     for s in range(16, 24):
@@ -691,8 +691,8 @@ def test_an_export_of_complete_runs_takes_a_finished_block_while_the_next_block_
 
 
 def test_the_earlier_forecasts_are_set_against_what_the_seeds_showed(tmp_path):
-    from analysis.claim_rows import Claim
-    from analysis.repro.cells import forecasts_md
+    from campaign.claims.claim_rows import Claim
+    from campaign.repro.cells import forecasts_md
 
     earlier = tmp_path / "claims.json"
     earlier.write_text(json.dumps([
@@ -707,7 +707,7 @@ def test_the_earlier_forecasts_are_set_against_what_the_seeds_showed(tmp_path):
 
 
 def test_a_campaign_restarted_at_a_later_commit_counts_its_stages_runs_at_both():
-    from analysis.repro.made_by import stage_costs, stage_coverage, stage_rows
+    from campaign.repro.made_by import stage_costs, stage_coverage, stage_rows
 
     def run(bonus, seed, commit):
         summary = {"status": "complete", "wall_time_s": 60.0, "finished_at": "2026-11-28T10:00:00Z",

@@ -1,4 +1,4 @@
-"""A committed block rerun here (scripts/rerun_block.py, analysis.repro.reproducible): the command
+"""A committed block rerun here (campaign/scripts/rerun_block.py, campaign.repro.reproducible): the command
 it reruns, the comparison on synthetic rows with known answers, and a tiny real block launched
 twice, which must come back bit-identical."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from analysis.repro.data import StoredRun, export_tree
-from analysis.repro.reproducible import (
+from campaign.repro.data import StoredRun, export_tree
+from campaign.repro.reproducible import (
     EVIDENCE,
     block_command,
     compare_block,
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _rows(returns, episodes=None, extra: dict | None = None) -> str:
-    """A canonical metrics CSV (as analysis.repro.data stores it) of one run."""
+    """A canonical metrics CSV (as campaign.repro.data stores it) of one run."""
     episodes = [4] * len(returns) if episodes is None else episodes
     cols = {"env_steps": [1000 * (i + 1) for i in range(len(returns))], "episode_return": returns,
             "episodes_finished": episodes, "wall_time_s": [0.5 * i for i in range(len(returns))], **(extra or {})}
@@ -114,7 +114,7 @@ def test_machine_kind_tells_apart_what_the_old_record_did_not():
 
 
 def test_origin_text_tells_apart_what_the_old_one_did_not():
-    from analysis.repro.data import describe_machine
+    from campaign.repro.data import describe_machine
 
     old = {"backend": "cpu", "cores": 2, "cpu": "AMD EPYC", "memory_gib": 23.5}
     assert describe_machine(old) == "2 CPU cores (AMD EPYC), 24 GiB, no GPU"  # as the committed runs say
@@ -149,7 +149,8 @@ def test_a_tiny_block_launched_twice_is_bit_identical(tmp_path):
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
     data = tmp_path / "data"
     assert export_tree(first, data)["runs"] == 2  # the committed-like data folder
-    script = [sys.executable, "scripts/rerun_block.py", "--env", "cartpole", "--bonus", "none", "--seeds", "0-1",
+    script = [sys.executable, "campaign/scripts/rerun_block.py", "--env", "cartpole", "--bonus", "none",
+              "--seeds", "0-1",
               "--experiment", "tiny", "--data", str(data), "--command", " ".join(block), "--total-timesteps", "8192",
               *(f"--set={s}" for s in TINY)]
     again = subprocess.run(script, cwd=REPO, capture_output=True, text=True, timeout=480)

@@ -15,15 +15,17 @@ from rfig_exp.agents.ppo.train import as_arrays
 from rfig_exp.bonuses import bonus_names, declared_bonuses, parse_bonus
 from rfig_exp.bonuses.rfig import RFIGSettings
 from rfig_exp.bonuses.rnd import RNDSettings
-from rfig_exp.config import reference, variants
+from rfig_exp.config import folders, variants
 from rfig_exp.config.errors import ConfigError
-from rfig_exp.config.run_spec import RunSettings, build_run_spec
+from rfig_exp.config.run_settings import RunSettings
 from rfig_exp.config.settings import RUN, STATIC, TRACED, declared
+from rfig_exp.spec import reference, registry
+from rfig_exp.spec.run_spec import build_run_spec
 
 
 def test_a_whole_config_is_checked_without_importing_jax():
     code = ("import sys, rfig_exp; from conftest import compose_config; "
-            "from rfig_exp.config.run_spec import build_run_spec; "
+            "from rfig_exp.spec.run_spec import build_run_spec; "
             "from rfig_exp.bonuses import bonus_names; "
             "[build_run_spec(compose_config(f'bonus={b}')) for b in bonus_names()]; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'optax', 'flax'))))")
@@ -32,7 +34,7 @@ def test_a_whole_config_is_checked_without_importing_jax():
 
 
 def test_every_bonus_has_settings_and_the_run_spec_carries_them():
-    assert sorted(declared_bonuses()) == bonus_names() == variants.group_options("bonus")
+    assert sorted(declared_bonuses()) == bonus_names() == folders.group_options("bonus")
     for name in bonus_names():
         spec = build_run_spec(compose_config(f"bonus={name}"))
         assert spec.bonus.name == name and spec.bonus.beta == 0.5
@@ -44,16 +46,16 @@ def test_every_bonus_has_settings_and_the_run_spec_carries_them():
 def test_conf_and_the_configuration_page_are_written_from_the_declarations():
     """conf/'s YAML files (each setting's default and doc), the run's settings in conf/config.yaml
     and docs/configuration.md are what the declarations write: a setting declared, changed or
-    documented anew fails here until ``python -m rfig_exp.config.reference`` rewrites them."""
+    documented anew fails here until ``python -m rfig_exp.spec.reference`` rewrites them."""
     stale = [str(p.relative_to(reference.ROOT)) for p, text in reference.written_files().items()
              if not p.exists() or p.read_text() != text]
-    assert not stale, f"out of date (python -m rfig_exp.config.reference): {stale}"
+    assert not stale, f"out of date (python -m rfig_exp.spec.reference): {stale}"
     for path in CONF.rglob("*.yaml"):  # and every group file of conf/ is one of them
         assert path.parent.name in ("sweep", "launcher") or path in reference.written_files(), path
 
 
 def _every_declaration():
-    groups = reference.group_settings()
+    groups = registry.group_settings()
     classes = [RunSettings, *(cls for choices in groups.values() for cls, _ in choices.values())]
     for cls in classes:
         for name, d in declared(cls):
@@ -69,7 +71,7 @@ def test_every_setting_is_documented_in_one_line_where_it_is_declared():
 
 def test_a_sweep_estimate_counts_every_static_setting_as_its_own_program():
     """A job of another static value compiles anew; a traced one does not."""
-    from rfig_exp.launch.estimate_sweep import _shape_key
+    from campaign.estimate_sweep import _shape_key
 
     def key(*overrides):
         return _shape_key(OmegaConf.to_container(compose_config(*overrides), resolve=False))

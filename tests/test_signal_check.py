@@ -1,4 +1,4 @@
-"""The signal check's rule (analysis/signal.py) on synthetic bonuses whose answer is known: a
+"""The signal check's rule (campaign/claims/signal.py) on synthetic bonuses whose answer is known: a
 constant, one pinned at its clip, one partly clipped, noise, and an informative novelty bonus."""
 
 import numpy as np
@@ -10,7 +10,7 @@ except ImportError:  # tests/ imported as a package
     from tests.analysis_fixtures import STEPS, T, write_run
 
 from analysis import collect
-from analysis.signal import AT_MAX, CV, RANK, RULE, judge, signal_cells, signal_md, t_interval
+from campaign.claims.signal import AT_MAX, CV, RANK, RULE, judge, signal_cells, signal_md, t_interval
 
 N = 8  # runs per cell
 
@@ -103,8 +103,8 @@ def test_t_interval_matches_the_formula():
 def test_the_control_table_sets_each_bonus_against_ppo_and_the_control(tmp_path):
     """Scores built so that the control beats PPO (the machinery helps) and one bonus only matches
     the control (its gain over PPO is the machinery's), another beats both."""
-    from analysis.claims import panels_of
-    from analysis.control import control_comparisons, control_md
+    from campaign.claims.claims import panels_of
+    from campaign.claims.control import control_comparisons, control_md
 
     level = {"none": 0.0, "noise": 2.0, "rnd": 2.0, "rfig": 4.0}
     for bonus, mu in level.items():
@@ -124,8 +124,8 @@ def test_the_control_table_sets_each_bonus_against_ppo_and_the_control(tmp_path)
 
 
 def test_a_cell_the_grid_cannot_measure_is_judged_on_the_audit_and_says_so():
-    from analysis.repro.baselines import AUDIT_NOTE, with_audit
-    from analysis.signal import CellSignal
+    from campaign.claims.signal import CellSignal
+    from campaign.repro.baselines import AUDIT_NOTE, with_audit
 
     def cell(env, method, verdict, runs=8):
         return CellSignal(env, method, runs, 0.0, 1.0, -0.5, (-0.6, -0.4), verdict)

@@ -16,9 +16,9 @@ import pytest
 from conftest import assert_same_to_float32_rounding
 
 from rfig_exp.config.errors import Interrupted, RunFailed
-from rfig_exp.config.run_spec import build_run_spec
-from rfig_exp.config.stack import Job, JobPart, program_key
 from rfig_exp.run.experiment import run_experiment, run_job
+from rfig_exp.spec.run_spec import build_run_spec
+from rfig_exp.spec.stack import Job, JobPart, program_key
 
 
 def read_metrics(path):

@@ -1,4 +1,4 @@
-"""``python -m rfig_exp.results.status`` and ``python -m rfig_exp.launch.estimate`` on hand-made results trees."""
+"""``python -m rfig_exp.results.status`` and ``python -m campaign.estimate`` on hand-made results trees."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rfig_exp.launch import estimate, estimate_sweep, estimate_throughput
+from campaign import estimate, estimate_sweep, estimate_throughput
 from rfig_exp.results import contract as results
 from rfig_exp.results import status
 
@@ -146,7 +146,7 @@ def test_status_and_analysis_agree_on_completeness(tmp_path, summary, rows, stat
 
 
 def test_the_results_contract_status_and_estimate_do_not_import_jax():
-    code = ("import sys, rfig_exp.results.contract, rfig_exp.results.status, rfig_exp.launch.estimate; "
+    code = ("import sys, rfig_exp.results.contract, rfig_exp.results.status, campaign.estimate; "
             "print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
@@ -220,7 +220,7 @@ def test_estimate_leaves_out_other_variants_resumed_and_incomplete_runs(tmp_path
 def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
     res = tmp_path / "results"
     measured(res / "bench", "mountaincar", "none", [0, 1], sps=100_000.0, compile_s=12.0)
-    out = subprocess.run([sys.executable, "-m", "rfig_exp.launch.estimate", "--results", str(res)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "campaign.estimate", "--results", str(res)], capture_output=True,
                          text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     text = out.stdout
@@ -231,7 +231,7 @@ def test_estimate_cli_states_its_basis_and_marks_unmeasured_pairs(tmp_path):
     assert "Not measured: 59 pairs" in text
     hours = 16 * (12 + 2 * 1_007_616 / 100_000) / 3600
     assert f"Total over the 1 measured pairs: {hours:.2f} job-hours" in text
-    bad = subprocess.run([sys.executable, "-m", "rfig_exp.launch.estimate", "--results", str(res), "--seeds", "0"],
+    bad = subprocess.run([sys.executable, "-m", "campaign.estimate", "--results", str(res), "--seeds", "0"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--seeds=0 must be >= 1" in bad.stderr
 

@@ -1,4 +1,4 @@
-"""scripts/theory_figure.py (quick grid) and analysis/theory_plot.py: the measured RFF vs exact
+"""campaign/scripts/theory_figure.py (quick grid) and campaign/claims/theory_plot.py: the measured RFF vs exact
 GP information-gain error, the paper's bounds beside it, and the JAX-free redraw."""
 
 import csv
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from conftest import analysis_reads
 
-from analysis.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
+from campaign.claims.theory_plot import COLUMNS, draw_theory_figure, exponent_table, read_theory_csv
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "theory_figure.py"
+SCRIPT = ROOT / "campaign" / "scripts" / "theory_figure.py"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -119,7 +119,7 @@ def test_from_csv_redraws_without_jax(quick):
     any of rfig_exp but what analysis reads with: the results contract, the bonuses' declarations)."""
     fig = quick["dir"] / "redrawn.png"
     code = (
-        "import sys; sys.path.insert(0, 'scripts'); import theory_figure as tf; "
+        "import sys; sys.path.insert(0, 'campaign/scripts'); import theory_figure as tf; "
         f"rc = tf.main(['--from-csv', {str(quick['csv'])!r}, '--out-fig', {str(fig)!r}]); "
         # analysis reads results through the JAX-free results contract (rfig_exp.results.contract), and each
         # bonus's label and colour from its JAX-free declaration (rfig_exp.bonuses), only

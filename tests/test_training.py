@@ -10,9 +10,9 @@ from conftest import assert_same_to_float32_rounding, find_run
 
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import make_bonus
-from rfig_exp.config.run_spec import build_run_spec
 from rfig_exp.envs import make_env
 from rfig_exp.run.experiment import run_experiment
+from rfig_exp.spec.run_spec import build_run_spec
 
 
 def read_metrics(path):

@@ -1,4 +1,4 @@
-"""The rule book (analysis/verdicts.py) on synthetic scores whose answer is known: each rule gives
+"""The rule book (campaign/claims/verdicts.py) on synthetic scores whose answer is known: each rule gives
 supported, contradicted, undecided or does-not-discriminate where it must, and a case next to each
 threshold fails if the rule is loosened (a lower bound at the threshold is not "above" it, a Bonferroni
 interval is not the 95% one, a saturated panel is not a win)."""
@@ -17,10 +17,10 @@ except ImportError:  # tests/ imported as a package
     from tests.analysis_fixtures import STEPS, T, write_run
 
 from analysis import collect
-from analysis import pooled as P
-from analysis import verdicts as V
 from analysis.aggregate import compute_aggregates
-from analysis.claims import beyond_paper_claims, claims_table, comparisons_table
+from campaign.claims import pooled as P
+from campaign.claims import verdicts as V
+from campaign.claims.claims import beyond_paper_claims, claims_table, comparisons_table
 
 REPS = 400
 PAPER = ("mountaincar", "acrobot", "minatar_breakout", "sparse_halfcheetah", "pointmaze_umaze")
@@ -454,7 +454,7 @@ def test_the_beta_claim_holds_when_no_pair_of_bonuses_changes_order_and_falls_wh
 
 
 def test_a_constant_cannot_change_without_a_dated_entry_in_the_rules_history():
-    from analysis.rule_history import RULE_HISTORY, history_md
+    from campaign.claims.rule_history import RULE_HISTORY, history_md
 
     now = {k: getattr(V, k) for k in V.RULE_CONSTANTS}
     assert dict(RULE_HISTORY[-1].constants) == now, "a rule constant changed: add a RuleChange to rule_history.py"

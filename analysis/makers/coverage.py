@@ -35,9 +35,10 @@ from rfig_exp.results.contract import RunSummary
 from ..aggregate import Interval, _per_env_func, bootstrap
 from ..collect import Collection
 from ..maker import ReportContext, Section
+from ..markdown import Cell, render_latex, render_markdown
 from ..names import env_label
 from ..plots import _figure_md, _panel_grid, _save, plot_env_curves
-from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown, separated_best
+from ..tables import MIN_SEEDS_FOR_CI, _write, few_seeds_note, separated_best
 
 COVERAGE_COLUMN = "coverage"
 ENV_PREFIX = "env/"

@@ -20,10 +20,11 @@ import numpy as np
 
 from ..collect import Collection
 from ..maker import ReportContext, Section
+from ..markdown import Cell, render_latex, render_markdown
 from ..methods import format_value, swept_key
 from ..names import env_label
 from ..plots import _figure_md, _panel_grid, _save, fit_legend, tidy_axis
-from ..tables import MIN_SEEDS_FOR_CI, Cell, _write, few_seeds_note, render_latex, render_markdown
+from ..tables import MIN_SEEDS_FOR_CI, _write, few_seeds_note
 
 LOG_SPAN = 10.0
 

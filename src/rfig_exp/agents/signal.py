@@ -3,7 +3,7 @@
 A bonus can train without error and still tell the agent nothing: pinned at its clip, constant
 across the batch, or blind to how often a state was seen. These statistics of one batch of raw
 intrinsic rewards ``r [T, B]`` (before the agent's scaling) make that visible in every run's
-``metrics.csv`` (``signal/<name>``, averaged over a window's updates); ``analysis/signal.py``
+``metrics.csv`` (``signal/<name>``, averaged over a window's updates); ``campaign/claims/signal.py``
 judges them by a rule fixed in advance (docs/analysis.md, *Signal check and the control*):
 
 - ``at_max_fraction``: the fraction of the batch within a relative ``1e-6`` of its largest value.

@@ -30,7 +30,7 @@ from typing import Any
 
 from rfig_exp import warn_without_cpu_flags
 from rfig_exp.bonuses.settings import OBS_CLIP, ROLES, BonusSettings
-from rfig_exp.config import variants
+from rfig_exp.config import folders
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import declared
 from rfig_exp.config.validation import integer
@@ -44,8 +44,8 @@ def bonus_names() -> list[str]:
     """Every bonus, sorted: the files of ``conf/bonus/``. Where the package is installed without the
     project's ``conf/`` (a wheel), the modules of this package that declare a bonus instead (the
     same names: a test holds the two lists equal)."""
-    if variants.CONF_DIR.is_dir():
-        return variants.group_options("bonus")
+    if folders.CONF_DIR.is_dir():
+        return folders.group_options("bonus")
     return declaring_modules()
 
 
@@ -110,7 +110,7 @@ def parse_bonus(node, batch_size: int, obs_clip: float = OBS_CLIP) -> BonusSetti
     if module is None and name not in bonus_names():
         module = installed_bonuses().get(name)
     if module is not None:
-        variants.check_own_name("bonus", name, module)
+        folders.check_own_name("bonus", name, module)
         declared_class = settings_class(str(name), module)
         settings = [key for key, _ in declared(declared_class)]
         extra = sorted(set(map(str, node)) - {"name", "module", *settings})
@@ -169,7 +169,7 @@ def create(name: str, obs_shape: Any, action_space: Any, batch_size: int, *, mod
     if module is None and name not in bonus_names():
         module = installed_bonuses().get(name)
     if module is not None:
-        variants.check_own_name("bonus", name, module)
+        folders.check_own_name("bonus", name, module)
     cls = settings_class(_known_bonus(name)) if module is None else settings_class(name, module)
     defaults = cls.defaults()
     for key in overrides:

@@ -1,7 +1,7 @@
 """Settings declared once: each is a field of a frozen dataclass that says its default, its rule
 (the check of its value, whose error names its config key), its kind and its one-line doc, read by
 one parser; the YAML files of ``conf/``, ``launch.py --help`` and ``docs/configuration.md`` are
-written from these declarations (``rfig_exp.config.reference``).
+written from these declarations (``rfig_exp.spec.reference``).
 
     @dataclass(frozen=True)
     class RNDSettings(BonusSettings):

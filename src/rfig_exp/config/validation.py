@@ -4,7 +4,7 @@ The functions check one value. The rules (``Number``, ``Interval``, ``Count``, `
 ``Choice``, ``Widths``, ``Boolean``) are the checks as declared settings (``rfig_exp.config.settings``)
 use them: ``rule(value, key, earlier)``, with ``earlier`` the settings of the same group read
 before it (a bound, or an error text, may name one of them). Used by the run config
-(``rfig_exp.config.run_spec``), the agent's, each bonus's and each env suite's settings. Nothing here
+(``rfig_exp.config.run_settings``), the agent's, each bonus's and each env suite's settings. Nothing here
 imports JAX, so a whole config is validated before any compiler or accelerator is touched.
 """
 

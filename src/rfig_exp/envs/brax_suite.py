@@ -27,20 +27,22 @@ here (a free joint, or the planar ``rootx`` slide) is anchored at the torso's or
 
 Nothing here imports brax at module import time: ``import brax`` (and its compile) only
 happens when a Brax env is made. The ``env.*`` options are read and checked without JAX in
-``envs/settings.py`` (``BraxSettings``).
+``envs/suites/brax.py`` (``BraxSettings``).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
-from rfig_exp.envs.settings import BraxSettings
+
+if TYPE_CHECKING:  # the declaration (envs/suites/brax.py) imports this module as it makes an env
+    from rfig_exp.envs.suites.brax import BraxSettings
 
 # Coverage grid per robot: the second axis is y for the robots that move in the plane
 # (ant, humanoid) and the torso height z for the planar ones (halfcheetah, hopper,

@@ -24,12 +24,14 @@ the true observation the step reached (``final_obs``):
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import jax.numpy as jnp
 
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, DiscreteSpace, Env, EnvStep
-from rfig_exp.envs.settings import DeepSeaSettings, GymnaxSettings
+
+if TYPE_CHECKING:  # the declaration (envs/suites/gymnax.py) imports this module as it makes an env
+    from rfig_exp.envs.suites.gymnax import GymnaxSettings
 
 GRID = 50
 
@@ -122,7 +124,7 @@ def make_gymnax_env(settings: GymnaxSettings) -> Env:
     import gymnax  # lazy: keeps `import rfig_exp` light
 
     name, gymnax_id = settings.name, settings.suite_id
-    if isinstance(settings, DeepSeaSettings):
+    if hasattr(settings, "size"):  # DeepSea's own settings (DeepSeaSettings): its board size
         size = settings.size
         # The size is a constructor argument (it fixes the board and the action mapping);
         # the default params then limit an episode to `size` steps, its natural length.

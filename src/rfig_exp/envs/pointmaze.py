@@ -37,12 +37,12 @@ coverage cell of the ball's position after the step; ``episode_info["success"]``
 once the goal was reached in the episode (the success rate of the continuing task).
 
 The ``env.*`` options, the layouts they select and the two dynamics' parameters (``DYNAMICS``)
-are read and checked without JAX in ``envs/settings.py`` (``PointMazeSettings``).
+are read and checked without JAX in ``envs/suites/pointmaze.py`` (``PointMazeSettings``).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +51,9 @@ import numpy as np
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.envs.base import BoxSpace, CoverageGrid, Env, EnvStep
 from rfig_exp.envs.mazes import cell_centres
-from rfig_exp.envs.settings import DYNAMICS, Dynamics, PointMazeSettings
+
+if TYPE_CHECKING:  # the declaration (envs/suites/pointmaze.py) imports this module as it makes an env
+    from rfig_exp.envs.suites.pointmaze import Dynamics, PointMazeSettings
 
 DT = 0.01
 GEAR = 100.0
@@ -159,7 +161,7 @@ def make_pointmaze_env(cfg: PointMazeSettings) -> Env:
     name = cfg.name
     if cfg.impl == "pointax":
         return _make_pointax_adapter(name, cfg)
-    dyn = DYNAMICS[cfg.dynamics]
+    dyn = cfg.physics
     walls = cfg.wall_array
     physics = make_physics(walls, dyn)
     centres = jnp.asarray(cell_centres(walls), jnp.float32)

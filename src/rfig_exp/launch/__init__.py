@@ -7,7 +7,6 @@ and ``stacking`` puts jobs of one compiled program and different traced settings
 ``runner`` runs a sweep's plan in this process or as submitit tasks, each job in ``task``;
 ``hydra_adapter`` holds what the project asks of Hydra (its public API) and of submitit (its
 executor, and three internals, version-checked); ``slurm`` checks a SLURM request and ``retry``
-requeues a stalled submitit task; ``estimate`` (with ``estimate_sweep``, ``estimate_throughput``)
-prices a sweep before it is launched. Nothing here imports JAX until preflight makes a sweep's envs
+requeues a stalled submitit task. Nothing here imports JAX until preflight makes a sweep's envs
 (a job's task imports the training code once it is placed).
 """

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from rfig_exp.config.variants import CONF_DIR, ConfDirs, group_file
+from rfig_exp.config.folders import CONF_DIR, ConfDirs, group_file
 
 _OPTION = re.compile(r"^(?:\+\+)?env\.([A-Za-z_][\w]*)((?:\.[\w]+)*)=(.*)$")
 
@@ -63,7 +63,7 @@ def apply_to_envs_that_have_them(jobs: Sequence[Sequence[str]],
                                  conf_dirs: ConfDirs = CONF_DIR) -> tuple[list[list[str]], list[str]]:
     """Every job with the ``env.K=V`` options its env has (as ``env.K=V``), the others left
     out; and one console line per option that some of the sweep's envs lack. ``conf_dirs``: where
-    the envs' files are (``rfig_exp.config.variants.config_dirs``)."""
+    the envs' files are (``rfig_exp.config.folders.config_dirs``)."""
     envs = [_env_of(job) for job in jobs]
     options = {}
     for job in jobs:

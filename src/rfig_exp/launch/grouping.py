@@ -17,8 +17,9 @@ One exception, on a CPU only: vmapped seeds of sparse Brax PPO on brax's default
 backend can wedge XLA's CPU runtime for ever (README, *XLA CPU wedges*; 2 of 3 attempts with 8
 seeds, cause not found), so such a Brax job of a sweep that gets no GPU trains one seed per process
 (:func:`one_seed_per_brax_job`), said once on the console; a backend in
-:data:`VMAP_SAFE_CPU_BACKENDS` keeps its seeds vmapped. A single run of several Brax seeds on such
-a backend on a CPU is warned about (:func:`brax_cpu_warning`).
+``rfig_exp.envs.suites.brax.VMAP_SAFE_CPU_BACKENDS`` keeps its seeds vmapped (each env declares
+whether its seeds vmap on a CPU). A single run of several Brax seeds on such a backend on a CPU is
+warned about (:func:`brax_cpu_warning`).
 """
 
 from __future__ import annotations
@@ -103,28 +104,14 @@ def group_seeds(jobs: Sequence[Sequence[str]], seeds_per_job: int | None,
     return out
 
 
-BRAX_ENV_PREFIX = "sparse_"  # conf/env/sparse_*.yaml: the Brax envs (rfig_exp.envs)
-# Brax backends whose vmapped seeds run on a CPU without the wedge: `spring` trained 8-seed jobs of
-# every sparse env without a stall (README, XLA CPU wedges); the wedge was seen with `generalized`.
-VMAP_SAFE_CPU_BACKENDS = ("spring",)
-
-
-def brax_default_backend(env: str) -> str | None:
-    """``env.backend`` of ``conf/env/<env>.yaml`` (None for an env without one)."""
-    from omegaconf import OmegaConf
-
-    from rfig_exp.config.variants import CONF_DIR
-
-    path = CONF_DIR / "env" / f"{env}.yaml"
-    return OmegaConf.load(path).get("backend") if path.exists() else None
-
-
 def splits_on_cpu(env: str, backend: str | None) -> bool:
     """Whether several vmapped seeds of ``env`` on ``backend`` (None: the env's default) risk the
-    XLA CPU wedge, so that a CPU sweep trains them one seed per process."""
-    if not str(env).startswith(BRAX_ENV_PREFIX):
-        return False
-    return (backend or brax_default_backend(env)) not in VMAP_SAFE_CPU_BACKENDS
+    XLA CPU wedge, so that a CPU sweep trains them one seed per process: what the env's declaration
+    says (``EnvSettings.seeds_vmap_on_cpu``; an env that is not declared, a user's, vmaps)."""
+    from rfig_exp.envs import declared_envs
+
+    declared = declared_envs().get(str(env))
+    return declared is not None and not declared.settings.seeds_vmap_on_cpu({"backend": backend} if backend else {})
 
 
 def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0, backend: str | None = None) -> str | None:
@@ -172,7 +159,7 @@ def plan(jobs: Sequence[Sequence[str]], seeds_per_job, gpu: bool, default_env: s
     if len(split) != len(grouped):
         kept = {tuple(j) for j in grouped} & {tuple(j) for j in split}
         envs = {dict(_split(o) for o in j).get("env", default_env) for j in grouped if tuple(j) not in kept}
-        brax = sorted(e for e in envs if str(e).startswith(BRAX_ENV_PREFIX))
+        brax = sorted(envs)  # the envs of the jobs split: those whose seeds do not vmap on a CPU
         lines.append(f"[sweep] no GPU: the Brax jobs ({', '.join(brax)}) train one seed per process, {len(grouped)} "
                      f"jobs -> {len(split)} (vmapped Brax seeds on the generalized backend can wedge XLA on a CPU: "
                      "README, XLA CPU wedges; env.backend=spring keeps them vmapped)")

@@ -27,14 +27,15 @@ from typing import TYPE_CHECKING, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp.config import variants
+from rfig_exp.config import folders, variants
 from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
+from rfig_exp.spec.defaults import defaults
 
 if TYPE_CHECKING:
-    from rfig_exp.config.run_spec import RunSpec
     from rfig_exp.launch.sweep_plan import LaunchPlan, SweepPlan
+    from rfig_exp.spec.run_spec import RunSpec
 
-CONF_DIR = variants.CONF_DIR
+CONF_DIR = folders.CONF_DIR
 GROUP_LABELS = {"env": "environment", "bonus": "bonus", "agent": "agent", "sweep": "sweep preset"}
 # Hydra's own flags: these that take a value, and these that make Hydra do something else than running.
 _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--cfg", "-c",
@@ -63,11 +64,11 @@ def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
 
 def help_text() -> str:
     from rfig_exp.bonuses import bonus_names
-    from rfig_exp.config import reference
     from rfig_exp.envs import env_names
+    from rfig_exp.spec import registry
 
     sweeps = []
-    for name in variants.group_options("sweep"):
+    for name in folders.group_options("sweep"):
         sweeps += textwrap.wrap(preset_summary(name), HELP_WIDTH, initial_indent=f"  {name:<17}",
                                 subsequent_indent=" " * 19)
     return "\n".join([
@@ -82,7 +83,7 @@ def help_text() -> str:
         *sweeps,
         "",
         "settings (each with its default and doc in docs/configuration.md and conf/):",
-        *reference.help_lines(HELP_WIDTH),
+        *registry.help_lines(HELP_WIDTH),
         "",
         "examples:",
         "  python launch.py                                              # mountaincar + rfig, 1 seed, 1M steps",
@@ -113,8 +114,8 @@ def preset_summary(name: str) -> str:
     return text[:end.start() + 1] if end else text
 
 
-def _check_choice(group: str, value: str, errors: list[str], dirs: variants.ConfDirs = CONF_DIR) -> None:
-    options = variants.group_options(group, dirs)
+def _check_choice(group: str, value: str, errors: list[str], dirs: folders.ConfDirs = CONF_DIR) -> None:
+    options = folders.group_options(group, dirs)
     if value not in options:
         errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
 
@@ -131,7 +132,7 @@ def _shadowed(dirs: Sequence[Path]) -> list[str]:
     """A file of the user's folders that a built-in choice hides (Hydra would compose the built-in)."""
     return [f"hydra.searchpath: {path} has the name of the built-in {group} {path.stem} (Hydra would compose "
             f"conf/{group}/{path.stem}.yaml): rename it" for group in ("env", "bonus")
-            for path in variants.shadowed_choices(group, dirs)]
+            for path in folders.shadowed_choices(group, dirs)]
 
 
 def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
@@ -158,7 +159,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
         parsed = parse_overrides(overrides)
     except HydraException as err:
         raise PreflightError([f"cannot parse the command line: {str(err).splitlines()[0]}"]) from None
-    dirs = variants.config_dirs(searchpath_of(overrides))
+    dirs = folders.config_dirs(searchpath_of(overrides))
     errors: list[str] = _shadowed(dirs)
     for o in parsed:
         group = o.key_or_group
@@ -223,7 +224,7 @@ def _primary_error(err: Exception, handed: Sequence[str]) -> str:
     chosen = _job_choices(primary_overrides(handed))
     group = key.split(".")[0]
     where = f"{group}={chosen[group]}" if group in chosen else "the defaults"
-    base = variants.flatten(variants.defaults(chosen, variants.config_dirs(searchpath_of(handed))))
+    base = variants.flatten(defaults(chosen, folders.config_dirs(searchpath_of(handed))))
     return (f"{variants.with_suggestion(key, base)} is not a key of {where}, the config Hydra composes a -m sweep "
             f"with before its jobs: write ++{typed.lstrip('+')} to set it in the jobs")
 
@@ -234,12 +235,12 @@ def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
     return {o for job in jobs for o in job} - common
 
 
-def _composition_error(err: Exception, job: Sequence[str], dirs: variants.ConfDirs = CONF_DIR) -> str:
+def _composition_error(err: Exception, job: Sequence[str], dirs: folders.ConfDirs = CONF_DIR) -> str:
     first = str(err).splitlines()[0]
     if first.startswith("Could not override '"):
         key = first.split("'")[1]
         picked = ", ".join(o for o in job if o.split("=")[0] in GROUP_LABELS) or "the defaults"
-        base = variants.flatten(variants.defaults(_job_choices(job), dirs))
+        base = variants.flatten(defaults(_job_choices(job), dirs))
         return (f"{variants.with_suggestion(key, base)} is not a key of this job's config ({picked}); "
                 "every key is documented in conf/")
     return first
@@ -250,15 +251,15 @@ def _job_choices(job: Sequence[str]) -> dict[str, str]:
     chosen = {}
     for item in OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").defaults):
         if isinstance(item, dict):
-            chosen.update({k: v for k, v in item.items() if k in variants.GROUPS})
+            chosen.update({k: v for k, v in item.items() if k in folders.GROUPS})
     for o in job:
         key, _, value = o.lstrip("+").partition("=")
-        if key in variants.GROUPS:
+        if key in folders.GROUPS:
             chosen[key] = value
     return chosen
 
 
-def _bad_choices(job: Sequence[str], dirs: variants.ConfDirs) -> list[str]:
+def _bad_choices(job: Sequence[str], dirs: folders.ConfDirs) -> list[str]:
     errors: list[str] = []
     for o in job:
         key, _, value = o.lstrip("+").partition("=")
@@ -280,10 +281,10 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    from rfig_exp.config.run_spec import build_run_spec
     from rfig_exp.envs import make_env
     from rfig_exp.launch.hydra_adapter import without_hydra
     from rfig_exp.results.seed_plan import plan_seeds
+    from rfig_exp.spec.run_spec import build_run_spec
 
     errors: list[str] = []
     invalid = 0
@@ -291,7 +292,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
     where = {id(job): f"[{' '.join(o for o in job if o in varying)}] " if len(jobs) > 1 else "" for job in jobs}
     checked = []
     composed: dict[tuple, DictConfig] = {}
-    dirs = variants.config_dirs(searchpath)
+    dirs = folders.config_dirs(searchpath)
     search = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
@@ -392,9 +393,9 @@ def preflight(argv: Sequence[str]) -> LaunchPlan | None:
     """Check a ``launch.py`` command line: raise PreflightError, or return its plan: its compiled
     jobs, each composed and validated once (None: a command line that Hydra runs some other way:
     ``--cfg``, ``--info``)."""
-    from rfig_exp.config.stack import Job, JobPart
     from rfig_exp.launch import stacking
     from rfig_exp.launch.sweep_plan import LaunchPlan, stacking_cap
+    from rfig_exp.spec.stack import Job, JobPart
 
     flags, overrides = split_argv(argv)
     if flags & _FLAGS_REFUSED:

@@ -24,11 +24,11 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rfig_exp.config.errors import ExitCode
-from rfig_exp.config.stack import Job
 from rfig_exp.launch import hydra_adapter
 from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
 from rfig_exp.launch.sweep_plan import LaunchPlan
 from rfig_exp.launch.task import JobContext, SubmititTask, run_in_sweep
+from rfig_exp.spec.stack import Job
 
 log = logging.getLogger("rfig_exp")
 

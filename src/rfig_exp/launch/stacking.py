@@ -2,7 +2,7 @@
 
 ``python launch.py -m bonus.beta=0.25,0.5,1 agent.lr=1e-4,3e-4 'seed=range(8)'`` asks for 48 runs
 that differ only in their seed and two traced settings (numbers the compiled function takes as
-arguments, ``rfig_exp.config.stack``). Seed grouping (:mod:`rfig_exp.launch.grouping`) makes them
+arguments, ``rfig_exp.spec.stack``). Seed grouping (:mod:`rfig_exp.launch.grouping`) makes them
 6 jobs of 8 seeds, one per setting; :func:`stack` puts jobs of one compiled program and *different*
 traced settings into one job, so the 48 runs train as one vmapped program with a hyperparameter
 row per member. Jobs that differ in a static setting (the env, the bonus, a width, ``num_envs``)
@@ -23,8 +23,8 @@ from typing import Any, Callable, Sequence
 
 from rfig_exp.config import variants
 from rfig_exp.config.jobs import AUTO, validate_members_per_job
-from rfig_exp.config.run_spec import RunSpec
-from rfig_exp.config.stack import Job, JobPart, program_key, traced_values
+from rfig_exp.spec.run_spec import RunSpec
+from rfig_exp.spec.stack import Job, JobPart, program_key, traced_values
 
 # On this project's 2-core CPU, 48 stacked MountainCar RFIG runs took 0.95-0.96x the CPU time of the
 # same runs as 6 jobs of 8 seeds (docs/speed.md, "Stacked sweep jobs"): stacking pays a little, so a

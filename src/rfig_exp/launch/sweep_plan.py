@@ -27,11 +27,11 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rfig_exp.config import jobs, variants
-from rfig_exp.config.stack import Job
-from rfig_exp.config.variants import CONF_DIR
+from rfig_exp.config import folders, jobs, variants
+from rfig_exp.config.folders import CONF_DIR
 from rfig_exp.launch import env_options, grouping
 from rfig_exp.launch.hydra_adapter import compose, expand_sweep, parse_overrides
+from rfig_exp.spec.stack import Job
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class SweepPlan:
 @dataclass(frozen=True)
 class LaunchPlan:
     """A command line as it runs: its compiled jobs (each a list of run specs that share one
-    program, ``rfig_exp.config.stack.Job``), composed and validated once by preflight, in launch
+    program, ``rfig_exp.spec.stack.Job``), composed and validated once by preflight, in launch
     order; the config whose ``hydra`` node says where and how they run (a sweep's primary config,
     a single run's own); whether it is a ``-m`` sweep; and the keys whose value is not the same in
     every run of the sweep (each job's console label shows them first)."""
@@ -142,7 +142,7 @@ def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None =
 
 def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:
     """conf/ and the user's config folders of the sweep (its ``hydra.searchpath``)."""
-    return variants.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
+    return folders.config_dirs(list(OmegaConf.select(primary, "hydra.searchpath", default=None) or []))
 
 
 def primary_overrides(overrides: Sequence[str]) -> list[str]:

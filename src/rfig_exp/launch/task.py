@@ -1,6 +1,6 @@
 """One compiled job run in the process it got: a single run's, the sweep's own, or a submitit task's.
 
-The job comes as a value, its run specs built once by preflight (``rfig_exp.config.stack.Job``),
+The job comes as a value, its run specs built once by preflight (``rfig_exp.spec.stack.Job``),
 with a :class:`JobContext` that says where it runs; nothing is composed or read back from files.
 :func:`run_single` is ``python launch.py`` without ``-m``: errors end the process with their exit
 code (``rfig_exp.config.errors``). :func:`run_in_sweep` is a ``-m`` sweep's job: errors come back in
@@ -21,9 +21,9 @@ from typing import Callable
 from omegaconf import DictConfig
 
 from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, RunFailed, Stalled
-from rfig_exp.config.stack import Job
 from rfig_exp.launch import hydra_adapter
 from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
+from rfig_exp.spec.stack import Job
 
 log = logging.getLogger("rfig_exp")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from rfig_exp.results import contract as results
-from rfig_exp.config.run_spec import RunSpec
+from rfig_exp.spec.run_spec import RunSpec
 from rfig_exp.config.errors import ConfigError
 
 log = logging.getLogger("rfig_exp")

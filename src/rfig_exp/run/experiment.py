@@ -19,8 +19,6 @@ from typing import Any, Callable, Sequence
 
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import variants
-from rfig_exp.config.run_spec import RunSpec, build_run_spec
-from rfig_exp.config.stack import Job, JobPart, traced_values
 from rfig_exp.envs import make_env
 from rfig_exp.results import contract as results
 from rfig_exp.results import ownership
@@ -29,6 +27,8 @@ from rfig_exp.run import checkpoint
 from rfig_exp.run.observers import StopSignals
 from rfig_exp.run.run_loop import JobRun, Member, run_label
 from rfig_exp.run.tracking import log
+from rfig_exp.spec.run_spec import RunSpec, build_run_spec
+from rfig_exp.spec.stack import Job, JobPart, traced_values
 
 
 def use_compile_cache(directory: str | None) -> None:

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp.config.run_spec import CheckpointSettings
+from rfig_exp.config.run_settings import CheckpointSettings
 from rfig_exp.results import contract as results
 from rfig_exp.results import faults
 from rfig_exp.run import checkpoint

@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 # A copy of the tree without its .git (what a GPU box gets) names its commit here
-# (scripts/paper32_gpu.sh sets it from its COMMIT).
+# (campaign/scripts/paper32_gpu.sh sets it from its COMMIT).
 COMMIT_ENV = "RFIG_GIT_COMMIT"
 PACKAGES = ("rfig_exp", "jax", "jaxlib", "flax", "optax", "gymnax", "brax", "mujoco", "mujoco-core", "mujoco-mjx",
             "hydra-core", "numpy", "wandb")

@@ -26,7 +26,6 @@ import numpy as np
 
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
-from rfig_exp.config.run_spec import RunSpec
 from rfig_exp.results import contract as results
 from rfig_exp.results.seed_plan import SeedPlan
 from rfig_exp.run import checkpoint, provenance
@@ -43,6 +42,7 @@ from rfig_exp.run.observers import (
 )
 from rfig_exp.run.tracking import WandbRun, WandbRuns, run_labels
 from rfig_exp.run.watchdog import Watchdog, end_process
+from rfig_exp.spec.run_spec import RunSpec
 
 log = logging.getLogger("rfig_exp")
 

@@ -259,7 +259,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
     def run_window(states: RunState, hparams):
         # hyperparameters shared by the seeds (scalars), or a row per seed (every leaf [S]: a sweep job
-        # whose members differ in traced settings, rfig_exp.config.stack)
+        # whose members differ in traced settings, rfig_exp.spec.stack)
         hp_axis = 0 if jnp.ndim(hparams.beta) else None
 
         def body(states, _):

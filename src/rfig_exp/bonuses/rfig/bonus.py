@@ -44,13 +44,12 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from rfig_exp.bonuses.base import Bonus, flat_states
-from rfig_exp.bonuses.rfig import RFIGSettings
 from rfig_exp.bonuses.rfig.features import rff_features, rff_params
 from rfig_exp.bonuses.rfig.lengthscale import auto_lengthscale
 from rfig_exp.bonuses.rfig.linalg import sequential_vmap
@@ -64,6 +63,9 @@ from rfig_exp.bonuses.rfig.precision import (
 )
 from rfig_exp.bonuses.rfig.progress import progress_note
 from rfig_exp.bonuses.shuffle import subsample
+
+if TYPE_CHECKING:  # the declaration makes this module (make), so it is only named here, for the types
+    from rfig_exp.bonuses.rfig import RFIGSettings
 
 NUM_PROBES = 4
 

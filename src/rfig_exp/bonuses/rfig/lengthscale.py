@@ -12,11 +12,15 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rfig_exp.bonuses.rfig import LENGTHSCALE_METHODS
 from rfig_exp.bonuses.rfig.linalg import rbf_gram, sq_distances
 
 __all__ = ["median_distance", "effective_dimension", "participation_ratio", "auto_lengthscale",
            "LENGTHSCALE_METHODS"]
+
+# The estimators implemented here: the names bonus.lengthscale_method accepts (the declaration,
+# rfig/__init__.py, lists the same; tests/test_linalg.py holds them equal). Named here rather than
+# imported from the declaration, which imports this module when the bonus is made.
+LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
 
 
 @jax.jit

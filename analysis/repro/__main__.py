@@ -1,8 +1,0 @@
-"""``python -m analysis.repro``: the reproduction's command line (``build.py``)."""
-
-import sys
-
-from .cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,41 @@
+"""A row of a claims table (:class:`Claim`) and how its numbers are written, shared by the paper's
+claims (:mod:`campaign.claims.claims`), its sensitivity claims and the control's table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import verdicts as V
+
+BETA = "bonus.beta"
+
+
+@dataclass
+class Claim:
+    """One row of the claims table: the paper's words, how they were measured, the value with its
+    interval, the verdict (``kind`` one of campaign.claims.verdicts' five; ``verdict`` its words)."""
+
+    claim: str
+    measure: str
+    value: str
+    verdict: str
+    detail: str = ""
+    kind: str = ""
+    scope: str = "paper"  # "paper": judged on the paper's panels; "beyond": the envs the paper did not run
+    deciding: str = ""    # the interval that decided the verdict (rule 5), level and correction named
+
+    @classmethod
+    def judged(cls, claim: str, measure: str, value: str, verdict: V.Verdict, detail: str = "",
+               scope: str = "paper") -> Claim:
+        deciding = verdict.deciding.text if verdict.deciding is not None else ""
+        return cls(claim, measure, value, verdict.text, detail, verdict.kind, scope, deciding)
+
+
+
+def fmt(d: V.Dist | V.PoiDist | tuple[float, float, float], digits: int = 2) -> str:
+    point, (lo, hi) = (d.point, d.interval()) if isinstance(d, (V.Dist, V.PoiDist)) else (d[0], (d[1], d[2]))
+    return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def panels_text(k: int) -> str:
+    return f"{k} panel" + ("" if k == 1 else "s")

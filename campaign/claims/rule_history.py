@@ -1,0 +1,115 @@
+"""The rule book's history as it happened: when each rule was fixed or changed, in which commit, and
+which data had been read by then.
+
+The reports used to say their rules were "fixed before the data was read". That held for seeds 8-31
+of the 32-seed grid and not for seeds 0-7: the 8-seed reproduction (a quarter of the 32-seed data)
+had been read, and judged with earlier criteria, when the rule book was written, and one rule was
+replaced on it. Each :class:`RuleChange` says what changed and what had been seen; ``constants``
+holds the rule book's constants (``campaign.claims.verdicts.RULE_CONSTANTS``) as they stood after the
+change (empty before the rule book had any), and ``tests/test_verdicts.py`` fails when the module's
+constants differ from the last entry's: a constant cannot change without a dated entry here.
+``rules.md`` beside each report renders this history after the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class RuleChange:
+    when: str                         # UTC, ISO 8601, to the minute (the commit's time)
+    commit: str
+    change: str                       # what was fixed or changed, and what it replaced
+    seen: str                         # which data had been read (and judged) when it was made
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+
+_BOOK_2026_11_27 = {"LEVEL": 0.95, "SATURATION_SHARE": 0.9, "MARGIN": 0.10, "POI_MARGIN": 0.056,
+                    "TIME_BAND": (0.8, 1.25), "NO_EFFECT": 0.01, "REPS": 2000}
+
+_BOOK_2026_11_28 = {**_BOOK_2026_11_27, "REPS": 20000, "NEAR_BAND": 0.05, "POWER": 0.8, "MC_GUARD": 3.0,
+                    "MC_BATCHES": 10}
+
+RULE_HISTORY: tuple[RuleChange, ...] = (
+    RuleChange(
+        "2026-11-26T13:47Z", "99f1c63",
+        "First verdicts, each claim with a criterion of its own in analysis/claims.py and no rule book. Among "
+        "them: *no catastrophic failure* meant that on no panel RFIG's IQM interval lay entirely below PPO's, or "
+        "below every baseline's.",
+        "The 8-seed reproduction as it was being made, panel by panel."),
+    RuleChange(
+        "2026-11-27T15:07Z", "2d6df37",
+        "The rule book (this module's rules 1-8): the paper's 12 panels only; saturated panels left out; "
+        "supported / contradicted / undecided from 95% bootstrap intervals with the seeds that would resolve it; "
+        "intersection-union and Bonferroni for every-panel claims; the pooled Mantel-Haenszel odds ratio for "
+        "solved seeds; the non-inferiority margins MARGIN and POI_MARGIN. One rule was replaced on data already "
+        "read: a catastrophic failure became RFIG below half of PPO (F = IQM(RFIG) - IQM(PPO) / 2 < 0), where "
+        "the 8-seed report (4f9fda8, 2026-11-27T09:12Z) had judged *no catastrophic failure* **not supported** "
+        "under the old criterion (RFIG's interval below PPO's on Sparse-HalfCheetah).",
+        "All of seeds 0-7 of the 12 panels (the 8-seed reproduction: a quarter of the 32-seed data), judged with "
+        "the earlier criteria. Not seen: seeds 8-31 (the 32-seed campaign started at 14:57Z and had made no run).",
+        _BOOK_2026_11_27),
+    RuleChange(
+        "2026-11-27T16:58Z", "d8811f6",
+        "The beta claim judges saturation (rule 3) over the beta variants it compares, and an undecided ranking "
+        "says why. No constant changed.",
+        "The 8-seed data and its beta sweep (beta 0.25 and 1 for RND, VIME and #Explo).",
+        _BOOK_2026_11_27),
+    RuleChange(
+        "2026-11-28T01:21Z", "3135dc0",
+        "A statistic over runs of different sizes (a grid still filling) reads 'n = k to m' and its seeds to "
+        "resolve are a lower bound. Wording only; no threshold changed.",
+        "The 32-seed grid while it filled (seeds 8-23 of most panels).",
+        _BOOK_2026_11_27),
+    RuleChange(
+        "2026-11-28T10:59Z", "3027eb3",
+        "After an outside referee's reading of the complete 32-seed report (issue 41): rule 3b (a comparison where "
+        "90% of each method's runs lie within 5% of the panel's range of one value is near-saturated and does not "
+        "discriminate); rule 4's seeds to resolve are those with 80% power, from the comparison that decides; rule "
+        "5's resamples raised from 2,000 to 20,000, an interval end within 3 Monte-Carlo standard errors of a "
+        "threshold touches it, a probability of improvement gets its analytic DeLong interval instead of the "
+        "bootstrap's (at 2,000 resamples, the Bonferroni end that decided Sparse-HalfCheetah's peak claim moved "
+        "by 0.01 between bootstrap seeds, across the threshold), and every verdict shows the interval that "
+        "decided it; rule 7's pooled values show "
+        "the interval with the panels resampled beside the panels-fixed one; rule 8 states why two margins; rule "
+        "9 (new) tests an undecided effect claim for equivalence within 0.5 ± POI_MARGIN. The report shows each "
+        "claim's verdict under the rules before this change (the committed 32-seed claims of 42f25de) beside the "
+        "new one, and the replaced catastrophic-failure rule's verdict on the same data.",
+        "Every verdict of the complete 32-seed grid (seeds 0-31 of the 12 panels, VIME then at its old defaults), "
+        "and the referee's recomputation of them.",
+        _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T13:22Z", "0e2278d",
+        "Rules 3 and 3b are judged on the runs of the methods a comparison compares, where they had been judged "
+        "on every method of the panel: rule 3 on all of them, rule 3b on the panel's range over all of them. "
+        "Found when VIME's rerun and the noise control entered the data (issue 40): their runs below RFIG's and "
+        "PPO's made PointMaze-UMaze no longer saturated and widened rule 3b's scale, so a comparison of RFIG with "
+        "PPO, whose runs had not changed, moved (the area-under-the-curve claim from 'no effect larger than "
+        "d = 0.2' over 11 panels to undecided over 10). A comparison's panel set must not depend on a third "
+        "method's runs; with this change the verdicts of RFIG against PPO are those of the report before the "
+        "reruns. No constant changed.",
+        "Every verdict of the 32-seed grid with VIME's rerun and the noise control on five panels (MountainCar, "
+        "Acrobot, PointMaze-UMaze, PointMaze-Medium, Breakout), and the report built from it before this change.",
+        _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T13:33Z", "cdb3098",
+        "Rule 6: a panel where a method the claim needs has no runs yet is named, not silently dropped, and while "
+        "there is one a claim on every panel is at best undecided. The competitive claim had read 'supported, "
+        "shown on 4 of 4 panels' with VIME's rerun on 5 of the 12 panels; it now reads undecided until the rerun "
+        "covers them. Every comparison also names the panels rules 3 and 3b leave out. No constant changed.",
+        "The same data as the change before.",
+        _BOOK_2026_11_28),
+)
+
+
+def history_md() -> str:
+    """The history as the rules page shows it: one row per change."""
+    lines = ["| When (UTC) | Commit | What was fixed or changed | Data that had been read |",
+             "| :--- | :--- | :--- | :--- |"]
+    lines += [f"| {c.when} | {c.commit} | {c.change} | {c.seen} |" for c in RULE_HISTORY]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["RULE_HISTORY", "RuleChange", "history_md"]

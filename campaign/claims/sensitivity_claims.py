@@ -1,0 +1,128 @@
+"""The paper's sensitivity claims, judged on the sensitivity runs by the rule book: beta does not
+change the comparison between bonuses, and Table 1's sensitivity ordering (RFIG low, RND medium,
+VIME and #Explo high). Split from :mod:`campaign.claims.claims`, which calls :func:`sensitivity_claims`."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from analysis.collect import Collection, final_scores
+from analysis.names import BASELINES, env_label, method_label
+
+from . import pooled as P
+from . import verdicts as V
+from .claim_rows import BETA, Claim, fmt, panels_text
+
+
+def sensitivity_knobs(sens: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:
+    """bonus -> knob -> value -> method key (the default's value included), and bonus -> default key."""
+    from collections import defaultdict
+
+    common = set(sens.common_overrides)
+    knobs: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
+    defaults: dict[str, str] = {}
+    for key, m in sens.method_info.items():
+        own = {k: v for k, v in m.overrides if k not in common}
+        if not own:
+            defaults[m.bonus] = key
+        elif len(own) == 1:
+            (k, v), = own.items()
+            knobs[m.bonus][k][v] = key
+    for bonus, by_knob in knobs.items():
+        if bonus not in defaults:
+            continue
+        cfg = next((r.config for r in sens.runs_of(defaults[bonus]) if r.config), None) or {}
+        for k in by_knob:
+            node = cfg
+            for part in k.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is not None:
+                by_knob[k].setdefault(node, defaults[bonus])
+    return knobs, defaults
+
+
+def sensitivity_claims(sens: Collection, paper_envs: Sequence[str], reps: int, seed: int) -> list[Claim]:
+    scores = final_scores(sens)
+    knobs, _ = sensitivity_knobs(sens)
+    panels = [e for e in sens.envs if len(scores.get(e, {})) >= 2]
+    return [_beta_claim(scores, knobs, panels, reps, seed), _ordering_claim(scores, knobs, panels, reps, seed + 100)]
+
+
+def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
+    """Rule 3 over the methods a claim compares (``keys``): the panels that discriminate, and the
+    words for those left out."""
+    saturated = [e for e in panels
+                 if V.saturated({k: scores[e][k][1] for k in keys if k in scores.get(e, {})})]
+    left = (f" Left out, not discriminating (rule 3): {', '.join(map(env_label, saturated))}." if saturated else "")
+    return [e for e in panels if e not in saturated], left
+
+
+def _beta_claim(scores, knobs, panels, reps, seed) -> Claim:
+    words = "beta does not affect the relative comparison between baselines (bonuses are normalised)"
+    by_bonus = {b: k[BETA] for b, k in knobs.items() if BETA in k}
+    bonuses = sorted(by_bonus, key=lambda b: list(BASELINES + ("rfig",)).index(b) if b in BASELINES + ("rfig",) else 9)
+    betas = sorted(set.intersection(*[set(v) for v in by_bonus.values()]), key=float) if by_bonus else []
+    envs, left = _discriminating(scores, panels, [by_bonus[b][x] for b in bonuses for x in betas])
+    measure = f"the direction of P(A > B) for each pair of bonuses at each beta, on {panels_text(len(envs))}"
+    if len(bonuses) < 2 or len(betas) < 2 or not envs:
+        return Claim.judged(words, measure, "—", V.Verdict(V.NOT_MEASURED if envs else V.NO_DISCRIMINATION),
+                            f"beta swept for {', '.join(map(method_label, bonuses)) or 'no bonus'}." + left)
+    pairs = [(a, b) for i, a in enumerate(bonuses) for b in bonuses[i + 1:]]
+    m = len(pairs) * len(betas)
+    directions, rows = {}, []
+    for a, b in pairs:
+        vs, cells = [], []
+        for beta in betas:
+            ka, kb = by_bonus[a][beta], by_bonus[b][beta]
+            have = [e for e in envs if ka in scores[e] and kb in scores[e]]
+            d = V.poi_over_panels({e: scores[e][ka][1] for e in have}, {e: scores[e][kb][1] for e in have})
+            v = V.judge_dist(d, 0.5, comparisons=m)
+            vs.append(v)
+            cells.append(f"{beta:g}: {fmt(d)}")
+        directions[(a, b)] = vs
+        rows.append(f"P({method_label(a)} > {method_label(b)}) " + ", ".join(cells))
+    verdict = P.ranking_verdict(directions)
+    flips = sum(1 for vs in directions.values() if {V.SUPPORTED, V.CONTRADICTED} <= {v.kind for v in vs})
+    resolved = sum(1 for vs in directions.values() if {V.SUPPORTED, V.CONTRADICTED} & {v.kind for v in vs})
+    return Claim.judged(words, measure + f", beta in {', '.join(f'{x:g}' for x in betas)}",
+                        f"{resolved} of {len(pairs)} pairs resolved, {flips} reversed", verdict,
+                        "; ".join(rows) + "." + left)
+
+
+def _ordering_claim(scores, knobs, panels, reps, seed) -> Claim:
+    words = "sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"
+    measure = ("per method, the mean over its knobs and the discriminating sensitivity panels of the range of "
+               "normalised IQM across a knob's values; RFIG's below each other method's")
+    envs, left = _discriminating(scores, panels, [k for by in knobs.values() for v in by.values() for k in v.values()])
+    lo = {e: min(float(v.min()) for _, v in scores[e].values()) for e in envs}
+    hi = {e: max(float(v.max()) for _, v in scores[e].values()) for e in envs}
+    envs = [e for e in envs if hi[e] > lo[e]]
+    cells = {(b, k, e): [scores[e][key][1] for key in by_value.values() if key in scores[e]]
+             for b, by_knob in knobs.items() for k, by_value in by_knob.items() for e in envs}
+    cells = {c: v for c, v in cells.items() if len(v) >= 2}
+    methods = sorted({b for b, _, _ in cells})
+    if "rfig" not in methods or len(methods) < 2:
+        return Claim.judged(words, measure, "—", V.Verdict(V.NOT_MEASURED), left.strip())
+    samples = {(c, j): (np.asarray(v, float) - lo[c[2]]) / (hi[c[2]] - lo[c[2]])
+               for c, values in cells.items() for j, v in enumerate(values)}
+
+    def spread(s, method):
+        ranges = []
+        for c, values in cells.items():
+            if c[0] == method:
+                q = np.stack([V.iqm_rows(s[(c, j)]) for j in range(len(values))])
+                ranges.append(q.max(axis=0) - q.min(axis=0))
+        return np.mean(ranges, axis=0)
+
+    others = [b for b in methods if b != "rfig"]
+    dists = {b: V.stratified(samples, lambda s, b=b: spread(s, b) - spread(s, "rfig"), reps, seed + i)
+             for i, b in enumerate(others)}
+    as_is = {k: np.asarray(v, float)[None, :] for k, v in samples.items()}
+    means = {b: float(spread(as_is, b)[0]) for b in methods}
+    verdict = V.judge_all([V.judge_dist(d, 0.0, comparisons=len(others)) for d in dists.values()])
+    order = sorted(methods, key=lambda b: means[b])
+    return Claim.judged(words, measure, ", ".join(f"{method_label(b)} {means[b]:.2f}" for b in order), verdict,
+                        "; ".join(f"range({method_label(b)}) - range(RFIG) {fmt(d)}" for b, d in dists.items())
+                        + "." + left)

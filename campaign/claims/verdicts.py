@@ -1,0 +1,500 @@
+"""The rules that turn measurements into verdicts, and when each was fixed.
+
+This docstring is the rule book: the reproduction report quotes it (``rules.md`` beside its
+``index.md``), the numbers below are the module's constants, and ``tests/test_verdicts.py`` holds
+every rule to synthetic scores whose answer is known, with a case that fails if the rule is loosened.
+Not every rule was fixed before the data it judges was read: ``campaign/claims/rule_history.py`` records
+each change with its date, its commit and the data that had been seen, and ``rules.md`` shows it;
+a test fails when a constant changes without an entry there.
+
+## Scope
+
+1. The paper's claims are judged on the paper's own panels only: the 12 envs of its figure
+   (``conf/sweep/paper.yaml``). Every other result (DeepSea at any size, the sensitivity runs, another
+   Brax backend) is reported in a section of its own, with its own aggregates, and never enters the
+   verdict of a claim of the paper.
+2. A run's score is its final score: the mean return of the episodes that ended in its last
+   evaluation window. Where a rule needs scores on a common scale they are min-max normalised per
+   panel as the report's aggregates are: 0 = the worst window and 1 = the best window of any run of
+   the five methods on that panel (the sensitivity claims: over the final scores of the sensitivity
+   runs on that panel).
+
+## Panels that cannot tell methods apart
+
+3. A panel **does not discriminate** between the methods a comparison compares when at least
+   ``SATURATION_SHARE`` (90%) of the runs of each share one final score, the same for all (every run
+   at success 1.0, say). It is named and left out of that comparison's per-panel count, its claim's
+   aggregate and every sensitivity range; a panel whose runs vary never is, however close the methods.
+   Only the compared methods' runs decide it: a third method never changes a comparison of two others.
+3b. A comparison is **near-saturated** when at least ``SATURATION_SHARE`` of the runs of each method
+   compared lie within ``NEAR_BAND`` (5%) of the compared runs' range of final scores of their pooled
+   median. It does not discriminate either: a near tie on a bounded measure (most runs at one
+   milestone, say) is not decided by the runs that fall off it.
+
+## The four verdicts
+
+4. Every verdict compares an interval with the claim's threshold:
+   - **supported**: the 95% interval lies entirely on the claim's side of the threshold;
+   - **contradicted**: the interval lies entirely on the other side;
+   - **undecided at n = k** (k seeds per method): otherwise. The report gives the direction of the
+     point estimate and the number of seeds at which an effect of the measured size would have
+     ``POWER`` (80%) power to clear the threshold, k ((z + z_0.8) (h / z) / e)^2, with e the
+     estimate's distance from the threshold, h the half-width of the deciding interval towards it
+     and z its normal quantile (intervals shrink like 1/sqrt(n)); "no effect" when e is below
+     ``NO_EFFECT`` of the statistic's range. For a claim of several comparisons (rule 6) the seeds
+     come from the comparison that decides: when an estimate is against the claim, one comparison
+     can contradict it, the nearest; otherwise all must clear, the slowest. Where the runs behind a statistic have
+     different numbers of seeds (a grid still filling), it reads **n = k to m**, the fewest and the
+     most, and the seeds to resolve, counted from the fewest, are a lower bound ("or more");
+   - **does not discriminate**: every panel the claim needs is saturated (rule 3).
+5. Intervals are 95% percentile intervals of a bootstrap over runs, stratified by panel and method
+   (runs resampled with replacement within each), ``REPS`` (20,000) resamples from a fixed seed; a
+   probability of improvement (rule 7) uses its DeLong variance instead (point +- z se, no
+   resampling: the same to the digit on every rebuild), a Mantel-Haenszel odds ratio its
+   Robins-Breslow-Greenland interval. A percentile
+   interval's end moves with the bootstrap's seed: its Monte-Carlo standard error is estimated from
+   ``MC_BATCHES`` disjoint batches of the resamples, and an end within ``MC_GUARD`` (3) of them of a
+   threshold counts as touching it, so that no rebuild with another seed turns a verdict. Every
+   verdict shows the interval that decided it (its level, its ends and their Monte-Carlo error).
+6. Several comparisons in one claim. A claim that must hold on every panel (or against every other
+   method) is supported only when each comparison is supported at 95% (an intersection-union test
+   needs no correction). It is contradicted when any one comparison is contradicted at the
+   Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
+   A panel without runs of a method the claim needs is named; while one is, the claim is at best undecided.
+
+## The statistics
+
+7. P(X > Y) on a panel: the Mann-Whitney probability of improvement of X's runs over Y's (a tie
+   counts one half); over panels, its mean over the discriminating panels, whose DeLong variances
+   add (the panels are independent samples). Threshold 0.5. The
+   verdicts hold the paper's panels fixed (the claims are about those panels); the report shows
+   beside each pooled value its interval with the panels resampled as well (which panels one ran
+   is then part of the uncertainty).
+8. A non-inferiority margin on normalised scores: ``MARGIN`` = 0.10 (a tenth of the distance
+   between a panel's worst and best window of any run). On the probability scale:
+   ``POI_MARGIN`` = 0.056, the P(X > Y) of a small effect (Cohen's d = 0.2 between two normal
+   samples: Phi(0.2 / sqrt 2) = 0.556). Two scales because two kinds of claim: "competitive" compares
+   interquartile means across methods, a difference of locations in the panel's units, for which the
+   panel's range is the scale a reader can see on the curves; the others compare whole samples, for
+   which d = 0.2 is the textbook small effect. The two do not agree in seed SDs: MARGIN is 0.3-1.2 seed
+   SDs on most panels and 27 on Acrobot (whose runs cluster tightly within a wide range), so the
+   report gives each panel's MARGIN in seed SDs beside the claim that uses it.
+9. **Equivalence where no effect is found.** A claim that X improves on Y (P(X > Y) > 0.5) that is
+   not decided by rule 4 is tested symmetrically: when its 95% interval lies inside 0.5 ± POI_MARGIN
+   it reads **no effect larger than d = 0.2**: the data rule out more than a small effect either way,
+   which is not the same as not knowing.
+
+## The claims (the paper's words; Section 5 and Table 1)
+
+- **"PPO+RFIG ... outperforming vanilla PPO"**: P(RFIG > PPO) over the panels > 0.5, on the final
+  score, and separately on the area under the curve (the mean return over all windows); rule 9 where
+  neither way is decided.
+- **... and on solved seeds**, over the panels with a success rule (``SUCCESS_RULES`` in
+  campaign/claims/claims.py): one pooled test, the Mantel-Haenszel common odds ratio of solving (RFIG
+  against PPO) stratified by panel, > 1. A panel where both solve every seed or none drops out of it;
+  0.5 is added to each cell of a panel with an empty cell.
+- **"RFIG is competitive with NN-based methods across all environments"**: on each panel,
+  D = IQM(RFIG) - max(IQM(RND), IQM(VIME), IQM(#Explo)) on normalised scores, the maximum taken
+  inside every resample (choosing the best baseline is part of the interval); competitive there when
+  D > -MARGIN. Supported when competitive on every discriminating panel (rule 6).
+- **"without catastrophic failures"**: on each panel, a failure is RFIG below half of PPO:
+  F = IQM(RFIG) - IQM(PPO) / 2 on normalised scores, a failure when F < 0, safe when F > 0.
+  Supported when safe on every discriminating panel (rule 6). This rule replaced, after the 8-seed
+  data had been read with it, the rule "RFIG's IQM interval entirely below PPO's, or below every
+  baseline's" (campaign/claims/rule_history.py); the report shows the old rule's verdict beside this one,
+  and the same rule applied to every other method, so that a reader sees what it can flag.
+- **"RFIG competitively matches or exceeds RND's performance"**: P(RFIG > RND) over the panels
+  > 0.5 - POI_MARGIN (non-inferiority).
+- **"RFIG achieves peak performance in ... sparse-halfcheetah and Breakout"**, **"VIME excels in ...
+  sparse-ant and sparse-walker2d"**: on that panel, P(X > Y) > 0.5 against each of the four others
+  (rule 6: supported when X beats all four; contradicted when one beats X at 1 - 0.05/4).
+- **"no significant execution time differences compared to NN approaches, even with full matrix
+  inversion"**: from a controlled benchmark on one machine (paired, interleaved rounds; never from
+  the campaign's job wall times, which other work on the machine moves): per env, the wall time of
+  RFIG with its full inverse over the median of RND's, VIME's and #Explo's. Equivalent when the
+  interval over rounds lies inside ``TIME_BAND`` = [0.8, 1.25] on every env measured; contradicted
+  when on some env it lies entirely outside.
+- **"Since we normalize exploration bonuses ..., this coefficient [beta] does not affect the relative
+  comparison"**: on the sensitivity panels at every beta swept, the direction of P(A > B) for each pair
+  of bonuses (rule 4 at 0.5). Contradicted when a pair is resolved one way at one beta and the other
+  way at another (rule 6 over the pairs); supported when every pair resolved at some beta is resolved
+  the same way at every beta, and at least one pair is resolved; else undecided.
+- **Table 1's sensitivity (RFIG low, RND medium, VIME and #Explo high)**: per method, the mean over
+  its knobs and the discriminating sensitivity panels of the range of normalised IQM across a knob's
+  values. Supported when RFIG's range is below each other method's (rule 6 over the three differences);
+  contradicted when one method's is below RFIG's.
+
+Nothing here imports JAX; every function is a pure function of arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
+NO_DISCRIMINATION, NOT_MEASURED = "does not discriminate", "not measured here"
+
+SUPPORTED_EQUIVALENT = "no effect"  # rule 9: an effect claim whose interval lies inside the parity band
+
+LEVEL = 0.95            # every interval that supports a claim
+SATURATION_SHARE = 0.9  # rule 3
+NEAR_BAND = 0.05        # rule 3b: share of a panel's range of final scores that counts as one score
+MARGIN = 0.10           # rule 8, normalised scores
+POI_MARGIN = 0.056      # rule 8, probability of improvement
+TIME_BAND = (0.8, 1.25)  # the execution-time claim's equivalence band
+NO_EFFECT = 0.01        # rule 4: below this share of the statistic's range an estimate is "no effect"
+POWER = 0.8             # rule 4: the seeds to resolve are those at which an effect of this size has this power
+REPS = 20000            # rule 5
+MC_GUARD = 3.0          # rule 5: an interval end within this many Monte-Carlo standard errors of a threshold touches it
+MC_BATCHES = 10         # rule 5: the batches whose spread estimates an interval end's Monte-Carlo error
+Z95 = 1.959963984540054
+# The constants the rule book states, as campaign/claims/rule_history.py records them at each change.
+RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
+                  "REPS", "MC_GUARD", "MC_BATCHES")
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A statistic's point estimate and its bootstrap distribution; ``n``: seeds per method (the
+    smallest sample behind it), ``scale``: the width of the statistic's range (1 for probabilities
+    and normalised scores), for rule 4's "no effect"; ``n_max``: the largest sample behind it (None:
+    every sample has ``n``)."""
+
+    point: float
+    samples: np.ndarray
+    n: int
+    scale: float = 1.0
+    n_max: int | None = None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        tail = (1.0 - level) / 2 * 100
+        lo, hi = np.percentile(self.samples, [tail, 100 - tail])
+        return float(lo), float(hi)
+
+    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
+        """Rule 5: the Monte-Carlo standard error of each end of the ``level`` interval, from the
+        spread of that percentile over :data:`MC_BATCHES` disjoint batches of the resamples, over
+        sqrt(batches); zero with too few resamples to batch (nothing then guards the ends)."""
+        batches = np.array_split(np.asarray(self.samples, float).reshape(-1), MC_BATCHES)
+        if min(len(b) for b in batches) < 20:
+            return 0.0, 0.0
+        tail = (1.0 - level) / 2 * 100
+        ends = np.array([np.percentile(b, [tail, 100 - tail]) for b in batches])
+        se = ends.std(axis=0, ddof=1) / math.sqrt(MC_BATCHES)
+        return float(se[0]), float(se[1])
+
+
+@dataclass(frozen=True)
+class PoiDist:
+    """P(X > Y) (rule 7) with its DeLong standard error (:func:`poi_delong`; a mean over panels: the
+    root of the summed variances over the panels): intervals point +- z se clipped to [0, 1], the same
+    on every rebuild (rule 5). :class:`Dist`'s interface where the verdicts read it."""
+
+    point: float
+    se: float
+    n: int
+    scale: float = 1.0
+    n_max: int | None = None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        half = _z(level) * self.se
+        return max(0.0, self.point - half), min(1.0, self.point + half)
+
+    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
+        return 0.0, 0.0
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """The interval that decides a verdict: its ``level`` (0.95, or rule 6's Bonferroni level over
+    ``comparisons``), its ends, threshold and ends' Monte-Carlo errors, which comparison (``label``)."""
+
+    level: float
+    lo: float
+    hi: float
+    threshold: float
+    comparisons: int = 1
+    se: tuple[float, float] = (0.0, 0.0)
+    label: str = ""
+    band: tuple[float, float] | None = None  # rule 9's parity band
+
+    @property
+    def text(self) -> str:
+        where = f"{self.label}: " if self.label else ""
+        name = "95%" if self.comparisons == 1 else f"Bonferroni {self.level:.2%} ({self.comparisons} comparisons)"
+        mc = f" ± {max(self.se):.3f} (MC)" if max(self.se) > 0 else ""
+        against = f"inside [{self.band[0]:.3f}, {self.band[1]:.3f}]" if self.band else f"against {self.threshold:g}"
+        return f"{where}{name} [{self.lo:.3f}, {self.hi:.3f}]{mc} {against}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One of the four verdicts (or not measured), with its words: ``kind`` is SUPPORTED,
+    CONTRADICTED, UNDECIDED, NO_DISCRIMINATION or NOT_MEASURED; ``toward`` the side the point
+    estimate is on (+1: the claim's, -1: the other, 0: none); ``resolve_at``: rule 4's seeds;
+    ``n_max``: the most seeds behind it where its samples differ in size (None: all have ``n``)."""
+
+    kind: str
+    n: int | None = None
+    toward: int = 0
+    resolve_at: float | None = None
+    why: str = ""  # an undecided verdict's reason, where it is not one estimate's distance from a threshold
+    n_max: int | None = None
+    deciding: Deciding | None = None  # the interval that decided it (or, undecided, the one nearest to deciding)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the samples behind the verdict differ in size (rule 4's "n = k to m")."""
+        return self.n is not None and self.n_max is not None and self.n_max != self.n
+
+    @property
+    def text(self) -> str:
+        if self.kind == SUPPORTED_EQUIVALENT:
+            return f"no effect larger than d = 0.2 (interval inside 0.5 ± {POI_MARGIN})"
+        if self.kind != UNDECIDED:
+            return self.kind
+        seeds = f"n = {self.n} to {self.n_max}" if self.mixed else f"n = {self.n}"
+        if self.why:
+            return f"undecided at {seeds} ({self.why})"
+        side = {1: "estimate on the claim's side", -1: "estimate against the claim", 0: "no effect measured"}[
+            self.toward]
+        more = " or more" if self.mixed else ""
+        at = (f"; an effect of this size would have {POWER:.0%} power at about {_round_seeds(self.resolve_at)} "
+              f"seeds{more}") if self.resolve_at else ""
+        return f"undecided at {seeds} ({side}{at})"
+
+
+def _round_seeds(n: float | None) -> str:
+    if n is None or not math.isfinite(n):
+        return "?"
+    if n < 100:
+        return str(int(math.ceil(n)))
+    return f"{float(f'{n:.2g}'):,.0f}"
+
+
+def seeds_to_resolve(point: float, lo: float, hi: float, threshold: float, n: int, scale: float = 1.0,
+                     level: float = LEVEL):
+    """Rule 4: the seeds per method at which an effect of this size has :data:`POWER` (80%) power to
+    clear the threshold with the ``level`` interval: with the interval's half-width h towards the
+    threshold and e the estimate's distance from it, the standard error is h / z and shrinks like
+    1/sqrt(n), so n ((z + z_power) (h / z) / e)^2. None when there is no effect (|e| < NO_EFFECT x scale)."""
+    e = point - threshold
+    if abs(e) < NO_EFFECT * scale:
+        return None
+    h = point - lo if e > 0 else hi - point
+    if h <= 0:
+        return float(n)
+    z = _z(level)
+    return n * ((z + _z(2 * POWER - 1)) * (h / z) / abs(e)) ** 2
+
+
+def judge(point: float, lo: float, hi: float, threshold: float, n: int, against: tuple[float, float] | None = None,
+          claim_above: bool = True, scale: float = 1.0, n_max: int | None = None) -> Verdict:
+    """Rule 4 for the claim "statistic > threshold" (``claim_above``; else "< threshold"): supported
+    when the 95% interval [lo, hi] clears the threshold on the claim's side; contradicted when the
+    ``against`` interval (rule 6's Bonferroni one; default the same) lies entirely on the other side.
+    ``n``: the fewest seeds behind the statistic, ``n_max`` the most (rule 4's "n = k to m")."""
+    a_lo, a_hi = against if against is not None else (lo, hi)
+    if not claim_above:  # mirror: the claim "< t" is "-statistic > -t"
+        point, lo, hi, a_lo, a_hi, threshold = -point, -hi, -lo, -a_hi, -a_lo, -threshold
+    if lo > threshold:
+        return Verdict(SUPPORTED, n, n_max=n_max)
+    if a_hi < threshold:
+        return Verdict(CONTRADICTED, n, n_max=n_max)
+    toward = 0 if abs(point - threshold) < NO_EFFECT * scale else (1 if point > threshold else -1)
+    return Verdict(UNDECIDED, n, toward, seeds_to_resolve(point, lo, hi, threshold, n, scale), n_max=n_max)
+
+
+def judge_dist(d: Dist | PoiDist, threshold: float, comparisons: int = 1, claim_above: bool = True,
+               label: str = "") -> Verdict:
+    """:func:`judge` on a bootstrap distribution, the "against" side at 1 - 0.05/comparisons; an
+    interval end within :data:`MC_GUARD` Monte-Carlo standard errors of the threshold touches it
+    (rule 5), so that another bootstrap seed cannot turn the verdict. The verdict carries the
+    interval that decided it."""
+    lo, hi = d.interval(LEVEL)
+    a_level = 1 - (1 - LEVEL) / comparisons
+    a_lo, a_hi = d.interval(a_level)
+    se, a_se = d.mc_error(LEVEL), d.mc_error(a_level)
+
+    def guarded(end: float, err: float) -> float:  # an end too close to call sits on the threshold
+        return threshold if abs(end - threshold) < MC_GUARD * err else end
+
+    v = judge(d.point, guarded(lo, se[0]), guarded(hi, se[1]), threshold, d.n,
+              (guarded(a_lo, a_se[0]), guarded(a_hi, a_se[1])), claim_above, d.scale, d.n_max)
+    if v.kind == UNDECIDED and v.resolve_at is not None:  # its seeds from the unguarded interval
+        v = replace(v, resolve_at=seeds_to_resolve(d.point, lo, hi, threshold, d.n, d.scale))
+    against_side = v.kind == CONTRADICTED or (v.kind == UNDECIDED and v.toward == -1)
+    deciding = (Deciding(a_level, a_lo, a_hi, threshold, comparisons, a_se, label) if against_side and comparisons > 1
+                else Deciding(LEVEL, lo, hi, threshold, 1, se, label))
+    return replace(v, deciding=deciding)
+
+
+def judge_all(verdicts: Sequence[Verdict]) -> Verdict:
+    """Rule 6 for a claim that must hold on every panel (each verdict judged with its Bonferroni
+    "against" interval): contradicted when any is; supported when all are; else undecided (rule 4)."""
+    verdicts = [v for v in verdicts if v.kind != NO_DISCRIMINATION]
+    if not verdicts:
+        return Verdict(NO_DISCRIMINATION)
+    n, n_max = _seed_range(verdicts)
+    if any(v.kind == CONTRADICTED for v in verdicts):
+        return Verdict(CONTRADICTED, n, n_max=n_max, deciding=_nearest([v for v in verdicts if v.kind == CONTRADICTED]))
+    open_ = [v for v in verdicts if v.kind != SUPPORTED]
+    if not open_:
+        return Verdict(SUPPORTED, n, n_max=n_max, deciding=_nearest(verdicts))
+    toward = -1 if any(v.toward == -1 for v in open_) else (1 if all(v.toward == 1 for v in open_) else 0)
+    if toward == -1:  # one comparison decides against the claim: the one nearest to it
+        against = [v for v in open_ if v.toward == -1]
+        resolve = [v.resolve_at for v in against if v.resolve_at is not None]
+        return Verdict(UNDECIDED, n, -1, min(resolve) if resolve else None, n_max=n_max, deciding=_nearest(against))
+    resolve_all = [v.resolve_at for v in open_]  # every open one must be resolved for the claim
+    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve_all) else max(resolve_all),
+                   n_max=n_max, deciding=_nearest(open_))
+
+
+def _nearest(verdicts: Sequence[Verdict]) -> Deciding | None:
+    """The deciding interval of the comparison whose interval end is nearest its threshold."""
+    shown = [v.deciding for v in verdicts if v.deciding is not None]
+    return min(shown, key=lambda d: min(abs(d.lo - d.threshold), abs(d.hi - d.threshold)), default=None)
+
+
+def judge_effect(d: Dist | PoiDist, comparisons: int = 1, label: str = "") -> Verdict:
+    """Rule 9: P(X > Y) > 0.5 (rule 4); undecided, and its 95% interval inside 0.5 ± POI_MARGIN: no
+    difference larger than a small effect (d = 0.2)."""
+    v = judge_dist(d, 0.5, comparisons, label=label)
+    if v.kind == UNDECIDED:
+        lo, hi = d.interval(LEVEL)
+        se = d.mc_error(LEVEL)
+        if 0.5 - POI_MARGIN + MC_GUARD * se[0] < lo and hi < 0.5 + POI_MARGIN - MC_GUARD * se[1]:
+            return replace(v, kind=SUPPORTED_EQUIVALENT, resolve_at=None,
+                           deciding=Deciding(LEVEL, lo, hi, 0.5, 1, se, label, (0.5 - POI_MARGIN, 0.5 + POI_MARGIN)))
+    return v
+
+
+def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
+    """The fewest and the most seeds behind some verdicts (None, None when none says)."""
+    lows = [v.n for v in verdicts if v.n is not None]
+    highs = [v.n_max if v.n_max is not None else v.n for v in verdicts if v.n is not None]
+    return (min(lows), max(highs)) if lows else (None, None)
+
+
+def judge_within(d: Dist | PoiDist, band: tuple[float, float], comparisons: int = 1) -> Verdict:
+    """Equivalence: supported when the 95% interval lies inside ``band``; contradicted when the
+    (Bonferroni) interval lies entirely above or entirely below it."""
+    lo, hi = d.interval(LEVEL)
+    a_lo, a_hi = d.interval(1 - (1 - LEVEL) / comparisons)
+    if band[0] < lo and hi < band[1]:
+        return Verdict(SUPPORTED, d.n, n_max=d.n_max)
+    if a_lo > band[1] or a_hi < band[0]:
+        return Verdict(CONTRADICTED, d.n, n_max=d.n_max)
+    # rule 4's seeds: the interval must clear the band's nearest edge, from whichever side the estimate is on
+    edge = band[0] if abs(d.point - band[0]) < abs(d.point - band[1]) else band[1]
+    e, h = abs(d.point - edge), (hi - d.point if edge > d.point else d.point - lo)
+    resolve = d.n * (h / e) ** 2 if e > 0 and h > 0 else None
+    return Verdict(UNDECIDED, d.n, 1 if band[0] <= d.point <= band[1] else -1, resolve, n_max=d.n_max)
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def near_saturated(scores: Mapping[str, np.ndarray], span: float, share: float = SATURATION_SHARE,
+                   band: float = NEAR_BAND) -> bool:
+    """Rule 3b: at least ``share`` of every method's runs within ``band`` x ``span`` (the panel's
+    range of final scores over every run of every method) of their pooled median: a near tie."""
+    arrays = [np.asarray(v, float) for v in scores.values() if len(v)]
+    if not arrays or span <= 0:
+        return False
+    centre = float(np.median(np.concatenate(arrays)))
+    return all(np.mean(np.abs(a - centre) <= band * span) >= share for a in arrays)
+
+
+def saturated(scores: Mapping[str, np.ndarray], share: float = SATURATION_SHARE) -> bool:
+    """Rule 3: at least ``share`` of every method's runs at one common final score."""
+    arrays = [np.asarray(v, float) for v in scores.values() if len(v)]
+    if not arrays:
+        return False
+    values, counts = np.unique(np.concatenate(arrays), return_counts=True)
+    common = values[np.argmax(counts)]
+    return all(np.mean(np.isclose(a, common, rtol=1e-9, atol=1e-12)) >= share for a in arrays)
+
+
+# --------------------------------------------------------------------------- bootstrap statistics
+
+
+def resample(x: np.ndarray, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """``reps`` bootstrap resamples of the runs in ``x``: (reps, len(x))."""
+    x = np.asarray(x, float)
+    return x[rng.integers(0, len(x), size=(reps, len(x)))]
+
+
+def iqm_rows(x: np.ndarray) -> np.ndarray:
+    """The interquartile mean of each row of (reps, n): scipy.stats.trim_mean(row, 0.25)."""
+    n = x.shape[-1]
+    k = int(0.25 * n)
+    return np.sort(x, axis=-1)[..., k:n - k].mean(axis=-1)
+
+
+def poi_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 over all run pairs, per row of (reps, nx) and (reps, ny)."""
+    gt = (x[..., :, None] > y[..., None, :]).mean(axis=(-1, -2))
+    eq = (x[..., :, None] == y[..., None, :]).mean(axis=(-1, -2))
+    return gt + 0.5 * eq
+
+
+def stratified(samples: Mapping[tuple, np.ndarray], statistic: Callable[[Mapping[tuple, np.ndarray]], np.ndarray],
+               reps: int = REPS, seed: int = 0, scale: float = 1.0) -> Dist:
+    """Rule 5: the statistic on the runs as they are, and on ``reps`` resamples drawn within each
+    stratum (a key: a panel and a method). ``statistic`` maps {key: (R, n_key)} to (R,)."""
+    rng = np.random.default_rng(seed)
+    keys = sorted(samples)
+    point = statistic({k: np.asarray(samples[k], float)[None, :] for k in keys})
+    boot = statistic({k: resample(samples[k], reps, rng) for k in keys})
+    sizes = [len(samples[k]) for k in keys]
+    return Dist(float(np.asarray(point).reshape(-1)[0]), np.asarray(boot, float), min(sizes), scale, max(sizes))
+
+
+def poi_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """P(X > Y) + P(X = Y) / 2 over all run pairs and its DeLong variance: with V10_i the share of
+    Y's runs that run i of X beats (a tie a half) and V01_j the share of X's runs that beat run j of
+    Y, var = var(V10) / n_x + var(V01) / n_y."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    wins = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
+    var = (wins.mean(axis=1).var(ddof=1) / len(x) if len(x) > 1 else 0.0) + (
+        wins.mean(axis=0).var(ddof=1) / len(y) if len(y) > 1 else 0.0)
+    return float(wins.mean()), float(var)
+
+
+def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) -> PoiDist:
+    """Rule 7: P(X > Y) averaged over the panels both have (the panels held fixed), with its DeLong
+    standard error (panels independent: the variances add)."""
+    panels = sorted(set(x) & set(y))
+    each = [poi_delong(x[p], y[p]) for p in panels]
+    sizes = [len(v[p]) for v in (x, y) for p in panels]
+    return PoiDist(float(np.mean([e[0] for e in each])), math.sqrt(sum(e[1] for e in each)) / len(panels),
+                   min(sizes), 1.0, max(sizes))
+
+
+def poi_panels_resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
+                         seed: int = 0) -> Dist:
+    """Rule 7's pooled P(X > Y) with the panels resampled too: each resample draws as many panels as
+    there are, with replacement, and resamples the runs within each drawn panel; the interval then
+    covers which panels one happened to run, not only which seeds (the verdicts hold the paper's
+    panels fixed; the report shows this one beside them)."""
+    panels = sorted(set(x) & set(y))
+    rng = np.random.default_rng(seed)
+    per = np.stack([poi_rows(resample(x[p], reps, rng), resample(y[p], reps, rng)) for p in panels])  # (P, R)
+    draws = rng.integers(0, len(panels), size=(reps, len(panels)))
+    boot = per[draws, np.arange(reps)[:, None]].mean(axis=1)
+    point = float(np.mean([poi_rows(np.asarray(x[p], float)[None], np.asarray(y[p], float)[None])[0]
+                           for p in panels]))
+    sizes = [len(v[p]) for v in (x, y) for p in panels]
+    return Dist(point, boot, min(sizes), 1.0, max(sizes))
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))

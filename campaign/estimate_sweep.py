@@ -1,0 +1,320 @@
+"""A sweep preset for ``python -m campaign.estimate``: its grid read from its YAML without Hydra
+(:func:`sweep_grid`: the paper's grid is ``conf/sweep/paper.yaml``; the window is the config's
+``eval_frequency``), and the cost of each of its jobs, composed as the launcher would
+(:func:`cost_jobs`), measuring first what the throughput table lacks (:func:`calibrate`).
+Nothing here imports JAX."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from campaign.estimate_throughput import (
+    THROUGHPUT_TABLE,
+    Process,
+    Rate,
+    collect_processes,
+    measured_rate,
+    read_throughput_table,
+    record_rows,
+    table_rate,
+    task_key,
+)
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What a sweep preset runs: its envs x bonuses x seeds, each for ``steps`` env steps in
+    windows of ``eval_frequency``."""
+
+    envs: tuple[str, ...]
+    bonuses: tuple[str, ...]
+    seeds: int
+    steps: int
+    eval_frequency: int
+
+
+def _sweep_values(text) -> list:
+    """A sweeper parameter's values: ``a,b,c`` or ``range(start,stop[,step])``."""
+    text = str(text).strip()
+    if text.startswith("range(") and text.endswith(")"):
+        return list(range(*(int(x) for x in text[len("range("):-1].split(","))))
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def sweep_grid(preset: str = PAPER_SWEEP, conf_dir: Path = CONF_DIR) -> Grid:
+    """The grid of ``conf/sweep/<preset>.yaml``, its unset values from ``conf/config.yaml`` and
+    the default agent (read as YAML: no Hydra, no JAX)."""
+    def load(path: Path) -> dict:
+        return yaml.safe_load(path.read_text()) or {}
+
+    top = load(conf_dir / "config.yaml")
+    agent_choice = next(d["agent"] for d in top["defaults"] if isinstance(d, dict) and "agent" in d)
+    sweep = load(conf_dir / "sweep" / f"{preset}.yaml")
+    params = sweep.get("hydra", {}).get("sweeper", {}).get("params", {})
+    seeds_per_job = int(sweep.get("num_seeds", top["num_seeds"]))
+    starts = _sweep_values(params["seed"]) if "seed" in params else [sweep.get("seed", top["seed"])]
+    steps = sweep.get("agent", {}).get("total_timesteps", load(conf_dir / "agent" / f"{agent_choice}.yaml")
+                                       ["total_timesteps"])
+    return Grid(tuple(_sweep_values(params["env"])), tuple(_sweep_values(params["bonus"])),
+                len(starts) * seeds_per_job, int(steps), int(sweep.get("eval_frequency", top["eval_frequency"])))
+
+
+def default_eval_frequency(conf_dir: Path = CONF_DIR) -> int:
+    """Env steps per evaluation window by default (``conf/config.yaml``'s ``eval_frequency``)."""
+    return int((yaml.safe_load((conf_dir / "config.yaml").read_text()) or {})["eval_frequency"])
+
+
+# Overrides that leave the cost of one env step unchanged (how long, where and how often to log).
+
+
+def rounded_steps(steps: int, eval_frequency: int | None = None) -> int:
+    """Env steps per seed that training runs for a budget: up to whole windows (of the
+    default window, :func:`default_eval_frequency`, unless given)."""
+    eval_frequency = eval_frequency or default_eval_frequency()
+    return math.ceil(steps / eval_frequency) * eval_frequency
+
+
+@dataclass(frozen=True)
+class JobCost:
+    job: tuple[str, ...]
+    env: str
+    bonus: str
+    seeds: int
+    steps_per_seed: int
+    rate: Rate | None
+    hours: float                # nan when nothing measured
+
+
+def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
+    """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``),
+    grouped as on a GPU machine when ``gpu`` whatever this one has; raises ``PreflightError``
+    (from rfig_exp.launch.preflight) with the errors of a bad command line."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from rfig_exp.launch.preflight import CONF_DIR, expand_jobs
+
+    # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
+    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
+    out = []
+    search = [o for o in overrides if o.startswith("hydra.searchpath=")]  # the user's envs and bonuses
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for job in jobs:
+            cfg = compose("config", overrides=search + [o for o in job if not o.lstrip("+~").startswith("hydra")])
+            out.append((tuple(job), OmegaConf.to_container(cfg, resolve=False)))
+    return out
+
+
+def stack_jobs(jobs: list[tuple[tuple[str, ...], dict]], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
+    """``jobs`` (as :func:`sweep_jobs` gives them) as the compiled jobs they run as
+    (``rfig_exp.launch.stacking``: one program, different traced settings stacked): each one job
+    whose ``num_seeds`` is its members, named by its first job's overrides (and how many settings
+    it stacks)."""
+    from omegaconf import OmegaConf
+
+    from rfig_exp.launch import stacking
+    from rfig_exp.launch.sweep_plan import stacking_cap
+    from rfig_exp.spec.run_spec import build_run_spec
+
+    if not jobs:
+        return []
+    specs = [build_run_spec(OmegaConf.create(cfg)) for _, cfg in jobs]
+    by_spec = {id(spec): (job, cfg) for spec, (job, cfg) in zip(specs, jobs)}
+    cap = stacking_cap(OmegaConf.create(jobs[0][1]), gpu)
+    out = []
+    for compiled in stacking.stack([(job, spec) for spec, (job, _) in zip(specs, jobs)], cap):
+        job, cfg = by_spec[id(compiled.parts[0].spec)]
+        more = len(compiled.parts) - 1
+        out.append(((*job, f"(+{more} settings stacked)") if more else job, {**cfg, "num_seeds": compiled.members}))
+    return out
+
+
+# A job whose program compiled before (same env, bonus, seeds and static shapes) loads it from the
+# persistent compilation cache: measured in the reproduction's sensitivity sweeps, 0.9-3.4 s
+# against 20-40 s cold, so a tenth of the cold compile time.
+WARM_COMPILE_FRACTION = 0.1
+
+
+def _shape_key(cfg: dict) -> tuple:
+    """What decides the compiled program: the env, the seeds, the window and every static setting
+    of the agent and the bonus (their declarations say which; numeric hyperparameters are its
+    arguments)."""
+    from rfig_exp.agents.ppo.config import PPOStructure
+    from rfig_exp.bonuses import settings_class
+    from rfig_exp.config.settings import STATIC, declared
+
+    agent, bonus = cfg["agent"], cfg["bonus"]
+    bonus_class = settings_class(bonus["name"], bonus.get("module"))
+    static = [(f"bonus.{k}", bonus.get(k)) for k, d in declared(bonus_class) if d.kind == STATIC]
+    static += [(f"agent.{k}", agent.get(k)) for k, d in declared(PPOStructure) if d.kind == STATIC]
+    return (cfg["env"]["name"], str(sorted(cfg["env"].items())), bonus["name"], str(static), int(cfg["num_seeds"]),
+            int(cfg["eval_frequency"]))
+
+
+def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], device: str,
+              compiled: set | None = None) -> list[JobCost]:
+    """Hours of each job: compile (a tenth of it when an earlier job compiled the same program:
+    ``compiled`` carries what has been compiled across calls) plus seeds x steps / speed."""
+    compiled = set() if compiled is None else compiled
+    costs = []
+    for job, cfg in jobs:
+        env, bonus = task_key(cfg["env"]["name"], cfg["env"]), cfg["bonus"]["name"]
+        seeds = int(cfg["num_seeds"])
+        steps = rounded_steps(int(cfg["agent"]["total_timesteps"]), int(cfg["eval_frequency"]))
+        rate = measured_rate(processes, host, env, bonus, seeds) or table_rate(table, device, env, bonus, seeds)
+        key = _shape_key(cfg)
+        warm = WARM_COMPILE_FRACTION if key in compiled else 1.0
+        compiled.add(key)
+        hours = (warm * rate.compile_s + seeds * steps / rate.steps_per_second) / 3600 if rate else float("nan")
+        costs.append(JobCost(job, env, bonus, seeds, steps, rate, hours))
+    return costs
+
+
+def wall_hours(hours: list[float], slots: int) -> float:
+    """Wall time of independent jobs on ``slots`` parallel slots, longest job first (LPT)."""
+    lanes = [0.0] * max(1, slots)
+    for h in sorted(hours, reverse=True):
+        lanes[lanes.index(min(lanes))] += h
+    return max(lanes)
+
+
+def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost], device: str, slots: int,
+                        host: str, job_rows: bool = False) -> str:
+    """The totals, then one row per env (its jobs, job-hours and how their speeds were found), then,
+    with ``job_rows``, one row per job with its source."""
+    head = f"python launch.py -m sweep={preset}" + "".join(f" {o}" for o in overrides)
+    known = [c.hours for c in costs if c.rate is not None]
+    unknown = len(costs) - len(known)
+    total = sum(known)
+    runs, most = sum(c.seeds for c in costs), max((c.seeds for c in costs), default=0)
+    lines = [f"# Cost of `{head}` on {device} ({len(costs)} compiled jobs, {runs} runs, up to {most} per job; "
+             f"measured rates from host {host} first)", "",
+             f"Total: {total:.2f} job-hours on one slot; wall time on {slots} slot(s): "
+             f"{wall_hours(known, slots):.2f} h (jobs spread longest first)."]
+    if unknown:
+        lines.append(f"Not measured on {device}: {unknown} job(s), left out of the totals.")
+    lines += ["", "| env | jobs | seeds | job-hours | share | speeds |", "|---|---|---|---|---|---|"]
+    for env, group in _by_env(costs).items():
+        hours = sum(c.hours for c in group if c.rate is not None)
+        kinds: dict[str, int] = {}
+        for c in group:
+            kind = c.rate.kind if c.rate is not None else "not measured"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        share = f"{100 * hours / total:.0f}%" if total > 0 else "-"
+        lines.append(f"| {env} | {len(group)} | {sum(c.seeds for c in group)} | {hours:.2f} | {share} | "
+                     + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + " |")
+    if not job_rows:
+        lines += ["", "Each job with the source of its speed: --jobs (make estimate ... JOBS=1)."]
+        return "\n".join(lines)
+    lines += ["", "| job | seeds | env steps per seed | env steps/s (all seeds) | compile (s) | minutes | source |",
+              "|---|---|---|---|---|---|---|"]
+    for c in costs:
+        shown = " ".join(o for o in c.job if not o.startswith("sweep="))
+        if c.rate is None:
+            lines.append(f"| {shown} | {c.seeds} | {c.steps_per_seed:,} | not measured | | | |")
+            continue
+        lines.append(f"| {shown} | {c.seeds} | {c.steps_per_seed:,} | {c.rate.steps_per_second:,.0f} | "
+                     f"{c.rate.compile_s:.0f} | {c.hours * 60:.1f} | {c.rate.source} |")
+    return "\n".join(lines)
+
+
+def _by_env(costs: list[JobCost]) -> dict[str, list[JobCost]]:
+    """The jobs of each env, in the order the sweep first runs each env."""
+    out: dict[str, list[JobCost]] = {}
+    for c in costs:
+        out.setdefault(c.env, []).append(c)
+    return out
+
+
+_CALIBRATION_REPLACES = ("seed", "agent.total_timesteps", "experiment", "results_dir", "compile_cache", "wandb.mode",
+                         "overwrite", "checkpoint.every_seconds", "checkpoint.every_windows")
+
+
+def missing_pairs(jobs, table: list[dict], device: str) -> list[tuple[tuple[str, ...], dict]]:
+    """One job per env x bonus x seeds-per-job of ``jobs`` that has no row of ``device``."""
+    have = {(r["env"], r["bonus"], r["seeds"]) for r in table if r["device"] == device}
+    out, seen = [], set()
+    for job, cfg in jobs:
+        key = (task_key(cfg["env"]["name"], cfg["env"]), cfg["bonus"]["name"], int(cfg["num_seeds"]))
+        if key not in have and key not in seen:
+            seen.add(key)
+            out.append((job, cfg))
+    return out
+
+
+def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = THROUGHPUT_TABLE) -> list[dict]:
+    """Measure the pairs the table lacks with short real runs (``launch.py`` in a subprocess,
+    the compile cache off so that compile times are cold ones) and record them."""
+    import datetime
+    import os
+    import subprocess
+    import tempfile
+
+    todo = missing_pairs(jobs, table, device)
+    if not todo:
+        print(f"calibrate: every env x bonus x seeds of the sweep has a {device} row already")
+        return []
+    launch = Path(__file__).resolve().parents[1] / "launch.py"
+    source = f"calibrate {datetime.date.today().isoformat()} {windows} window(s), cold compile"
+    with tempfile.TemporaryDirectory(prefix="rfig-calibrate-") as tmp:
+        for i, (job, cfg) in enumerate(todo, 1):
+            keep = [o for o in job if o.split("=", 1)[0].lstrip("+") not in _CALIBRATION_REPLACES]
+            # -m: a job of a preset keeps the preset (sweep=NAME) and its settings; one job all the same
+            command = [sys.executable, str(launch), "-m", *keep, "seed=0", "experiment=calibrate", f"results_dir={tmp}",
+                       f"agent.total_timesteps={windows * int(cfg['eval_frequency'])}", "compile_cache=null",
+                       "wandb.mode=disabled", "checkpoint.every_seconds=null", "checkpoint.every_windows=null"]
+            name = f"{cfg['env']['name']} {cfg['bonus']['name']} {cfg['num_seeds']} seed(s)"
+            print(f"calibrate {i}/{len(todo)}: {name} ...", flush=True)
+            t0 = time.perf_counter()
+            out = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, WANDB_MODE="disabled"))
+            tail = (out.stderr or out.stdout).strip().splitlines()[-1:] if out.returncode else []
+            print(f"calibrate {i}/{len(todo)}: {name}: {time.perf_counter() - t0:.0f} s"
+                  + (f", failed (exit {out.returncode}): {tail[0] if tail else ''}" if out.returncode else ""),
+                  flush=True)
+        ran = (Path(tmp) / "calibrate").is_dir()
+        added = record_rows(Path(tmp), ["calibrate"], device, source, path, any_variant=True) if ran else []
+    print(f"calibrate: {len(added)} row(s) recorded in {path.name}")
+    return added
+
+
+def main_sweep(args, results: Path) -> int:
+    import socket
+
+    from rfig_exp.launch.preflight import PreflightError
+
+    if args.slots < 1:
+        print(f"error: --slots={args.slots} must be >= 1", file=sys.stderr)
+        return 2
+    table = read_throughput_table()
+    devices = sorted({r["device"] for r in table})
+    if args.device not in devices:
+        print(f"error: --device={args.device} has no rows in {THROUGHPUT_TABLE.name}; valid: {', '.join(devices)}",
+              file=sys.stderr)
+        return 2
+    try:
+        jobs = sweep_jobs(args.sweep, args.override, gpu=args.device != "cpu")
+    except PreflightError as err:
+        for line in err.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    if args.calibrate:
+        if args.windows < 1:
+            print(f"error: --windows={args.windows} must be >= 1", file=sys.stderr)
+            return 2
+        calibrate(jobs, table, args.device, args.windows)
+        table = read_throughput_table()
+    processes, _ = collect_processes(results) if results.is_dir() else ([], {})
+    host = socket.gethostname()
+    compiled = stack_jobs(jobs, gpu=args.device != "cpu")
+    costs = cost_jobs(compiled, processes if args.device == "cpu" else [], host, table, args.device)
+    print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host, job_rows=args.jobs))
+    return 0

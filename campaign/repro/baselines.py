@@ -1,0 +1,103 @@
+"""The report's *working baselines* section: does every bonus carry a signal, VIME before and after
+its fix, and every bonus against the control as well as PPO.
+
+- the signal check (``campaign.claims.signal``) of every bonus on every panel, every variant in the data
+  (VIME's runs at its old defaults included: they predate the statistics, so only their raw bonus
+  can speak for them, in the next table); a bonus whose grid runs predate the statistics is judged
+  on the signal audit's runs (experiment ``signal``: seeds 0-7 of it rerun), and says so;
+- VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
+  window means of its reward) and after (the window means of its clipped information gain, before
+  the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
+- the control table (``campaign.claims.control``), the degenerate cells of the main grid flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from analysis.collect import Collection
+from analysis.markdown import render_markdown
+from analysis.names import env_label
+from campaign.claims.claims import Panels
+from campaign.claims.control import control_md
+from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
+
+VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
+VIME_RAW = {"before": "intrinsic_reward", "after": "bonus/info_gain_mean"}
+
+
+@dataclass(frozen=True)
+class BaselinesSection:
+    signal_md: str
+    vime_md: str
+    control_md: str
+    degenerate: dict                      # (env, method) -> causes, in the main grid
+
+
+def _vime_methods(every: Collection) -> dict[str, str]:
+    """"before" / "after" -> VIME's method key in ``every``: its runs at the old defaults (a
+    ``bonus.init_sigma`` override) and at the defaults (its base variant)."""
+    out = {}
+    for m in every.methods:
+        info = every.method_info.get(m)
+        if info is None or info.bonus != "vime":
+            continue
+        overrides = info.overrides_dict
+        if overrides.get("bonus.init_sigma") == 0.5 and overrides.get("bonus.kl_ratio_len") == 0:
+            out["before"] = m
+        elif not any(k.startswith("bonus.") for k in overrides):
+            out["after"] = m
+    return out
+
+
+def vime_before_after(every: Collection) -> str:
+    """Per panel, VIME's raw bonus over windows and runs before and after the fix: min, median, max
+    of the window means, and the share of windows whose mean is the clip (every transition at it)."""
+    methods = _vime_methods(every)
+    rows = []
+    for env in every.envs:
+        row = [env_label(env)]
+        for when in ("before", "after"):
+            m = methods.get(when)
+            values = every.column(env, m, VIME_RAW[when])[1] if m else np.zeros((0, 0))
+            values = values[np.isfinite(values)] if values.size else values
+            if not values.size:
+                row.append("—")
+                continue
+            at_clip = float(np.mean(values >= VIME_CLIP * (1 - 1e-6)))
+            row.append(f"{values.min():.3g} / {np.median(values):.3g} / {values.max():.3g} "
+                       f"({at_clip:.0%} at the clip; {every.column(env, m, VIME_RAW[when])[1].shape[0]} runs)")
+        rows.append(row)
+    return (render_markdown(["Panel", "before: init_sigma 0.5, no ratio", "after: the defaults"], rows, align="lll")
+            + "\n\n*VIME's raw bonus, window means over every window of every run: min / median / max, and the share "
+              "of windows whose mean equals the clip of 1000 (only possible when every transition of every batch of "
+              "the window sits at it). Before: the reward the agent got; after: the clipped information gain before "
+              "the ratio to recent medians (the reward is that ratio, about 1). Why it changed: "
+              "[docs/bonuses/vime.md](../../bonuses/vime.md).*\n")
+
+
+AUDIT_NOTE = "signal audit, seeds 0-7 rerun"
+
+
+def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSignal]:
+    """``cells`` with each one not measured taken from the signal audit's cell of the same panel and
+    method (the grid's own runs of that bonus predate the statistics), noted as such."""
+    found = {(c.env, c.method): c for c in audit if c.verdict != "not measured"}
+    return [replace(found[(c.env, c.method)], notes=found[(c.env, c.method)].notes + (AUDIT_NOTE,))
+            if c.verdict == "not measured" and (c.env, c.method) in found else c for c in cells]
+
+
+def baselines_section(every: Collection, main: Collection, panels: Panels,
+                      audit: Collection | None = None) -> BaselinesSection:
+    """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
+    grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
+    (experiment ``signal``) if any."""
+    audited = signal_cells(audit) if audit is not None else []
+    flagged = degenerate(with_audit(signal_cells(main), audited))
+    return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
+                            vime_before_after(every), control_md(panels, flagged), flagged)
+
+
+__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "vime_before_after", "with_audit"]

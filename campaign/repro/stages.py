@@ -1,0 +1,329 @@
+"""The campaigns' stages: what each one runs, and which runs it made.
+
+A stage is a unit of work that lands on its own (its data exported and committed when it
+completes). Two campaigns are declared here:
+
+- ``repro``, the 8-seed reproduction (``docs/results/repro/``): the six core envs, one MinAtar
+  game, one sparse Brax env, one DeepSea size, or one bonus's sensitivity knobs;
+- ``paper32``, the paper's 12 panels at its 32 seeds (``docs/results/paper32/``): one panel x one
+  block of 8 seeds (5 jobs of 8 vmapped seeds, one per bonus: the jobs of ``sweep=paper``), seeds
+  8-31; seeds 0-7 are the reproduction's own runs, taken into the 32-seed data as they are
+  (``python -m campaign.repro merge --relabel repro:paper32``).
+
+``campaign/scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
+for the stage list and each stage's ``launch.py -m`` commands, and the report attributes every run
+to its stage with :func:`stage_of` for the table of who made what.
+
+    python -m campaign.repro.stages list                        # the names, in the order the lanes take them
+    python -m campaign.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
+    python -m campaign.repro.stages list --campaign paper32 --left docs/results/paper32/data   # those not in the data
+    python -m campaign.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
+
+The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
+preset is the one place an env joins a campaign. Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from rfig_exp.config.folders import CONF_DIR
+
+MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
+SIGNAL = "signal"  # the experiment of the signal audit (below)
+CAMPAIGNS = (MAIN, PAPER32, BASELINES)
+# The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
+CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
+                 BASELINES: "docs/results/paper32/data"}
+DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
+DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
+# One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
+# beta (0.5 by default) for every bonus: the paper says it does not change the comparison.
+SENSITIVITY = {
+    "rfig": {"lengthscale_scale": "0.25,0.5,1,2,4", "lengthscale_method": "valko_fixed_point,participation_ratio",
+             "reg": "0.1,10", "beta": "0.25,1", "num_features": "256,512", "rho": "0.03125,0.125"},
+    "rnd": {"lr": "1e-5,1e-4,1e-3", "update_proportion": "0.25,0.5", "beta": "0.25,1"},
+    "vime": {"lr": "1e-5,1e-4,1e-3", "step_size": "0.001,0.1", "beta": "0.25,1"},
+    "hashexplo": {"lr": "1e-5,1e-4,1e-3", "hash_bits": "16,64", "beta": "0.25,1"},
+}
+# Whether brax's backend matters where a verdict turns on it: Sparse-HalfCheetah, PPO and RFIG,
+# seeds 0-7 on brax's default `generalized` (the main grid runs `spring`), in an experiment of its own.
+BACKEND_CHECK = "sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig experiment=backend"
+
+
+# The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
+# ('seed=range(0,32,8)' num_seeds=8: a seed's numbers depend, to float32 rounding, on the seeds
+# vmapped beside it, so the blocks are those a user rerunning sweep=paper gets), and the panels in
+# the order the lanes take them: first those where a claim of the paper turned at 8 seeds (RFIG
+# below PPO on Sparse-HalfCheetah, its best on Breakout, VIME's on Sparse-Ant and Sparse-Walker2d,
+# the MountainCar flag, RFIG below PPO on Asterix), each to 16 seeds, then 24, then 32; then the
+# other six panels alike.
+PAPER_SEEDS, SEED_BLOCK = 32, 8
+PAPER32_FIRST = ("sparse_halfcheetah", "minatar_breakout", "sparse_ant", "sparse_walker2d", "mountaincar",
+                 "minatar_asterix")
+PAPER32_PRESETS = ("paper32", "paper32_brax")
+
+
+# The working-baselines campaign, in the 32-seed grid (experiment paper32): VIME at its new defaults
+# (docs/bonuses/vime.md; its runs at the old ones are filed under their own variant) and the noise
+# control, all 32 seeds of the 12 panels. A stage is one panel x one block of 8 seeds: two jobs of 8
+# vmapped seeds, the blocks of sweep=paper. Panels complete one after another, so each reaches 32
+# seeds (and a verdict) as soon as it can: the cheap ones first, then those whose claims involve
+# VIME (Breakout's peak, VIME on Sparse-Walker2d and Sparse-Ant), then the MinAtar panels where the
+# old VIME was a constant, then the rest.
+# After Breakout, the signal audit: the other three bonuses, seeds 0-7 of each panel again, in an
+# experiment of their own (``signal``; the grid's own runs of them predate the signal statistics), one
+# stage per panel of three jobs: the check's verdict on every bonus of every panel, and the sign of
+# any other bonus that would need a rerun.
+BASELINE_BONUSES = ("vime", "noise")
+AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
+AUDIT_AFTER = "minatar_breakout"  # the audit's stages go in after this panel's baselines stages
+BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
+                   "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
+                   "sparse_hopper", "sparse_halfcheetah")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    commands: tuple[str, ...]  # launch.py -m arguments, one sweep each, no spaces inside an argument
+
+
+def preset_values(preset: str, key: str) -> list[str]:
+    """The values a sweep preset sweeps ``key`` over (``hydra.sweeper.params.<key>``)."""
+    params = OmegaConf.select(OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml"), "hydra.sweeper.params") or {}
+    return [e.strip() for e in str(params.get(key, "")).split(",") if e.strip()]
+
+
+def preset_envs(preset: str) -> list[str]:
+    """The envs a sweep preset sweeps over (``hydra.sweeper.params.env``)."""
+    return preset_values(preset, "env")
+
+
+def stages(campaign: str = MAIN) -> list[Stage]:
+    """Every stage of ``campaign``, in the order the lanes take them."""
+    if campaign == PAPER32:
+        return paper32_stages()
+    if campaign == BASELINES:
+        return baselines_stages()
+    if campaign != MAIN:
+        raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
+    return repro_stages()
+
+
+def panel_name(env: str) -> str:
+    """A panel's short name in stage names: ``sparse_ant`` -> ``ant``, ``minatar_breakout`` -> ``breakout``."""
+    return env.removeprefix("sparse_").removeprefix("minatar_")
+
+
+def paper32_envs() -> list[str]:
+    """The paper's 12 panels (the envs of the 32-seed presets), in the order the lanes take them."""
+    envs = [e for preset in PAPER32_PRESETS for e in preset_envs(preset)]
+    return [e for e in PAPER32_FIRST if e in envs] + [e for e in envs if e not in PAPER32_FIRST]
+
+
+def paper32_stages() -> list[Stage]:
+    """One stage per panel x block of 8 seeds beyond the reproduction's 0-7: the decisive panels
+    (:data:`PAPER32_FIRST`) block by block, then the others block by block."""
+    brax = set(preset_envs("paper32_brax"))
+    envs = paper32_envs()
+    first, rest = [e for e in envs if e in PAPER32_FIRST], [e for e in envs if e not in PAPER32_FIRST]
+    blocks = range(SEED_BLOCK, PAPER_SEEDS, SEED_BLOCK)
+    return [Stage(f"p32-{panel_name(e)}-{b}",
+                  (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} seed={b} num_seeds={SEED_BLOCK}",))
+            for group in (first, rest) for b in blocks for e in group]
+
+
+def baselines_stages() -> list[Stage]:
+    """One stage per panel x block of 8 seeds (0-31) of :data:`BASELINE_BONUSES`, panel by panel in
+    :data:`BASELINES_ORDER`, and the signal audit's stages (one per panel) after :data:`AUDIT_AFTER`."""
+    brax = set(preset_envs("paper32_brax"))
+    assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
+
+    def sweep(e: str) -> str:
+        return f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e}"
+
+    blocks = [Stage(f"bl-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={','.join(BASELINE_BONUSES)} seed={b} "
+                                                 f"num_seeds={SEED_BLOCK}",))
+              for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
+    audit = [Stage(f"sig-{panel_name(e)}", (f"{sweep(e)} bonus={','.join(AUDITED_BONUSES)} seed=0 "
+                                            f"num_seeds={SEED_BLOCK} experiment={SIGNAL}",)) for e in BASELINES_ORDER]
+    cut = (BASELINES_ORDER.index(AUDIT_AFTER) + 1) * PAPER_SEEDS // SEED_BLOCK
+    return blocks[:cut] + audit + blocks[cut:]
+
+
+def stage_sizes() -> dict[str, int]:
+    """stage -> how many runs it makes, where that is fixed by its name: a 32-seed stage makes
+    :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
+    on its presets' full grids; it is not listed.)"""
+    bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
+    return {**{stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
+               for stage in paper32_stages()},
+            **{stage.name: SEED_BLOCK * len(AUDITED_BONUSES if stage.name.startswith("sig-") else BASELINE_BONUSES)
+               for stage in baselines_stages()}}
+
+
+def repro_stages() -> list[Stage]:
+    """The reproduction's stages: the cheap panels first, the Brax envs interleaved so a long one
+    starts early on the second lane, the sensitivity study last."""
+    minatar = [Stage(f"minatar-{e.removeprefix('minatar_')}", (f"sweep=repro_minatar env={e}",))
+               for e in preset_envs("repro_minatar")]
+    brax = [Stage(f"brax-{e.removeprefix('sparse_')}", (f"sweep=repro_brax env={e}",))
+            for e in preset_envs("repro_brax")]
+    deepsea = [Stage(f"deepsea-{n}", (f"sweep=deepsea_scaling env=deepsea env.size={n}",)) for n in DEEPSEA_SIZES]
+    sens = [Stage(f"sens-{b}", tuple(f"sweep=sensitivity bonus={b} bonus.{k}={v}" for k, v in knobs.items()))
+            for b, knobs in SENSITIVITY.items()]
+    order = [Stage("core", ("sweep=repro",)), *minatar[:1], *brax[:1], *minatar[1:], *brax[1:2], *deepsea,
+             *brax[2:], *sens, Stage("backend-halfcheetah", (BACKEND_CHECK,))]
+    return order
+
+
+def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, seed: int | None = None) -> str | None:
+    """The stage that makes a run (folder names, its variant's overrides and its seed); None for a
+    run that no stage makes (a 32-seed run of seeds 0-7 is the reproduction's)."""
+    if experiment == PAPER32:
+        if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
+            return None
+        if bonus in BASELINE_BONUSES and not any(k.startswith("bonus.") for k in variant_overrides):
+            return f"bl-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+        if seed < SEED_BLOCK:
+            return None
+        return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+    if experiment == SIGNAL:
+        return f"sig-{panel_name(env)}" if env in paper32_envs() else None
+    if experiment == SENS:
+        return f"sens-{bonus}" if bonus in SENSITIVITY else None
+    if experiment == BACKEND:
+        return "backend-halfcheetah" if env == "sparse_halfcheetah" else None
+    if experiment != MAIN:
+        return None
+    if env == "deepsea":
+        size = int(variant_overrides.get("env.size", DEEPSEA_DEFAULT_SIZE))
+        return "core" if size == DEEPSEA_DEFAULT_SIZE else f"deepsea-{size}"
+    if env in preset_envs("repro"):
+        return "core"
+    if env in preset_envs("repro_minatar"):
+        return f"minatar-{env.removeprefix('minatar_')}"
+    if env in preset_envs("repro_brax"):
+        return f"brax-{env.removeprefix('sparse_')}"
+    return None
+
+
+def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int = 0) -> dict[str, float]:
+    """bonus -> minutes of wall time of the job that made ``seed`` of ``env`` (its main-grid variant)
+    in ``stored`` (campaign.repro.data.read_data): what a block of the same jobs cost on this
+    machine kind, compile included."""
+    out = {}
+    for (exp, e, bonus, variant, s), run in stored.items():
+        wall = (run.record.get("summary") or {}).get("wall_time_s")
+        if exp == experiment and e == env and s == seed and variant in ("base", "env.backend=spring") and wall:
+            out[bonus] = float(wall) / 60
+    return out
+
+
+def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
+    """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
+    what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
+    baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
+    control (its bonus is free; the second value head is the rest); for an audit stage, the three
+    audited bonuses' jobs there. None where that is not known
+    (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
+    out: dict[str, float | None] = {}
+    for stage in stages(campaign):
+        env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
+        cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
+        if campaign == BASELINES:
+            bonuses = AUDITED_BONUSES if stage.name.startswith("sig-") else ("vime", "none")
+            cost = {b: cost[b] for b in bonuses if b in cost}
+            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == len(bonuses) else None
+        else:
+            out[stage.name] = round(sum(cost.values()), 1) if len(cost) == 5 else None
+    return out
+
+
+def block_stage(rec: dict) -> str | None:
+    """The CPU block stage that makes a run's seed (``stage_of`` on its stored record)."""
+    return stage_of(rec["experiment"], rec["env"], rec["bonus"], rec.get("variant_overrides") or {}, rec["seed"])
+
+
+def stage_coverage(stored: dict) -> dict[str, int]:
+    """stage -> complete runs of its cells in ``stored``, whichever machine made them (a run made
+    on a GPU counts for the CPU block stage of its seed)."""
+    out: dict[str, int] = {}
+    for run in stored.values():
+        stage = block_stage(run.record)
+        if stage is not None and run.complete:
+            out[stage] = out.get(stage, 0) + 1
+    return out
+
+
+def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
+    """The stages of a campaign of fixed-size stages (the 32-seed grid, the baselines) whose runs
+    ``stored`` (a data folder's runs, campaign.repro.data.read_data) does not hold in full, whichever
+    machine made those it holds, in the order the lanes take them: what a fresh machine's lanes still
+    have to run."""
+    held, sizes = stage_coverage(stored), stage_sizes()
+    return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m campaign.repro.stages", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list", help="the stage names, in the order the lanes take them")
+    ls.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
+    ls.add_argument("--estimate", action="store_true",
+                    help="one line per stage with its estimated minutes on one core (from the reproduction's data)")
+    ls.add_argument("--data", default="docs/results/repro/data", help="the reproduction's data, for --estimate")
+    ls.add_argument("--left", metavar="DATA",
+                    help="only the stages whose runs DATA (the 32-seed data folder) does not hold in full "
+                         "(--campaign paper32 or baselines)")
+    d = sub.add_parser("data", help="the data folder a campaign's runs go into")
+    d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
+    c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
+    c.add_argument("stage")
+    args = p.parse_args(argv)
+    if args.command == "data":
+        print(CAMPAIGN_DATA[args.campaign])
+        return 0
+    if args.command == "list":
+        from .data import read_data
+
+        if args.left:
+            if args.campaign not in (PAPER32, BASELINES):
+                print(f"error: --left needs --campaign {PAPER32} or {BASELINES} (their stages have a fixed size)",
+                      file=sys.stderr)
+                return 2
+            if not Path(args.left).is_dir():
+                print(f"error: --left: no data folder {args.left}", file=sys.stderr)
+                return 2
+            print(" ".join(stages_left(read_data(args.left), args.campaign)))
+            return 0
+        if not args.estimate:
+            print(" ".join(s.name for s in stages(args.campaign)))
+            return 0
+
+        estimates = stage_estimates(args.campaign, read_data(args.data))
+        total = 0.0
+        for stage in stages(args.campaign):
+            est = estimates[stage.name]
+            total += est or 0.0
+            print(f"{stage.name:24s} {'?' if est is None else f'{est:6.1f}'} min  "
+                  + " ; ".join(f"launch.py -m {cmd}" for cmd in stage.commands))
+        print(f"{'total':24s} {total:6.1f} min on one core ({total / 60:.1f} core-hours; two lanes: "
+              f"{total / 120:.1f} h)")
+        return 0
+    known = {s.name: s for campaign in CAMPAIGNS for s in stages(campaign)}
+    if args.stage not in known:
+        print(f"error: unknown stage {args.stage!r}; valid: {', '.join(known)}", file=sys.stderr)
+        return 2
+    print("\n".join(known[args.stage].commands))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
