@@ -320,8 +320,26 @@ def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on
     _panel(tmp_path, "mountaincar", near, 1.0, seed=1)
     _panel(tmp_path, "acrobot", {m: v for m, v in near.items() if m != "vime"}, 1.0, seed=2)  # VIME not yet run
     c = _claims(tmp_path)[1]["RFIG is competitive with NN-based methods across all environments"]
-    assert c.kind == V.UNDECIDED and "1 of the paper's panels wait for a baseline's runs" in c.verdict
+    assert c.kind == V.UNDECIDED and "1 of the paper's panels wait for a working baseline's runs" in c.verdict
     assert c.value == "shown on 1 of 1 panels" and "Not judged, no runs yet of: Acrobot (VIME)." in c.detail
+
+
+def test_no_verdict_uses_a_bonus_the_signal_check_finds_degenerate(tmp_path):
+    near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(tmp_path, env, near, 1.0, seed=i)
+    coll = collect(tmp_path, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    broken = {("mountaincar", "hashexplo"): ("blind to visits",)}
+    words = "RFIG is competitive with NN-based methods across all environments"
+    fine = {c.claim: c for c in claims_table(coll, agg, PAPER, reps=REPS)}
+    flagged = {c.claim: c for c in claims_table(coll, agg, PAPER, reps=REPS, degenerate=broken)}
+    assert fine[words].kind == V.SUPPORTED and fine[words].value == "shown on 2 of 2 panels"
+    assert flagged[words].kind == V.UNDECIDED and flagged[words].value == "shown on 1 of 1 panels"
+    assert "Not judged, degenerate by the signal check: MountainCar (#Explo)." in flagged[words].detail
+    rows = {c.claim: c for c in comparisons_table(coll, PAPER, reps=REPS, degenerate=broken)}
+    assert rows["RFIG against #Explo"].measure.endswith("over 1 panels")
+    assert rows["RFIG against RND"].measure.endswith("over 2 panels")
 
 
 def test_a_catastrophic_failure_is_below_half_of_ppo_not_any_interval_below_it(tmp_path):

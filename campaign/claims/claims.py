@@ -12,7 +12,7 @@ Nothing here imports JAX; every number comes from the collection handed in.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -54,12 +54,17 @@ class Panels:
     scores: dict
     paper: list[str]
     beyond: list[str]
+    degenerate: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # the signal check's
 
     def discriminating(self, envs: Sequence[str], *methods: str) -> list[str]:
-        """The panels of ``envs`` with every method that, for these methods, are neither saturated
-        (rule 3) nor near-saturated (rule 3b)."""
-        return [e for e in envs if all(m in self.scores.get(e, {}) for m in methods)
+        """The panels of ``envs`` with every method, none of them degenerate there (the signal check),
+        that for these methods are neither saturated (rule 3) nor near-saturated (rule 3b)."""
+        return [e for e in envs if all(m in self.scores.get(e, {}) for m in methods) and not self.broken(e, *methods)
                 and not self.saturated(e, *methods) and not (len(methods) > 1 and self.near_tie(e, *methods))]
+
+    def broken(self, env: str, *methods: str) -> list[str]:
+        """The methods of ``methods`` whose bonus the signal check finds degenerate on ``env``."""
+        return [m for m in methods if (env, m) in self.degenerate]
 
     def saturated(self, env: str, *methods: str) -> bool:
         """Rule 3 for a comparison of ``methods`` on ``env`` (of the ones the panel has; two at least)."""
@@ -84,25 +89,30 @@ def base_env(env: str) -> str:
     return env.split("[", 1)[0]
 
 
-def panels_of(coll: Collection, paper_envs: Sequence[str]) -> Panels:
-    """Split a collection's envs into the paper's panels and the rest."""
+def panels_of(coll: Collection, paper_envs: Sequence[str],
+              degenerate: Mapping[tuple[str, str], tuple[str, ...]] | None = None) -> Panels:
+    """Split a collection's envs into the paper's panels and the rest; ``degenerate``: the signal
+    check's degenerate cells, (env, method) -> causes (campaign.claims.signal.degenerate)."""
     paper = [e for e in coll.envs if base_env(e) in paper_envs]
     beyond = [e for e in coll.envs if base_env(e) not in paper_envs]
-    return Panels(coll, final_scores(coll), paper, beyond)
+    return Panels(coll, final_scores(coll), paper, beyond, dict(degenerate or {}))
 
 
 def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
     """The panels of ``envs`` a comparison of ``methods`` leaves out, each with why: a method without
     runs there, saturated (rule 3), near-saturated (rule 3b)."""
     missing = {e: [m for m in methods if m not in p.scores.get(e, {})] for e in envs}
-    have = [e for e in envs if not missing[e]]
+    broken = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in p.broken(e, *methods))})" for e in envs
+              if not missing[e] and p.broken(e, *methods)]
+    have = [e for e in envs if not missing[e] and not p.broken(e, *methods)]
     left = [env_label(e) for e in have if p.saturated(e, *methods)]
     near = [env_label(e) for e in have if len(methods) > 1 and not p.saturated(e, *methods) and p.near_tie(e, *methods)]
     absent = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in missing[e])})" for e in envs
               if missing[e] and len(missing[e]) < len(methods)]
     return ((f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else "")
             + (f" Left out, near-saturated (rule 3b): {', '.join(near)}." if near else "")
-            + (f" Not judged, no runs yet of: {'; '.join(absent)}." if absent else ""))
+            + (f" Not judged, no runs yet of: {'; '.join(absent)}." if absent else "")
+            + (f" Not judged, degenerate by the signal check: {'; '.join(broken)}." if broken else ""))
 
 
 def poi_by_panel(p: Panels, x: str, y: str, envs: Sequence[str]) -> dict[str, V.PoiDist]:
@@ -113,13 +123,15 @@ def poi_by_panel(p: Panels, x: str, y: str, envs: Sequence[str]) -> dict[str, V.
 
 def claims_table(coll: Collection, agg, paper_envs: Sequence[str], reps: int = V.REPS, seed: int = 0,
                  timing: Mapping[str, Mapping[str, np.ndarray]] | None = None,
-                 sens: Collection | None = None) -> list[Claim]:
+                 sens: Collection | None = None,
+                 degenerate: Mapping[tuple[str, str], tuple[str, ...]] | None = None) -> list[Claim]:
     """Every claim of the paper this data can judge, on the paper's panels (the module docstring).
 
     agg: compute_aggregates(coll) (its min-max normalisation, rule 2). timing: env -> variant ->
     seconds per round (campaign.repro.timing), for the execution-time claim. sens: the sensitivity
-    collection, for the beta and sensitivity claims."""
-    p = panels_of(coll, paper_envs)
+    collection, for the beta and sensitivity claims. degenerate: the signal check's degenerate cells,
+    (env, method) -> causes; a comparison never uses one (rule 6)."""
+    p = panels_of(coll, paper_envs, degenerate)
     claims = [*_outperforms_ppo(p, reps, seed), *_competitive(p, agg.normalisation, reps, seed + 200),
               _matches_rnd(p, reps, seed + 300), *_peaks(p, reps, seed + 400), _execution_time(timing, reps, seed)]
     if sens is not None:
@@ -127,9 +139,10 @@ def claims_table(coll: Collection, agg, paper_envs: Sequence[str], reps: int = V
     return claims
 
 
-def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V.REPS, seed: int = 0) -> list[Claim]:
+def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V.REPS, seed: int = 0,
+                      degenerate: Mapping[tuple[str, str], tuple[str, ...]] | None = None) -> list[Claim]:
     """RFIG against each NN baseline on the paper's panels: measurements (rule 4 at 0.5), not claims."""
-    p = panels_of(coll, paper_envs)
+    p = panels_of(coll, paper_envs, degenerate)
     rows = []
     for b in (m for m in BASELINES if m in coll.methods):
         envs = p.discriminating(p.paper, "rfig", b)
@@ -215,10 +228,11 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
         overall = V.judge_all(verdicts)
         waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
-                   and any(b not in p.scores.get(e, {}) for b in baselines)]
+                   and (any(b not in p.scores.get(e, {}) for b in baselines) or p.broken(e, "rfig", *baselines))]
         if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
-                f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a baseline's runs"))
+                f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a working "
+                "baseline's runs"))
         shown = sum(v.kind == V.SUPPORTED for v in verdicts)
         sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *baselines)):.2g}" for e in envs]
         claims.append(Claim.judged(
@@ -314,7 +328,11 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
             claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))
             continue
         verdicts, rows = [], []
+        broken = p.broken(env, method, *others)
         for m in others:
+            if broken and m in broken + [method]:
+                rows.append(f"P({method_label(method)} > {p.coll.label(m)}) not judged: degenerate by the signal check")
+                continue
             d = V.poi_over_panels({env: p.runs(env, method)}, {env: p.runs(env, m)})
             label = f"P({method_label(method)} > {p.coll.label(m)})"
             v = (V.Verdict(V.NO_DISCRIMINATION) if p.saturated(env, method, m) or p.near_tie(env, method, m)
@@ -323,9 +341,14 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
             rows.append(f"{label} {fmt(d)} ({v.kind if v.kind != V.NO_DISCRIMINATION else 'near-saturated, rule 3b'})")
         ranking = ", ".join(f"{p.coll.label(m)} {float(np.median(p.runs(env, m))):.3g}"
                             for m in sorted(p.scores[env], key=lambda m: -float(np.median(p.runs(env, m)))))
-        weakest = min(rows, key=lambda r: float(r.split(") ", 1)[1].split(" ", 1)[0]))
+        judged = [r for r in rows if "not judged" not in r]
+        weakest = min(judged, key=lambda r: float(r.split(") ", 1)[1].split(" ", 1)[0])) if judged else "—"
+        overall = V.judge_all(verdicts) if verdicts else V.Verdict(V.NOT_MEASURED)
+        if broken and overall.kind == V.SUPPORTED:  # a peak over every method is not shown against a broken one
+            overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
+                f"shown against every method judged; {', '.join(map(p.coll.label, broken))} degenerate there"))
         claims.append(Claim.judged(words, f"P({method_label(method)} > each of the other {len(others)}) on "
-                                   f"{env_label(env)}", weakest.split(" (")[0], V.judge_all(verdicts),
+                                   f"{env_label(env)}", weakest.split(" (")[0], overall,
                                    "; ".join(rows) + f". Medians: {ranking}."))
     return claims
 

@@ -51,16 +51,16 @@ a test fails when a constant changes without an entry there.
    (runs resampled with replacement within each), ``REPS`` (20,000) resamples from a fixed seed; a
    probability of improvement (rule 7) uses its DeLong variance instead (point +- z se, no
    resampling: the same to the digit on every rebuild), a Mantel-Haenszel odds ratio its
-   Robins-Breslow-Greenland interval. A percentile
-   interval's end moves with the bootstrap's seed: its Monte-Carlo standard error is estimated from
-   ``MC_BATCHES`` disjoint batches of the resamples, and an end within ``MC_GUARD`` (3) of them of a
-   threshold counts as touching it, so that no rebuild with another seed turns a verdict. Every
-   verdict shows the interval that decided it (its level, its ends and their Monte-Carlo error).
+   Robins-Breslow-Greenland interval. A percentile interval's end moves with the bootstrap's seed:
+   its Monte-Carlo standard error is estimated from ``MC_BATCHES`` disjoint batches of the resamples,
+   and an end within ``MC_GUARD`` (3) of them of a threshold counts as touching it, so that no rebuild
+   with another seed turns a verdict. Every verdict shows the interval that decided it.
 6. Several comparisons in one claim. A claim that must hold on every panel (or against every other
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
-   A panel without runs of a method the claim needs is named; while one is, the claim is at best undecided.
+   A panel without runs of a method the claim needs, or where the signal check finds one of its bonuses
+   degenerate (``campaign.claims.signal``), is named; while one is, the claim is at best undecided.
 
 ## The statistics
 

@@ -89,15 +89,21 @@ def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSig
             if c.verdict == "not measured" and (c.env, c.method) in found else c for c in cells]
 
 
+def degenerate_cells(main: Collection, audit: Collection | None = None) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The main grid's degenerate cells, (env, method) -> causes, each cell not measured in the grid
+    judged on the signal audit's runs (experiment ``signal``) where there are some."""
+    return degenerate(with_audit(signal_cells(main), signal_cells(audit) if audit is not None else []))
+
+
 def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
     grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
     (experiment ``signal``) if any."""
     audited = signal_cells(audit) if audit is not None else []
-    flagged = degenerate(with_audit(signal_cells(main), audited))
+    flagged = degenerate_cells(main, audit)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged)
 
 
-__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "vime_before_after", "with_audit"]
+__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "vime_before_after", "with_audit"]

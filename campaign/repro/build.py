@@ -39,7 +39,7 @@ from campaign.claims import verdicts
 from campaign.claims.claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
 from campaign.claims.rule_history import history_md
 
-from .baselines import BaselinesSection, baselines_section
+from .baselines import BaselinesSection, baselines_section, degenerate_cells
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
 from .data import read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
@@ -263,17 +263,19 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
         sens_runs = sens.runs
     timing_dir = data_dir if read_timing(data_dir) is not None else TIMING_FROM.get(experiment, data_dir)
-    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(timing_dir), sens=sens)
+    audit = collect(tree, SIGNAL) if SIGNAL in have else None
+    broken = degenerate_cells(main, audit)  # no verdict uses a bonus the signal check finds degenerate
+    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(timing_dir), sens=sens,
+                          degenerate=broken)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
-    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper),
-                                collect(tree, SIGNAL) if SIGNAL in have else None)
+    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
     seen, unique = set(), []
     for r in main.runs + deep_runs + sens_runs:
         if r.path not in seen:
             seen.add(r.path)
             unique.append(r)
-    return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed),
+    return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed, broken),
             "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
             "devices_md": device_confound_md(main, opts.run_devices),
