@@ -101,6 +101,14 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "covers them. Every comparison also names the panels rules 3 and 3b leave out. No constant changed.",
         "The same data as the change before.",
         _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T14:36Z", "4bd28e5",
+        "Rule 6: a panel where the signal check (its rule fixed earlier the same day) finds a compared bonus "
+        "degenerate is named and not judged, as one without that bonus's runs is, so no verdict uses a bonus that "
+        "does not work there. No constant changed.",
+        "The signal audit's MountainCar stage (RND, #Explo and RFIG, seeds 0-7): #Explo blind to visits, the first "
+        "degenerate cell of a paper method; its effect on the claims had not been read when this was fixed.",
+        _BOOK_2026_11_28),
 )
 
 
