@@ -76,8 +76,8 @@ TOY_DOC = """
 """
 
 
-def _toy_tree(root: Path) -> Path:
-    """A copy of the project's code and configs with the toy bonus's three files added."""
+def project_copy(root: Path, added: dict[str, str]) -> Path:
+    """A copy of the project's code and configs under ``root`` with the files ``added`` (path -> text)."""
     tree = root / "tree"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for part in ("src", "conf", "analysis", "campaign", "tests"):
@@ -85,11 +85,16 @@ def _toy_tree(root: Path) -> Path:
     for part in ("launch.py", "pyproject.toml", "docs/configuration.md"):
         (tree / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, tree / part)
-    for path, text in (("src/rfig_exp/bonuses/toy.py", TOY_MODULE), ("conf/bonus/toy.yaml", TOY_YAML),
-                       ("docs/bonuses/toy.md", TOY_DOC)):
+    for path, text in added.items():
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_text(textwrap.dedent(text).lstrip())
     return tree
+
+
+def _toy_tree(root: Path) -> Path:
+    """A copy of the project with the toy bonus's three files added."""
+    return project_copy(root, {"src/rfig_exp/bonuses/toy.py": TOY_MODULE, "conf/bonus/toy.yaml": TOY_YAML,
+                               "docs/bonuses/toy.md": TOY_DOC})
 
 
 def _run(tree: Path, *args: str, timeout: float = 480) -> subprocess.CompletedProcess:

@@ -8,11 +8,10 @@ pass with it unedited)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from test_new_bonus import SMALL, _run
+from test_new_bonus import SMALL, _run, project_copy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,20 +86,8 @@ TOY_FILES = {"src/rfig_exp/envs/suites/chains.py": TOY_SUITE, "docs/chains.md": 
 
 
 def _toy_tree(root: Path) -> Path:
-    """A copy of the project's code and configs with the toy suite's files added."""
-    import shutil
-
-    tree = root / "tree"
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for part in ("src", "conf", "analysis", "campaign", "tests"):
-        shutil.copytree(REPO / part, tree / part, ignore=skip)
-    for part in ("launch.py", "pyproject.toml", "docs/configuration.md"):
-        (tree / part).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / part, tree / part)
-    for path, text in TOY_FILES.items():
-        (tree / path).parent.mkdir(parents=True, exist_ok=True)
-        (tree / path).write_text(textwrap.dedent(text).lstrip())
-    return tree
+    """A copy of the project with the toy suite's files added."""
+    return project_copy(root, TOY_FILES)
 
 
 @pytest.mark.timeout(900)
