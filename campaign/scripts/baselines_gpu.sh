@@ -22,23 +22,29 @@ cd "$(dirname "$0")/../.."
 OUT_DIR=$1
 VIME_ENVS=${VIME_ENVS:-minatar_asterix,minatar_space_invaders,minatar_freeway}
 SIGNAL_ENVS=${SIGNAL_ENVS:-minatar_space_invaders,minatar_freeway}
-PROBE_ENVS=${PROBE_ENVS:-mountaincar,minatar_breakout,minatar_asterix}
+PROBE_ENVS=${PROBE_ENVS:-minatar_breakout,minatar_asterix}  # MountainCar: probed in the first call
 PROBE_BITS=${PROBE_BITS:-8,16}
 EXTRA=${EXTRA:-}
-export JOBS_PER_GPU=${JOBS_PER_GPU:-3} DEADLINE_S=${DEADLINE_S:-330}
+JOBS=${JOBS:-6,6,4}  # jobs at once on the GPU of the three sweeps: vime, signal, probe
+export DEADLINE_S=${DEADLINE_S:-300}
+# Three sweeps share one GPU: any process that took the default 75% of its memory upfront (the
+# device check, a job) left the other sweeps' jobs none ("no supported devices found"), so nothing
+# here preallocates; each job still gets its share as a cap (run/placement.py).
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
 WORK=$(mktemp -d)
 mkdir -p "$OUT_DIR" || exit 2
 
-part() {  # part NAME EXPERIMENT OVERRIDES...: one paper32_gpu.sh sweep into WORK/NAME
-    local name=$1 experiment=$2; shift 2
+part() {  # part NAME JOBS EXPERIMENT OVERRIDES...: one paper32_gpu.sh sweep into WORK/NAME
+    local name=$1 jobs=$2 experiment=$3; shift 3
     # shellcheck disable=SC2086
-    EXPERIMENT=$experiment RESULTS="$WORK/results-$name" SITE="$WORK/site-$name" \
+    JOBS_PER_GPU=$jobs EXPERIMENT=$experiment RESULTS="$WORK/results-$name" SITE="$WORK/site-$name" \
         bash campaign/scripts/paper32_gpu.sh "$WORK/$name" "$@" $EXTRA > /dev/null 2>&1
     echo "[baselines-gpu] $name: exit $? (its log: $name/paper32_gpu.log)"
 }
-part vime paper32 bonus=vime,noise "env=$VIME_ENVS" &
-part signal signal bonus=rfig,rnd,hashexplo "env=$SIGNAL_ENVS" seed=0 num_seeds=8 &
-part probe hashprobe bonus=hashexplo "bonus.hash_bits=$PROBE_BITS" "env=$PROBE_ENVS" seed=0 num_seeds=8 &
+IFS=, read -r jobs_vime jobs_signal jobs_probe <<< "$JOBS"
+part vime "$jobs_vime" paper32 bonus=vime,noise "env=$VIME_ENVS" &
+part signal "$jobs_signal" signal bonus=rfig,rnd,hashexplo "env=$SIGNAL_ENVS" seed=0 num_seeds=8 &
+part probe "$jobs_probe" hashprobe bonus=hashexplo "bonus.hash_bits=$PROBE_BITS" "env=$PROBE_ENVS" seed=0 num_seeds=8 &
 wait
 for name in vime signal probe; do grep -h "s: done\|cells\|complete\|failed\|sweep ended" "$WORK/$name/paper32_gpu.log" | tail -n 6; done
 tar czf "$OUT_DIR/gpu.tgz" -C "$WORK" vime signal probe && echo "[baselines-gpu] wrote $OUT_DIR/gpu.tgz"
