@@ -317,7 +317,8 @@ def relabel_variant(runs: dict[RunKey, StoredRun], bonus: str, overrides: dict, 
     """Every run of ``bonus`` filed under the variant it is once ``overrides`` are written out: for runs
     made before the bonus's defaults changed, ``overrides`` are the old defaults, so each run lands
     where the same command with those overrides writes today, and its record says so (its config
-    takes the values, ``relabelled_variant_from`` the variant it had, ``note`` why). Their numbers stay
+    takes the values, ``relabelled_variant_from`` the variant it had, ``note`` why); a run whose own
+    variant already sets one of those keys keeps its value there. Their numbers stay
     as they are; the bonus's runs at the new defaults then go under its base variant, never mixed
     with these. Other runs are returned unchanged."""
     from rfig_exp.config.variants import variant_name
@@ -328,12 +329,14 @@ def relabel_variant(runs: dict[RunKey, StoredRun], bonus: str, overrides: dict, 
             out[key] = run
             continue
         record = dict(run.record)
-        moved = {**record.get("variant_overrides", {}), **overrides}
+        own = record.get("variant_overrides", {})
+        old = {k: v for k, v in overrides.items() if k not in own}  # a run that set a key itself keeps its value
+        moved = {**own, **old}
         record.update(variant=variant_name(moved), variant_overrides=moved,
                       relabelled_variant_from=record.get("relabelled_variant_from", record["variant"]),
                       relabelled_variant_note=note)
         config = dict(record.get("config") or {})
-        config["bonus"] = {**config.get("bonus", {}), **{k.split(".", 1)[1]: v for k, v in overrides.items()}}
+        config["bonus"] = {**config.get("bonus", {}), **{k.split(".", 1)[1]: v for k, v in old.items()}}
         record["config"] = config
         if isinstance(record.get("summary"), dict):
             record["summary"] = {**record["summary"], "variant": record["variant"], "variant_overrides": moved}
