@@ -136,8 +136,8 @@ def test_count_min_never_under_counts_with_tiny_colliding_tables():
 
 @pytest.mark.parametrize("noise_at", ["code", "logits"])
 def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at):
-    lam, a = 10.0, 0.3
-    bonus, hp = make(**SMALL, noise_at=noise_at, table_sizes=[101])
+    lam, a = 10.0, 0.3  # a penalty weight well above the default 0.1, so its gradient is not lost in the sum
+    bonus, hp = make(**SMALL, noise_at=noise_at, table_sizes=[101], bin_penalty=lam, noise_scale=a)
     hp = dataclasses.replace(hp, lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))  # scale-sensitive steps
     state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
     enc, dec = to_numpy(state.encoder), to_numpy(state.decoder)

@@ -38,18 +38,18 @@ def _grid(root, levels: dict, experiment="repro", env="mountaincar", overrides=N
 PAPER_BONUSES = ("none", "rfig", "rnd", "vime", "hashexplo")
 
 
-# The 32-seed campaign's VIME runs: made at VIME's old defaults, filed under that variant (its runs at the
-# new defaults are the baselines rerun's).
-OLD_VIME = {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}
+# The 32-seed campaign's VIME and #Explo runs: made at their old defaults, filed under those variants
+# (their runs at the new defaults are the baselines rerun's).
+OLD_DEFAULTS = {"vime": {"bonus.init_sigma": 0.5, "bonus.kl_ratio_len": 0}, "hashexplo": {"bonus.bin_penalty": 10}}
 
 
 def stored_run(env: str, bonus: str, seed: int, summary: dict, origin: dict | None = None):
     """One 32-seed campaign run in compact form (no metrics rows) with the summary given: its base
-    variant, VIME's at its old defaults."""
+    variant, VIME's and #Explo's at their old defaults."""
     from campaign.repro.data import StoredRun
     from rfig_exp.config.variants import variant_name
 
-    overrides = OLD_VIME if bonus == "vime" else {}
+    overrides = OLD_DEFAULTS.get(bonus, {})
     record = {"experiment": "paper32", "env": env, "bonus": bonus, "variant": variant_name(overrides), "seed": seed,
               "variant_overrides": overrides, "summary": summary}
     return StoredRun(record={**record, "origin": origin} if origin is not None else record, rows="")
@@ -413,6 +413,7 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
         BASELINE_BONUSES,
         BASELINES_ORDER,
         CAMPAIGN_DATA,
+        FIXED_BONUS,
         SIGNAL,
         panel_name,
         paper32_envs,
@@ -426,7 +427,17 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     names = [s.name for s in bl]
     blocks = [s for s in bl if s.name.startswith("bl-")]
     audit = [s for s in bl if s.name.startswith("sig-")]
-    assert len(names) == len(set(names)) == 12 * 4 + 12 and len(blocks) == 48
+    fixed = [s for s in bl if s.name.startswith("hx-")]
+    assert len(names) == len(set(names)) == 12 * 4 * 2 + 12 and len(blocks) == len(fixed) == 48
+    # the fixed #Explo's blocks come after every other stage, panel by panel, one job of 8 seeds each
+    assert names[-48:] == [s.name for s in fixed] and [s.name for s in fixed[:4]] == [
+        f"hx-{panel_name(BASELINES_ORDER[0])}-{b}" for b in (0, 8, 16, 24)]
+    for stage in fixed:
+        words = dict(w.split("=", 1) for w in stage.commands[0].split())
+        assert (words["bonus"], words["num_seeds"]) == (FIXED_BONUS, "8") and stage_sizes()[stage.name] == 8
+        assert stage_of("paper32", words["env"], FIXED_BONUS, {}, seed=int(words["seed"]) + 7) == stage.name
+    # its runs at the old default keep their 32-seed stages, as VIME's do
+    assert stage_of("paper32", "minatar_breakout", FIXED_BONUS, {"bonus.bin_penalty": 10}, seed=9) == "p32-breakout-8"
     assert sorted(BASELINES_ORDER) == sorted(paper32_envs())
     assert not set(names) & {s.name for c in ("repro", "paper32") for s in stages(c)}
     assert [s.name.rsplit("-", 1)[0] for s in blocks[::4]] == [f"bl-{panel_name(e)}" for e in BASELINES_ORDER]
@@ -468,13 +479,19 @@ def test_relabel_variant_files_a_bonus_runs_under_their_old_defaults_numbers_unc
     for bonus in ("vime", "rnd"):
         for seed in range(2):
             write_run(raw, "paper32", "mountaincar", bonus, seed, STEPS, np.full(T, -120.0 + seed))
-    export_tree(raw, data, ["paper32"])
+    own = {"bonus.init_sigma": 0.2}  # a run that set one of the old defaults' keys itself keeps its value
+    write_run(raw, "sensitivity", "mountaincar", "vime", 0, STEPS, np.full(T, -110.0), overrides=own)
+    export_tree(raw, data, ["paper32", "sensitivity"])
     before = read_data(data)
     line = relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "old defaults")
-    assert "2 vime runs" in line and "bonus.init_sigma=0.5,bonus.kl_ratio_len=0" in line
+    assert "3 vime runs" in line and "bonus.init_sigma=0.5,bonus.kl_ratio_len=0" in line
     after = read_data(data)
-    assert len(after) == len(before) == 4
+    assert len(after) == len(before) == 5
+    kept = after[("sensitivity", "mountaincar", "vime", "bonus.init_sigma=0.2,bonus.kl_ratio_len=0", 0)]
+    assert kept.record["config"]["bonus"]["init_sigma"] == 0.2 and kept.record["config"]["bonus"]["kl_ratio_len"] == 0
     for key, run in before.items():
+        if key[0] == "sensitivity":
+            continue
         if key[2] == "rnd":
             assert after[key].record == run.record and after[key].rows == run.rows
             continue

@@ -81,6 +81,11 @@ PAPER32_PRESETS = ("paper32", "paper32_brax")
 # stage per panel of three jobs: the check's verdict on every bonus of every panel, and the sign of
 # any other bonus that would need a rerun.
 BASELINE_BONUSES = ("vime", "noise")
+# #Explo at its fixed defaults (bin_penalty 0.1: at 10 its code collapsed to one bucket on MinAtar,
+# docs/bonuses/hashexplo.md), 32 seeds of the 12 panels, after every stage above: one job of 8
+# vmapped seeds per stage (hx-<panel>-<block>), run from the commit that fixed it. Its runs at the
+# old defaults are filed under their own variant (bonus.bin_penalty=10).
+FIXED_BONUS = "hashexplo"
 AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
 AUDIT_AFTER = "minatar_breakout"  # the audit's stages go in after this panel's baselines stages
 BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
@@ -141,7 +146,8 @@ def paper32_stages() -> list[Stage]:
 
 def baselines_stages() -> list[Stage]:
     """One stage per panel x block of 8 seeds (0-31) of :data:`BASELINE_BONUSES`, panel by panel in
-    :data:`BASELINES_ORDER`, and the signal audit's stages (one per panel) after :data:`AUDIT_AFTER`."""
+    :data:`BASELINES_ORDER`, the signal audit's stages (one per panel) after :data:`AUDIT_AFTER`, and
+    last :data:`FIXED_BONUS`'s blocks in the same order."""
     brax = set(preset_envs("paper32_brax"))
     assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
 
@@ -153,8 +159,10 @@ def baselines_stages() -> list[Stage]:
               for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
     audit = [Stage(f"sig-{panel_name(e)}", (f"{sweep(e)} bonus={','.join(AUDITED_BONUSES)} seed=0 "
                                             f"num_seeds={SEED_BLOCK} experiment={SIGNAL}",)) for e in BASELINES_ORDER]
+    fixed = [Stage(f"hx-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={FIXED_BONUS} seed={b} num_seeds={SEED_BLOCK}",))
+             for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
     cut = (BASELINES_ORDER.index(AUDIT_AFTER) + 1) * PAPER_SEEDS // SEED_BLOCK
-    return blocks[:cut] + audit + blocks[cut:]
+    return blocks[:cut] + audit + blocks[cut:] + fixed
 
 
 def stage_sizes() -> dict[str, int]:
@@ -164,8 +172,12 @@ def stage_sizes() -> dict[str, int]:
     bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
     return {**{stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
                for stage in paper32_stages()},
-            **{stage.name: SEED_BLOCK * len(AUDITED_BONUSES if stage.name.startswith("sig-") else BASELINE_BONUSES)
-               for stage in baselines_stages()}}
+            **{stage.name: SEED_BLOCK * len(baselines_stage_bonuses(stage.name)) for stage in baselines_stages()}}
+
+
+def baselines_stage_bonuses(name: str) -> tuple[str, ...]:
+    """The bonuses a stage of the baselines campaign runs, from its name."""
+    return AUDITED_BONUSES if name.startswith("sig-") else (FIXED_BONUS,) if name.startswith("hx-") else BASELINE_BONUSES
 
 
 def repro_stages() -> list[Stage]:
@@ -189,8 +201,8 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
     if experiment == PAPER32:
         if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
             return None
-        if bonus in BASELINE_BONUSES and not any(k.startswith("bonus.") for k in variant_overrides):
-            return f"bl-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+        if bonus in (*BASELINE_BONUSES, FIXED_BONUS) and not any(k.startswith("bonus.") for k in variant_overrides):
+            return f"{'hx' if bonus == FIXED_BONUS else 'bl'}-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
         if seed < SEED_BLOCK:
             return None
         return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
@@ -231,14 +243,14 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
     control (its bonus is free; the second value head is the rest); for an audit stage, the three
-    audited bonuses' jobs there. None where that is not known
+    audited bonuses' jobs there; for a #Explo block, its job there (nor does its fix). None where that is not known
     (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
         cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
         if campaign == BASELINES:
-            bonuses = AUDITED_BONUSES if stage.name.startswith("sig-") else ("vime", "none")
+            bonuses = tuple("none" if b == "noise" else b for b in baselines_stage_bonuses(stage.name))
             cost = {b: cost[b] for b in bonuses if b in cost}
             out[stage.name] = round(sum(cost.values()), 1) if len(cost) == len(bonuses) else None
         else:

@@ -105,8 +105,10 @@ class HashSettings(BonusSettings):
     adam_eps: float = traced(1e-8, ABOVE_ZERO, doc="Adam epsilon (optax / PyTorch / TF default)")
     noise_scale: float = traced(0.3, AT_LEAST_ZERO,
                                 doc="a: uniform noise U(-a, a) on the code while training (Tang et al.: 0.3)")
-    bin_penalty: float = traced(10.0, AT_LEAST_ZERO,
-                                doc="lambda of the binarisation penalty lambda * mean(min(b^2, (1 - b)^2))")
+    bin_penalty: float = traced(
+        0.1, AT_LEAST_ZERO,
+        doc="lambda of the binarisation penalty lambda * mean(min(b^2, (1 - b)^2)) (the RFIG authors' #Explo; at 10 "
+            "the code collapses to one bucket on MinAtar: docs/bonuses/hashexplo.md)")
 
 
 class HashState(NamedTuple):
