@@ -324,6 +324,23 @@ def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on
     assert c.value == "shown on 1 of 1 panels" and "Not judged, no runs yet of: Acrobot (VIME)." in c.detail
 
 
+def test_a_baseline_with_no_runs_on_any_panel_is_named_and_no_claim_is_supported_without_it(tmp_path):
+    """A baseline whose defaults were fixed has no runs anywhere until its reruns land: the claims that
+    need it must neither drop it from their definition nor hold without it."""
+    near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "rfig": 99.0}          # no #Explo at all
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(tmp_path / "grid", env, near, 1.0, seed=i)
+    _panel(tmp_path / "peak", "minatar_breakout", {"none": 10.0, "rnd": 11.0, "vime": 11.0, "rfig": 14.0}, 0.3)
+    c = _claims(tmp_path / "grid")[1]["RFIG is competitive with NN-based methods across all environments"]
+    assert c.kind == V.UNDECIDED and "best IQM of RND, VIME, #Explo" in c.measure and "without #Explo" in c.measure
+    assert "No runs yet on any panel of: #Explo." in c.detail
+    coll = collect(tmp_path / "grid", "repro")
+    rows = {r.claim: r for r in comparisons_table(coll, PAPER, reps=REPS)}
+    assert rows["RFIG against #Explo"].kind == V.NOT_MEASURED and rows["RFIG against RND"].kind != V.NOT_MEASURED
+    peak = _claims(tmp_path / "peak")[1]["RFIG achieves peak performance in ... Breakout"]
+    assert peak.kind == V.UNDECIDED and "No runs there yet of: #Explo." in peak.detail
+
+
 def test_no_verdict_uses_a_bonus_the_signal_check_finds_degenerate(tmp_path):
     near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
     for i, env in enumerate(("mountaincar", "acrobot")):

@@ -115,6 +115,13 @@ def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
             + (f" Not judged, degenerate by the signal check: {'; '.join(broken)}." if broken else ""))
 
 
+def _no_runs_at_all(coll: Collection) -> tuple[str, str]:
+    """The paper's NN baselines without a run in the whole grid (e.g. a baseline whose defaults were
+    fixed and whose reruns have not landed), and the sentence that names them."""
+    absent = [b for b in BASELINES if b not in coll.methods]
+    return absent, (f" No runs yet on any panel of: {', '.join(map(method_label, absent))}." if absent else "")
+
+
 def poi_by_panel(p: Panels, x: str, y: str, envs: Sequence[str]) -> dict[str, V.PoiDist]:
     """P(X > Y) on each panel that has both methods (saturated ones included: the figure shows them)."""
     return {e: V.poi_over_panels({e: p.runs(e, x)}, {e: p.runs(e, y)})
@@ -144,7 +151,11 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
     """RFIG against each NN baseline on the paper's panels: measurements (rule 4 at 0.5), not claims."""
     p = panels_of(coll, paper_envs, degenerate)
     rows = []
-    for b in (m for m in BASELINES if m in coll.methods):
+    for b in BASELINES:
+        if b not in coll.methods:
+            rows.append(Claim.judged(f"RFIG against {method_label(b)}", f"P(RFIG > {method_label(b)})", "—",
+                                     V.Verdict(V.NOT_MEASURED), _no_runs_at_all(coll)[1].strip()))
+            continue
         envs = p.discriminating(p.paper, "rfig", b)
         if not envs:
             continue
@@ -227,8 +238,9 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             verdicts.append(v)
             rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
         overall = V.judge_all(verdicts)
+        absent, no_runs = _no_runs_at_all(p.coll)
         waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
-                   and (any(b not in p.scores.get(e, {}) for b in baselines) or p.broken(e, "rfig", *baselines))]
+                   and (any(b not in p.scores.get(e, {}) for b in BASELINES) or p.broken(e, "rfig", *baselines))]
         if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
                 f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a working "
@@ -237,10 +249,11 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
         sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *baselines)):.2g}" for e in envs]
         claims.append(Claim.judged(
             "RFIG is competitive with NN-based methods across all environments",
-            f"per panel, IQM(RFIG) - best IQM of {', '.join(map(method_label, baselines))} (normalised), "
-            f"> -{V.MARGIN:g}", f"shown on {shown} of {len(envs)} panels", overall,
+            f"per panel, IQM(RFIG) - best IQM of {', '.join(map(method_label, BASELINES))} (normalised), "
+            f"> -{V.MARGIN:g}" + (f"; so far without {', '.join(map(method_label, absent))}" if absent else ""),
+            f"shown on {shown} of {len(envs)} panels", overall,
             "; ".join(rows) + f". MARGIN {V.MARGIN:g} of the panel's range, in seed SDs (rule 8): " + "; ".join(sds)
-            + "." + _not_discriminating(p, p.paper, "rfig", *baselines)))
+            + "." + _not_discriminating(p, p.paper, "rfig", *baselines) + no_runs))
     envs = [e for e in p.discriminating(p.paper, "rfig", "none") if norm.usable(e)]
     if envs:
         verdicts, rows = _failures(p, norm, "rfig", envs, reps, seed + 50)
@@ -344,12 +357,16 @@ def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
         judged = [r for r in rows if "not judged" not in r]
         weakest = min(judged, key=lambda r: float(r.split(") ", 1)[1].split(" ", 1)[0])) if judged else "—"
         overall = V.judge_all(verdicts) if verdicts else V.Verdict(V.NOT_MEASURED)
-        if broken and overall.kind == V.SUPPORTED:  # a peak over every method is not shown against a broken one
+        unrun = [b for b in BASELINES if b != method and b not in p.scores[env]]
+        no_runs = f" No runs there yet of: {', '.join(map(method_label, unrun))}." if unrun else ""
+        if (broken or unrun) and overall.kind == V.SUPPORTED:  # a peak over every method is not shown without one
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
-                f"shown against every method judged; {', '.join(map(p.coll.label, broken))} degenerate there"))
+                f"shown against every method judged; {', '.join(map(p.coll.label, broken))} degenerate there"
+                if broken else f"shown against every method judged; no runs there yet of "
+                               f"{', '.join(map(method_label, unrun))}"))
         claims.append(Claim.judged(words, f"P({method_label(method)} > each of the other {len(others)}) on "
                                    f"{env_label(env)}", weakest.split(" (")[0], overall,
-                                   "; ".join(rows) + f". Medians: {ranking}."))
+                                   "; ".join(rows) + f". Medians: {ranking}." + no_runs))
     return claims
 
 
