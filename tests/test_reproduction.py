@@ -481,16 +481,20 @@ def test_relabel_variant_files_a_bonus_runs_under_their_old_defaults_numbers_unc
             write_run(raw, "paper32", "mountaincar", bonus, seed, STEPS, np.full(T, -120.0 + seed))
     own = {"bonus.init_sigma": 0.2}  # a run that set one of the old defaults' keys itself keeps its value
     write_run(raw, "sensitivity", "mountaincar", "vime", 0, STEPS, np.full(T, -110.0), overrides=own)
+    # a run made at the new defaults (its config says so) stays where it is, also when relabelled again
+    write_run(raw, "paper32", "mountaincar", "vime", 2, STEPS, np.full(T, -100.0), defaults={"bonus.init_sigma": 0.05})
     export_tree(raw, data, ["paper32", "sensitivity"])
     before = read_data(data)
     line = relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "old defaults")
     assert "3 vime runs" in line and "bonus.init_sigma=0.5,bonus.kl_ratio_len=0" in line
     after = read_data(data)
-    assert len(after) == len(before) == 5
+    assert len(after) == len(before) == 6 and ("paper32", "mountaincar", "vime", "base", 2) in after
+    assert "0 vime runs" in relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "again")
+    assert read_data(data) == after
     kept = after[("sensitivity", "mountaincar", "vime", "bonus.init_sigma=0.2,bonus.kl_ratio_len=0", 0)]
     assert kept.record["config"]["bonus"]["init_sigma"] == 0.2 and kept.record["config"]["bonus"]["kl_ratio_len"] == 0
     for key, run in before.items():
-        if key[0] == "sensitivity":
+        if key[0] == "sensitivity" or key[4] == 2:
             continue
         if key[2] == "rnd":
             assert after[key].record == run.record and after[key].rows == run.rows

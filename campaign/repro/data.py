@@ -313,24 +313,33 @@ def relabel_runs(runs: dict[RunKey, StoredRun], source: str, target: str, envs, 
     return out
 
 
+def made_at(record: dict, overrides: dict) -> bool:
+    """Whether a run was made at ``overrides`` (``bonus.KEY: value``) as far as its recorded config
+    says: each key there equal to the value, or absent (a setting added with the change did not
+    exist when the run was made). A run made at other values (the new defaults) was not."""
+    config = (record.get("config") or {}).get("bonus") or {}
+    return all(k.split(".", 1)[1] not in config or config[k.split(".", 1)[1]] == v for k, v in overrides.items())
+
+
 def relabel_variant(runs: dict[RunKey, StoredRun], bonus: str, overrides: dict, note: str) -> dict[RunKey, StoredRun]:
     """Every run of ``bonus`` filed under the variant it is once ``overrides`` are written out: for runs
     made before the bonus's defaults changed, ``overrides`` are the old defaults, so each run lands
     where the same command with those overrides writes today, and its record says so (its config
     takes the values, ``relabelled_variant_from`` the variant it had, ``note`` why); a run whose own
-    variant already sets one of those keys keeps its value there. Their numbers stay
+    variant already sets one of those keys keeps its value there, and a run whose config records other
+    values (made at the new defaults) is left as it is (:func:`made_at`). Their numbers stay
     as they are; the bonus's runs at the new defaults then go under its base variant, never mixed
     with these. Other runs are returned unchanged."""
     from rfig_exp.config.variants import variant_name
 
     out = {}
     for key, run in runs.items():
-        if key[2] != bonus:
+        own = run.record.get("variant_overrides", {})
+        old = {k: v for k, v in overrides.items() if k not in own}  # a run that set a key itself keeps its value
+        if key[2] != bonus or not old or not made_at(run.record, old):
             out[key] = run
             continue
         record = dict(run.record)
-        own = record.get("variant_overrides", {})
-        old = {k: v for k, v in overrides.items() if k not in own}  # a run that set a key itself keeps its value
         moved = {**own, **old}
         record.update(variant=variant_name(moved), variant_overrides=moved,
                       relabelled_variant_from=record.get("relabelled_variant_from", record["variant"]),
@@ -360,8 +369,8 @@ def relabel_variant_in(data_dir: str | Path, bonus: str, items: list[str], note:
         raise ValueError(f"no {bonus} runs in {data_dir}")
     moved = relabel_variant(stored, bonus, overrides, note)
     counts = write_data(moved, data_dir)
-    variants = sorted({k[3] for k in moved if k[2] == bonus})
-    return (f"{sum(k[2] == bonus for k in moved)} {bonus} runs of {data_dir} filed under {variants}; "
+    arrived = [k for k in moved if k[2] == bonus and k not in stored]
+    return (f"{len(arrived)} {bonus} runs of {data_dir} filed under {sorted({k[3] for k in arrived})}; "
             f"it holds {counts['runs']} runs")
 
 
