@@ -177,7 +177,9 @@ def stage_sizes() -> dict[str, int]:
 
 def baselines_stage_bonuses(name: str) -> tuple[str, ...]:
     """The bonuses a stage of the baselines campaign runs, from its name."""
-    return AUDITED_BONUSES if name.startswith("sig-") else (FIXED_BONUS,) if name.startswith("hx-") else BASELINE_BONUSES
+    if name.startswith("sig-"):
+        return AUDITED_BONUSES
+    return (FIXED_BONUS,) if name.startswith("hx-") else BASELINE_BONUSES
 
 
 def repro_stages() -> list[Stage]:
