@@ -5,7 +5,8 @@ file, a read-only or vanishing results_dir, a dead wandb, a stall), then checks 
 marked complete and that relaunching the same command ends with metrics identical to an
 uninterrupted run. Faults that cannot be timed from outside (a SIGKILL inside a checkpoint write)
 go through the tests' seam (``RFIG_FAULT``, tests/fault_inject/sitecustomize.py: named points of the
-writers, wrapped from outside the package). Concurrency (two owners of one run) is tested in tests/test_ownership.py. The fault table of docs/running.md counts these.
+writers, wrapped from outside the package). Concurrency (two owners of one run) is tested in
+tests/test_ownership.py. The fault table of docs/running.md counts these.
 """
 
 from __future__ import annotations

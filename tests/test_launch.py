@@ -317,7 +317,7 @@ def test_a_smoke_sweep_over_all_five_bonuses_and_its_report(tmp_path):
 
 
 def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
-    # stall_timeout_s so small that the watchdog (polling once a second) judges the first window,
+    # stall_timeout_s so small that the supervisor (polling once a second) judges the first window,
     # made seconds long, a stall: the real exit path (message, exit code, no summary) without
     # having to wedge XLA.
     done = launch(*LONG, "agent.total_timesteps=50000000", "eval_frequency=1048576", "stall_timeout_s=0.001",
