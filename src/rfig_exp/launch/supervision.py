@@ -97,10 +97,11 @@ class SignalForwarder:
                 signal.signal(signum, handler)
         self._previous = {}
 
-    def follow(self, pid: int) -> None:
-        """Signals go to ``pid`` from now on; one that came before it started goes at once."""
+    def follow(self, pid: int | None) -> None:
+        """Signals go to ``pid`` from now on (None: to no process, until the next); one that came
+        before it started goes at once."""
         self.pid = pid
-        if self.received is not None:
+        if pid is not None and self.received is not None:
             self._send(self.received)
 
     def _handle(self, signum, frame) -> None:

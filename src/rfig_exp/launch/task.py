@@ -171,7 +171,8 @@ def _attempt(job: Job, context: JobContext, forward: SignalForwarder) -> Ended:
                           name=f"rfig-job-{context.index}")
     child.start()
     send.close()  # the child's end: the pipe reads as closed once the child is gone
-    forward.follow(child.pid or 0)
+    if child.pid is not None:
+        forward.follow(child.pid)
     clock, tag, ended = StallClock(job.first.watch.stall_timeout_s), f"job #{context.index}", None
     try:
         while True:
@@ -197,6 +198,7 @@ def _attempt(job: Job, context: JobContext, forward: SignalForwarder) -> Ended:
                 return Ended(STALLED, clock.message(tag, idle), ExitCode.STALLED, "Stalled")
     finally:
         receive.close()
+        forward.follow(None)  # a signal between two attempts waits for the next child
     child.join()
     return ended or _died(child.exitcode)
 
