@@ -26,7 +26,7 @@ def analysis_reads() -> set[str]:
     from rfig_exp.bonuses import bonus_names
     from rfig_exp.envs.settings import declared_envs
 
-    return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract", "rfig_exp.results.faults",
+    return {"rfig_exp", "rfig_exp.results", "rfig_exp.results.contract",
             "rfig_exp.results.status", "rfig_exp.bonuses",
             "rfig_exp.bonuses.settings", "rfig_exp.config", "rfig_exp.config.variants", "rfig_exp.config.settings",
             "rfig_exp.config.validation", "rfig_exp.config.errors", "rfig_exp.config.folders",
@@ -48,6 +48,21 @@ TINY = [
     "agent.total_timesteps=256", "eval_frequency=128", "agent.obs_norm_init_steps=8", "wandb.mode=disabled",
 ]
 TINY_RFIG = ["bonus.num_features=64", "bonus.lengthscale_samples=32"]
+
+
+def fault_env(base: dict, fault: str, once: Path | None = None) -> dict:
+    """``base`` with a fault asked for (``RFIG_FAULT``; ``once``: its ``RFIG_FAULT_ONCE`` file) and the
+    tests' fault seam first on ``PYTHONPATH`` (tests/fault_inject/sitecustomize.py), so that every
+    Python process the command starts injects it; the package has no hook of its own."""
+    env = {k: v for k, v in base.items() if k not in ("RFIG_FAULT", "RFIG_FAULT_ONCE")}
+    env["RFIG_FAULT"] = fault
+    if once is not None:
+        env["RFIG_FAULT_ONCE"] = str(once)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULT_SEAM), base.get("PYTHONPATH")]))
+    return env
+
+
+FAULT_SEAM = ROOT / "tests" / "fault_inject"
 
 
 def command_line_value(value) -> str:

@@ -345,7 +345,7 @@ def test_a_bad_env_option_is_refused_without_jax():
 
 def test_no_code_reaches_into_hydra_and_only_the_adapter_into_submitit():
     """Hydra through its public API only: no ``hydra._internal`` (nor a private attribute of its
-    objects) anywhere; submitit's three internals only in rfig_exp/launch/hydra_adapter.py."""
+    objects) anywhere; submitit's one internal (its sacct poll) only in rfig_exp/launch/hydra_adapter.py."""
     sources = [*ROOT.joinpath("src").rglob("*.py"), ROOT / "launch.py"]
     hydra_private = re.compile(r"hydra\._internal|\._return_value|core_plugins")
     offenders = [f"{p.relative_to(ROOT)}:{i}" for p in sources

@@ -4,8 +4,9 @@ Each test runs ``launch.py`` in a subprocess, injects one fault (a SIGKILL, a fu
 file, a read-only or vanishing results_dir, a dead wandb, a stall), then checks the run is not
 marked complete and that relaunching the same command ends with metrics identical to an
 uninterrupted run. Faults that cannot be timed from outside (a SIGKILL inside a checkpoint write)
-go through the writers' named points (``RFIG_FAULT``, src/rfig_exp/results/faults.py). Concurrency (two
-owners of one run) is tested in tests/test_ownership.py. The fault table of docs/running.md counts these.
+go through the tests' seam (``RFIG_FAULT``, tests/fault_inject/sitecustomize.py: named points of the
+writers, wrapped from outside the package). Concurrency (two owners of one run) is tested in
+tests/test_ownership.py. The fault table of docs/running.md counts these.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from pathlib import Path
 import pytest
 
 try:
+    from conftest import fault_env
     from test_launch import ROOT
 except ImportError:  # tests/ imported as a package
+    from tests.conftest import fault_env
     from tests.test_launch import ROOT
 
 # 10 windows of 64 steps, a checkpoint every 2 (keep 2): seconds on 2 cores once compiled.
@@ -45,9 +48,7 @@ def launch(results: Path, cache: Path, *extra: str, fault: str = "", once: Path 
     env = dict(os.environ, WANDB_MODE="disabled")
     env.pop("RFIG_FAULT", None)
     if fault:
-        env["RFIG_FAULT"] = fault
-    if once is not None:
-        env["RFIG_FAULT_ONCE"] = str(once)
+        env = fault_env(env, fault, once)
     flags = [a for a in extra if a == "-m"]  # Hydra's flags go before the overrides
     extra = tuple(a for a in extra if a != "-m")
     return subprocess.run([*prefix, sys.executable, "launch.py", *flags, *SMALL, *extra, f"results_dir={results}",
@@ -236,7 +237,7 @@ def _paused_at_window_3(results: Path, cache: Path, *extra: str, env_mode: str =
     # Without the WANDB_* of this pytest process: an in-process wandb test earlier in the suite
     # leaves its service's address there, and the run would use that service, not its own.
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(WANDB_MODE=env_mode, RFIG_FAULT="window@3:pause")
+    env = fault_env(dict(env, WANDB_MODE=env_mode), "window@3:pause")
     proc = subprocess.Popen([sys.executable, "launch.py", *SMALL, *extra, f"results_dir={results}",
                              f"compile_cache={cache}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
@@ -305,8 +306,8 @@ def test_wandb_dying_mid_run_leaves_training_and_the_csv_whole(tmp_path, cache, 
 
 
 # -- a stalled job -----------------------------------------------------------------------------
-# window@3:stall blocks the main thread after window 3 as an XLA wedge does; stall_timeout_s=2 lets
-# the real watchdog end it within seconds. RFIG_FAULT_ONCE: the retry runs clean.
+# window@3:stall blocks the job process's main thread after window 3 as an XLA wedge does;
+# stall_timeout_s=2 lets its supervisor kill it within seconds. RFIG_FAULT_ONCE: the retry runs clean.
 STALL = ["stall_timeout_s=2"]
 # kept_apart: a window slowed down by a test beside it would be a second stall.
 
@@ -341,15 +342,15 @@ def test_a_job_out_of_stall_retries_is_failed_and_the_sweep_goes_on(tmp_path, ca
     assert complete(stalled) and rows(stalled) == reference
 
 
-@pytest.mark.slow  # the in-process retry is in the default suite; tests/test_slurm.py requeues under SLURM
+@pytest.mark.slow  # the in-process retry is in the default suite; tests/test_slurm.py retries under SLURM
 @pytest.mark.kept_apart
-def test_a_stalled_submitit_task_requeues_itself_and_completes(tmp_path, cache, reference):
+def test_a_stalled_submitit_task_restarts_its_job_and_completes(tmp_path, cache, reference):
     out = launch(tmp_path, cache, "-m", "hydra/launcher=local", *STALL, fault="window@3:stall",
                  once=tmp_path / "stalled-once")
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-3000:]
     assert "1 completed (1 of them resumed)" in log and "1 stall retry" in log, log[-2000:]
-    requeued = list(tmp_path.rglob(".submitit/*/*_stall_retries"))
-    assert len(requeued) == 1 and requeued[0].read_text() == "1"
+    task_logs = "".join(p.read_text() for p in tmp_path.rglob(".submitit/*/*_log.*"))
+    assert "stall retry 1 of 2 (stall_retries): a new process resumes it" in task_logs, task_logs[-2000:]
     run = run_dir(tmp_path)
     assert complete(run) and rows(run) == reference

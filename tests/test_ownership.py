@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from rfig_exp.results import ownership
 
@@ -76,19 +77,29 @@ def _check_trained_once(tmp_path, windows):
     assert not (run / ownership.LOCK).exists()
 
 
+def _parent_of(pid: int) -> int:
+    """The parent process of a live ``pid`` (Linux's /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+
 def test_the_same_command_twice_trains_each_seed_once(tmp_path):
     """Two launches of one command must not both train seed 0 to the end (they once did):
-    The second waits owner_grace_s for the first to let go, then leaves the seed to it."""
+    The second waits owner_grace_s for the first to let go, then leaves the seed to it. The seed is
+    owned by the process that trains it: the first command's job, a child of its launch process."""
     windows = 400
     args, env = _command(tmp_path, windows)
     first = _launch_first(tmp_path, args, env)
+    (lock,) = tmp_path.glob(f"default/cartpole/none/*/seed_0/{ownership.LOCK}")
+    owner = json.loads(lock.read_text())["pid"]
+    assert _parent_of(owner) == first.pid
     second = subprocess.run([*args, "owner_grace_s=0"], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=600)
     out_first, _ = first.communicate(timeout=600)
     log2 = second.stdout + second.stderr
     assert second.returncode == 0 and first.returncode == 0, log2[-3000:] + out_first[-3000:]
     if "already complete" not in log2:  # the first can finish before the second looks, on a fast machine
-        assert f"seed 0 is being trained by pid {first.pid}" in log2, log2[-3000:]
+        assert f"seed 0 is being trained by pid {owner}" in log2, log2[-3000:]
     assert f"window 1/{windows}" not in log2  # the second never trained
     _check_trained_once(tmp_path, windows)
 

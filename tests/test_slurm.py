@@ -219,14 +219,16 @@ def test_the_watcher_cancels_a_job_that_can_never_start():
         cancel(name)
 
 
-def test_a_stalled_job_is_requeued_by_slurm_and_completes(tmp_path):
-    """The watchdog's exit 75 under SLURM: the task requeues itself (scontrol requeue through
-    submitit), resumes from its checkpoint and completes; the sweep line counts the retry.
-    RFIG_FAULT (rfig_exp.results.faults) wedges the main thread once after window 3; sbatch passes the
-    environment on."""
+def test_a_stalled_job_is_restarted_in_its_task_and_completes(tmp_path):
+    """A stall under SLURM: the task's supervisor kills the job's wedged process and starts a new
+    one in the same task, which resumes from its checkpoint and completes; the sweep line counts the
+    retry. The tests' fault seam (RFIG_FAULT, tests/fault_inject/sitecustomize.py) wedges the job's
+    main thread once after window 3; sbatch passes the environment on."""
+    from conftest import fault_env
+
     experiment, log = "slurm_stall", tmp_path / "launch.log"
     once = tmp_path / "stalled-once"
-    env = dict(os.environ, WANDB_MODE="disabled", RFIG_FAULT="window@3:stall", RFIG_FAULT_ONCE=str(once))
+    env = fault_env(dict(os.environ, WANDB_MODE="disabled"), "window@3:stall", once)
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "launch.py", "-m", *SLURM, "env=cartpole", "bonus=none", *TINY,
                                  "agent.total_timesteps=640", "eval_frequency=64", "checkpoint.every_windows=2",

@@ -2,7 +2,7 @@
 # The reproduction (docs/results/repro/): every sweep it needs, in stages, each relaunched until it
 # completes. A relaunch skips complete seeds and resumes partial ones from their last checkpoint,
 # so this script can be stopped at any point and started again; a job that stalls (exit 75, the
-# watchdog) or is killed is relaunched without a person.
+# stall clock of its supervisor) or is killed is relaunched without a person.
 #
 #   campaign/scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
 #   CAMPAIGN=paper32 NICE=19 campaign/scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
@@ -53,7 +53,7 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
         case $code in
             0) return 0 ;;
             2) echo "[repro] bad configuration: not retried"; return 2 ;;
-            75) echo "[repro] a job stalled (watchdog): relaunching, it resumes from its checkpoint" ;;
+            75) echo "[repro] a job stalled (its supervisor killed it): relaunching, it resumes from its checkpoint" ;;
             *) echo "[repro] exit $code: relaunching (complete seeds are skipped, partial ones resume)" ;;
         esac
     done

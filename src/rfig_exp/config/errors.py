@@ -32,7 +32,8 @@ _MEANINGS = {
     ExitCode.DONE: "done, or already complete (a relaunch skips complete seeds)",
     ExitCode.RUN_FAILED: "a run failed (e.g. diverged to NaN); in a sweep, some job failed and the others ran",
     ExitCode.BAD_CONFIG: "bad config: one line per error, every bad job of a sweep at once, nothing created",
-    ExitCode.STALLED: "stalled: the watchdog ended a wedged process (README, XLA CPU wedges); relaunch to resume",
+    ExitCode.STALLED: ("stalled: the job's supervisor killed its wedged process (README, XLA CPU wedges); relaunch "
+                       "to resume"),
     ExitCode.INTERRUPTED: "interrupted by Ctrl-C (one line says at which window); relaunch to resume",
     ExitCode.TERMINATED: "terminated by SIGTERM after checkpointing the current window; relaunch to resume",
 }
@@ -69,7 +70,7 @@ class Interrupted(Exception):
 
 
 class Stalled(RuntimeError):
-    """A sweep job that stalled once more than ``stall_retries`` allows (the watchdog's exit)."""
+    """A sweep job that stalled once more than ``stall_retries`` allows (its supervisor's verdict)."""
 
     exit_code = ExitCode.STALLED
 

@@ -1,6 +1,6 @@
 """The run's own settings: every top-level key of ``conf/config.yaml``, declared once.
 
-Storage, checkpoints, the wandb mirror, the watchdog and placement (:class:`RunSettings` and its
+Storage, checkpoints, the wandb mirror, the stall clock and placement (:class:`RunSettings` and its
 groups), each with its default, rule and doc (``rfig_exp.config.settings``). They sit on the ground
 floor with the rules they use: the variant's naming (``rfig_exp.config.variants``) reads which of
 them are hyperparameters, the run spec (``rfig_exp.spec.run_spec``) parses them, and the run
@@ -159,12 +159,12 @@ class WandbSettings(Settings):
 
 @dataclass(frozen=True)
 class WatchSettings(Settings):
-    """How a job watches itself: the stall watchdog, its retries, the wait for a folder's owner."""
+    """How a job is watched: its supervisor's stall clock, its retries, the wait for a folder's owner."""
 
     stall_timeout_s: float = setting(
         900, Number(0.0), hyperparameter=False,
         doc=("a process whose windows stop for max(this, 20 x its slowest window) s (3 x this before the first) is "
-             "wedged: it exits 75, resumable (0: no watchdog)"))
+             "wedged: its process is killed, exit 75, resumable (0: never)"))
     stall_retries: int = setting(
         2, Integer(0), hyperparameter=False,
         doc=("in a -m sweep, times a stalled job is retried from its checkpoint without a person before it counts "

@@ -119,7 +119,7 @@ def brax_cpu_warning(env: str, num_seeds: int, gpu: bool, seed: int = 0, backend
     if gpu or num_seeds <= 1 or not splits_on_cpu(env, backend):
         return None
     return (f"warning: env={env} num_seeds={num_seeds} on a CPU: vmapped Brax seeds can wedge XLA's CPU runtime "
-            f"(README: XLA CPU wedges); the watchdog ends a wedged run with exit 75 (resumable). Safer: one seed per "
+            f"(README: XLA CPU wedges); its supervisor ends a wedged run with exit 75 (resumable). Safer: one seed per "
             f"process, e.g. python launch.py -m env={env} 'seed=range({seed},{seed + num_seeds})' "
             "(a sweep does this by "
             "itself)")

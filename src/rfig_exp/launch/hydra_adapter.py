@@ -1,4 +1,4 @@
-"""Hydra through its public API, and submitit through its own (three internals, version-checked).
+"""Hydra through its public API, and submitit through its own (one internal, version-checked).
 
 Hydra parses the command line's overrides (``OverridesParser``), composes configs
 (``initialize_config_dir`` + ``compose``) and, for its own flags (``--cfg``, ``--info``,
@@ -10,9 +10,9 @@ plan (``rfig_exp.launch.runner``) in this process, or as submitit tasks on this 
 as ``hydra/launcher=...`` chooses: the launcher's config node (``conf/hydra/launcher/``, the
 hydra-submitit-launcher's schema) becomes a submitit executor (:func:`submitit_executor`).
 
-submitit internals, for what its API does not offer: a task's requeue (``JobEnvironment._requeue``,
-the stall retry), its result file (a task that ends itself records its result) and its sacct poll
-command (``SlurmInfoWatcher._make_command``, wrapped to drop the poll's stderr).
+The submitit internal, for what its API does not offer: its sacct poll command
+(``SlurmInfoWatcher._make_command``, wrapped to drop the poll's stderr). A stalled task needs none:
+its supervisor starts the job's process again in the same task (``rfig_exp.launch.task``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging.config
-import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,7 +41,8 @@ IN_PROCESS, LOCAL, SLURM = "in-process", "local", "slurm"
 class JobOutcome:
     """What a sweep job tells the sweep's runner: whether everything was complete already, whether
     it resumed from a checkpoint, the stall retries it used, and why it failed (None: it did not;
-    ``error_type`` the exception's class name, ``stalled`` when the watchdog ended it)."""
+    ``error_type`` the exception's class name, ``stalled`` when its supervisor ended it as stalled
+    with no retry left)."""
 
     skipped: bool = False
     resumed: bool = False
@@ -173,24 +173,6 @@ def submitit_task_id() -> str | None:
         return None
 
 
-def requeue_submitit_task() -> None:
-    """Requeue this submitit task as submitit does at a time limit (``scontrol requeue`` under
-    SLURM; submitit_local requeues a task by its exit code, so that one ends the process)."""
-    env = _submitit().JobEnvironment()
-    try:
-        env._requeue(0)
-    except SystemExit as requeue:
-        os._exit(requeue.code if isinstance(requeue.code, int) else 1)
-
-
-def write_submitit_result(result: Any) -> None:
-    """Record ``result`` as this submitit task's return value (a task that dies without one would
-    make the launcher raise for its whole batch)."""
-    from submitit.core import utils
-
-    utils.cloudpickle_dump(("success", result), _submitit().JobEnvironment().paths.result_pickle)
-
-
 def quiet_sacct() -> None:
     """submitit's sacct polls without their stderr on the console (on a cluster without
     accounting storage every poll fails; its own warning still reaches the log once)."""
@@ -224,5 +206,4 @@ def flushed_logs() -> Iterator[None]:
 
 __all__ = ["HydraException", "IN_PROCESS", "JobOutcome", "LOCAL", "SLURM", "compose", "configure_logging",
            "expand_sweep", "hydra_command_line", "job_logging", "launcher_kind", "parse_overrides", "quiet_sacct",
-           "requeue_submitit_task", "submitit_executor", "submitit_task_id", "without_hydra",
-           "write_submitit_result"]
+           "submitit_executor", "submitit_task_id", "without_hydra"]

@@ -9,9 +9,10 @@ the path of its log; every other job runs, and the sweep ends with one summary: 
 skipped (already complete), resumed and failed, and the stall retries. It exits 1 when a job
 failed, 0 otherwise.
 
-A job the watchdog ends as stalled is retried from its checkpoint up to ``stall_retries`` times
-(rfig_exp.launch.retry): an in-process job comes back stalled and is launched again here; a
-submitit task requeues itself and reports its retries in its outcome.
+Each job trains in a process of its own under a supervisor (``rfig_exp.launch.task``: this
+process for an in-process job, the task's for a submitit one), which kills a stalled one and starts
+it again from its checkpoint up to ``stall_retries`` times, and reports the retries it used in the
+job's outcome.
 """
 
 from __future__ import annotations
@@ -41,16 +42,17 @@ class Tally:
         self.counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
         self.failures: list[str] = []
 
-    def add(self, index: int, job: Job, outcome: JobOutcome, attempts: int | None = None) -> None:
-        """Count ``outcome`` of job ``index``; ``attempts``: the times an in-process job was launched."""
+    def add(self, index: int, job: Job, outcome: JobOutcome) -> None:
+        """Count ``outcome`` of job ``index``."""
         c = self.counts
         c["stall_retries"] += outcome.stall_retries
         if outcome.error is None:
             c["skipped" if outcome.skipped else "completed"] += 1
             c["resumed"] += outcome.resumed
             return
-        if outcome.stalled and attempts is not None:
-            line = (f"{describe(job)}: stalled (exit 75) {attempts} time(s), stall_retries={self.budget} used up; "
+        if outcome.stalled:
+            line = (f"{describe(job)}: stalled (exit 75) {outcome.stall_retries + 1} time(s), "
+                    f"stall_retries={self.budget} used up; "
                     "relaunch the sweep to resume it")
         else:
             first = outcome.error.splitlines()[0] if outcome.error else outcome.error_type
@@ -110,19 +112,9 @@ def _context(plan: LaunchPlan, index: int, launcher: str, jobs_in_parallel: int 
 
 
 def _in_process(plan: LaunchPlan, tally: Tally) -> None:
-    """The jobs one after another in this process, each reported when it ends; a stalled one
-    launched again while it has retries left."""
+    """The jobs one after another, each supervised from this process and reported when it ends."""
     for index, job in enumerate(plan.jobs):
-        context = _context(plan, index, IN_PROCESS, None, tally.budget)
-        attempts = 1
-        outcome = run_in_sweep(job, context)
-        while outcome.stalled and attempts <= tally.budget:
-            tally.counts["stall_retries"] += 1
-            log.warning("[sweep] job #%d stalled: retry %d of %d (stall_retries), resuming it from its checkpoint",
-                        index, attempts, tally.budget)
-            attempts += 1
-            outcome = run_in_sweep(job, context)
-        tally.add(index, job, outcome, attempts)
+        tally.add(index, job, run_in_sweep(job, _context(plan, index, IN_PROCESS, None, tally.budget)))
 
 
 def jobs_at_once(primary: DictConfig, kind: str) -> int | None:

@@ -1,31 +1,50 @@
-"""One compiled job run in the process it got: a single run's, the sweep's own, or a submitit task's.
+"""One compiled job, supervised: trained in a process of its own that the process which got the job
+(a single run's, the sweep's own, or a submitit task's) watches, times out and starts again.
 
-The job comes as a value, its run specs built once by preflight (``rfig_exp.spec.stack.Job``),
-with a :class:`JobContext` that says where it runs; nothing is composed or read back from files.
+Why a child process: jaxlib 0.10 on a CPU can wedge for ever inside a jitted call (README, *XLA CPU
+wedges*), and nothing inside a process can unwind that call; a process can be ended from outside.
+So every job trains one way: :func:`supervise` spawns a child that runs
+``rfig_exp.run.experiment.run_job`` in its main thread and only reports through a pipe (a pulse once
+it compiled and after each window, ``rfig_exp.run.observers.Pulse``, then how it ended). The
+supervisor holds the stall clock (``rfig_exp.launch.supervision``): a child whose pulse stops for
+too long is killed, its checkpoints kept, and a new one resumes the job, up to ``stall_retries``
+times in a sweep (a single run's stall ends it, exit 75). Stop signals the supervisor gets go on to
+the child, which checkpoints after its window and stops; the supervisor then ends as the job would
+have: with the signal's exit code, or under submitit with SIGUSR2 handed to submitit's own handler,
+which requeues the task as it does for any preempted job.
+
 :func:`run_single` is ``python launch.py`` without ``-m``: errors end the process with their exit
 code (``rfig_exp.config.errors``). :func:`run_in_sweep` is a ``-m`` sweep's job: errors come back in
-its :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweep's runner to count, so the other
-jobs go on; a job in the sweep's own process trains on a thread of its own, which a stall leaves
-behind for the runner to launch the job again; a submitit task requeues itself
-(``rfig_exp.launch.retry``). Nothing here imports JAX before the job is placed on its cores or GPU.
+its :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweep's runner to count. Nothing here
+imports JAX: the child does, after the job is placed on its cores or GPU.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
+import multiprocessing
+import os
+import signal
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from multiprocessing import connection
+from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig
 
-from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, RunFailed, Stalled
+from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, RunFailed
 from rfig_exp.launch import hydra_adapter
 from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
+from rfig_exp.launch.supervision import STALL_ENDS, SignalForwarder, StallClock, hand_over_to_submitit
 from rfig_exp.spec.stack import Job
 
 log = logging.getLogger("rfig_exp")
+
+POLL_S = 1.0  # how often the supervisor looks at its stall clock while no pulse comes
+
+# How a job's process ended (Ended.kind).
+DONE, FAILED, STOPPED, STALLED, DIED = "done", "failed", "stopped", "stalled", "died"
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,7 @@ class JobContext:
     """Where a sweep's job runs: its index in the sweep, the jobs that run beside it (None: all, or
     not known), the launcher (:data:`IN_PROCESS`, :data:`LOCAL` or :data:`SLURM`), the keys the sweep
     varies (its console label shows them first), its logging config (``hydra.job_logging`` with its
-    own log file; None: the process's as it is) and the stall retries a submitit task may use."""
+    own log file; None: the process's as it is) and the stall retries it may use."""
 
     index: int = 0
     jobs_in_parallel: int | None = None
@@ -48,6 +67,23 @@ class JobContext:
         return self.launcher in (LOCAL, SLURM)
 
 
+@dataclass(frozen=True)
+class Ended:
+    """How a supervised job ended: ``kind`` (:data:`DONE`, :data:`FAILED`, :data:`STOPPED` by a
+    signal, :data:`STALLED` with no retry left, :data:`DIED` without saying why), its one line and
+    exit code, whether all was complete already or it resumed, the stall retries it used and, for
+    a process killed by a signal, that signal."""
+
+    kind: str
+    message: str = ""
+    code: int = 0
+    error_type: str | None = None
+    skipped: bool = False
+    resumed: bool = False
+    retries: int = 0
+    signum: int | None = None
+
+
 def _message(err: BaseException, job: Job) -> tuple[str, int]:
     """The one line that says why ``job`` failed, and its exit code."""
     if isinstance(err, ConfigError):
@@ -60,79 +96,194 @@ def _message(err: BaseException, job: Job) -> tuple[str, int]:
 
 
 def run_single(job: Job, config: DictConfig) -> None:
-    """``python launch.py`` without ``-m``: ``job`` (one run spec) trained in this process, logging
-    as ``config``'s ``hydra`` node says (its log file in ``hydra.run.dir``); a stall ends the
-    process with exit 75, an error with its code and one line."""
+    """``python launch.py`` without ``-m``: ``job`` (one run spec) trained under :func:`supervise`,
+    logging as ``config``'s ``hydra`` node says (its log file in ``hydra.run.dir``); a stall ends
+    the process with exit 75, an error with its code and one line, a job killed by a signal ends
+    this process by the same signal."""
     from pathlib import Path
 
-    from rfig_exp.run.experiment import run_job
-
-    hydra_adapter.configure_logging(hydra_adapter.job_logging(config, Path(str(config.hydra.run.dir))))
-    logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    try:
-        run_job(job)
-    except (ConfigError, RunFailed, OSError) as err:
-        message, code = _message(err, job)
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(code)
-    except Interrupted as stop:
-        print(str(stop), file=sys.stderr)
-        sys.exit(stop.exit_code)
+    logging_config = hydra_adapter.job_logging(config, Path(str(config.hydra.run.dir)))
+    hydra_adapter.configure_logging(logging_config)
+    ended = supervise(job, JobContext(logging=logging_config), 0, STALL_ENDS)
+    if ended.kind == DONE:
+        return
+    if ended.kind != STALLED:
+        print(f"error: {ended.message}", file=sys.stderr)
+    if ended.kind == DIED and ended.signum is not None:  # the shell sees what killed the job
+        sys.stderr.flush()
+        if ended.signum != signal.SIGKILL:  # SIGKILL has no handler to reset
+            signal.signal(ended.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), ended.signum)
+    sys.exit(ended.code or ExitCode.RUN_FAILED)
 
 
 def run_in_sweep(job: Job, context: JobContext) -> JobOutcome:
-    """A ``-m`` sweep's ``job`` in this process (the sweep's own, or a submitit task): placed on its
-    GPU or cores first (a local submitit task), then trained; how it went comes back, its error
-    included. A stop signal (Ctrl-C, SIGTERM) ends the process with its exit code."""
+    """A ``-m`` sweep's ``job`` under :func:`supervise` (in the sweep's own process, or a submitit
+    task's): placed on its GPU or cores first (a local submitit task: the child inherits the
+    placement), then trained; how it went comes back, its error included. A stop signal ends this
+    process as the job's own process would have ended."""
     if context.logging is not None:
         hydra_adapter.configure_logging(context.logging)
-    logging.getLogger("jax").setLevel(logging.WARNING)
-    spec = job.first
+    if context.launcher == LOCAL:  # its own GPU or cores, before any process of it starts JAX
+        from rfig_exp.run.placement import place_job
+
+        spec = job.first
+        log.info(place_job(context.index, context.jobs_in_parallel, local=True, mode=spec.placement.mode,
+                           cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
+                           gpus=None if spec.placement.gpus is None else list(spec.placement.gpus)))
+    ended = supervise(job, context, context.stall_retries,
+                      f"no stall retry left (stall_retries={context.stall_retries}): the job counts failed; "
+                      "relaunch the sweep to resume it")
+    if ended.kind == DONE:
+        return JobOutcome(skipped=ended.skipped, resumed=ended.resumed, stall_retries=ended.retries)
+    return JobOutcome(error=ended.message, error_type=ended.error_type, stalled=ended.kind == STALLED,
+                      stall_retries=ended.retries)
+
+
+def supervise(job: Job, context: JobContext, budget: int, out_of_retries: str) -> Ended:
+    """Train ``job`` in a child process, started again from its checkpoint after each stall while
+    ``budget`` retries are left (then ``out_of_retries`` says what follows); how it ended. A stop
+    signal (to this process or to the child) ends this process once the child has checkpointed and
+    stopped (:func:`_stop`)."""
+    retries = 0
+    with SignalForwarder(context.submitit) as forward:
+        while True:
+            ended = _attempt(job, context, forward)
+            if ended.kind != STALLED:
+                break
+            if retries >= budget or forward.received is not None:
+                log.error("%s; %s", ended.message, out_of_retries)
+                break
+            retries += 1
+            log.error("%s; stall retry %d of %d (stall_retries): a new process resumes it from its checkpoint",
+                      ended.message, retries, budget)
+    ended = dataclasses.replace(ended, retries=retries)
+    if ended.kind == STOPPED or (ended.kind == DIED and forward.received is not None):
+        _stop(ended, forward.received or ended.code - 128, context.submitit)
+    return ended
+
+
+def _attempt(job: Job, context: JobContext, forward: SignalForwarder) -> Ended:
+    """One child process of ``job``, watched until it ends or stalls (then it is killed)."""
+    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no lock or thread of ours copied
+    receive, send = spawn.Pipe(duplex=False)
+    child = spawn.Process(target=_child, args=(send, job, context.varying, context.logging, context.submitit),
+                          name=f"rfig-job-{context.index}")
+    child.start()
+    send.close()  # the child's end: the pipe reads as closed once the child is gone
+    if child.pid is not None:
+        forward.follow(child.pid)
+    clock, tag, ended = StallClock(job.first.watch.stall_timeout_s), f"job #{context.index}", None
     try:
-        if context.launcher == LOCAL:  # its own GPU or cores, before JAX starts its threads
-            from rfig_exp.run.placement import place_job
+        while True:
+            ready = connection.wait([receive, child.sentinel], timeout=POLL_S)
+            if receive in ready:
+                try:
+                    message = receive.recv()
+                except EOFError:
+                    break
+                if message[0] == "compiled":
+                    tag = message[1]
+                    clock.start()
+                elif message[0] == "window":
+                    clock.beat()
+                else:
+                    ended = Ended(**message[1])
+                continue
+            if child.sentinel in ready:
+                break
+            idle = clock.overdue()
+            if idle is not None:
+                _kill(child)
+                return Ended(STALLED, clock.message(tag, idle), ExitCode.STALLED, "Stalled")
+    finally:
+        receive.close()
+        forward.follow(None)  # a signal between two attempts waits for the next child
+    child.join()
+    return ended or _died(child.exitcode)
 
-            log.info(place_job(context.index, context.jobs_in_parallel, local=True, mode=spec.placement.mode,
-                               cores_per_job=spec.placement.cores_per_job, jobs_per_gpu=spec.placement.jobs_per_gpu,
-                               gpus=None if spec.placement.gpus is None else list(spec.placement.gpus)))
-        return _train(job, context)
-    except Stalled as err:
-        return JobOutcome(error=str(err), error_type="Stalled", stalled=True, stall_retries=err.stall_retries)
-    except (ConfigError, RunFailed, OSError) as err:
-        return JobOutcome(error=_message(err, job)[0], error_type=type(err).__name__)
-    except Interrupted as stop:
-        print(str(stop), file=sys.stderr)
-        sys.exit(stop.exit_code)
-    except Exception as err:  # noqa: BLE001 - a bug in one job: reported, and the sweep goes on
-        log.exception("[sweep] job #%d raised", context.index)
-        return JobOutcome(error=str(err) or type(err).__name__, error_type=type(err).__name__)
+
+def _died(exitcode: int | None) -> Ended:
+    """A child that ended without saying how: killed by a signal (the kernel's OOM killer, a kill -9)."""
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        return Ended(DIED, f"the job's process was killed by signal {-exitcode} ({name}); its checkpoints are kept: "
+                     "relaunch the same command to resume", 128 - exitcode, "Killed", signum=-exitcode)
+    return Ended(DIED, f"the job's process ended with exit code {exitcode} without a result; relaunch the same "
+                 "command to resume", int(exitcode or ExitCode.RUN_FAILED), "Died")
 
 
-def _train(job: Job, context: JobContext) -> JobOutcome:
-    """Train ``job`` as ``context`` runs it: a submitit task requeues itself when it stalls; a job in
-    the sweep's own process trains on a thread of its own (rfig_exp.run.watchdog.on_own_thread)."""
-    from rfig_exp.launch import retry
+def _kill(child) -> None:
+    """SIGKILL the child's process group (it leads one: its own helpers go with it): a wedged call
+    cannot be unwound, and its checkpoints on disk are whole (each is written, then renamed)."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
+    child.join()
+
+
+def _stop(ended: Ended, signum: int, submitit: bool) -> None:
+    """End this process as a stop signal asks, after the child has saved its checkpoint: under
+    submitit, SIGUSR2 (a time limit or a preemption) goes to submitit's handler, which requeues the
+    task and exits; otherwise the exit code the signal means (a requeued SLURM task is started
+    again by SLURM itself)."""
+    print(ended.message, file=sys.stderr)
+    if submitit and signum == signal.SIGUSR2:
+        log.info("SIGUSR2 (time limit or preemption): the job's checkpoint is saved; handing over to submitit to "
+                 "requeue the task")
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        hand_over_to_submitit()
+    sys.exit(ended.code or 128 + signum)
+
+
+def _child(send, job: Job, varying: Sequence[str], logging_config: dict | None, submitit: bool) -> None:
+    """The job's process: trains and reports to its supervisor through ``send``. It leads a process
+    group of its own (a terminal's Ctrl-C reaches it once, through the supervisor) and dies with its
+    supervisor (nobody would watch it, and it would keep its run folders claimed)."""
+    os.setpgid(0, 0)
+    _die_with_parent()
+    if logging_config is not None:
+        hydra_adapter.configure_logging(logging_config)
+    logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
+    ended = _train(job, varying, submitit, send.send)
+    send.send(("ended", dataclasses.asdict(ended)))
+    send.close()
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG, Linux's; elsewhere the pipe breaks
+    except (OSError, AttributeError):
+        pass
+
+
+def _train(job: Job, varying: Sequence[str], submitit: bool, pulse: Callable[[tuple], Any]) -> Ended:
+    """``run_job`` in this process with its stop signals; how it ended."""
     from rfig_exp.run.experiment import run_job
     from rfig_exp.run.observers import StopSignals
-    from rfig_exp.run.watchdog import on_own_thread
 
-    run: Callable = functools.partial(run_job, job, context.varying)
-    if context.submitit:
-        with StopSignals(submitit=True) as signals:
-            summaries = run(signals=signals, after_stall=retry.submitit_stall_action(
-                context.stall_retries, lambda error: JobOutcome(error=str(error), error_type="Stalled", stalled=True,
-                                                                stall_retries=getattr(error, "stall_retries", 0))))
-    else:
-        with StopSignals() as signals:
-            summaries = on_own_thread(functools.partial(run, signals=signals))
-    return JobOutcome(skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries),
-                      stall_retries=retry.submitit_retries_used() if context.submitit else 0)
+    try:
+        with StopSignals(submitit=submitit) as signals:
+            summaries = run_job(job, tuple(varying), signals=signals, pulse=pulse)
+        return Ended(DONE, skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries))
+    except (ConfigError, RunFailed, OSError) as err:
+        message, code = _message(err, job)
+        return Ended(FAILED, message, int(code), type(err).__name__)
+    except Interrupted as stop:
+        return Ended(STOPPED, str(stop), int(stop.exit_code))
+    except Exception as err:  # noqa: BLE001 - a bug in one job: reported, and a sweep goes on
+        log.exception("the job raised")
+        return Ended(FAILED, str(err) or type(err).__name__, int(ExitCode.RUN_FAILED), type(err).__name__)
 
 
 class SubmititTask:
     """What submitit runs in each task: :func:`run_in_sweep`. At a time limit or a preemption,
-    submitit asks it for its :meth:`checkpoint` (after the run's own SIGUSR2 handling has saved the
-    current window): the same job, submitted again, resumes from its checkpoints."""
+    submitit asks it for its :meth:`checkpoint` (after the job's process has saved the current
+    window and stopped): the same job, submitted again, resumes from its checkpoints."""
 
     def __call__(self, job: Job, context: JobContext) -> JobOutcome:
         return run_in_sweep(job, context)

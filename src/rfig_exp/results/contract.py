@@ -38,7 +38,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from rfig_exp.results import faults
 
 from rfig_exp.config import variants
 
@@ -327,9 +326,8 @@ def damaged_config(path: Path) -> str | None:
     return None
 
 
-def atomic_write_text(path: Path, text: str, fault: str = "") -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file.
-    ``fault``: this write's name for tests/test_faults.py (rfig_exp.results.faults)."""
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -337,8 +335,6 @@ def atomic_write_text(path: Path, text: str, fault: str = "") -> None:
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
-            if fault:
-                faults.hit(fault, path)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -376,7 +372,7 @@ def write_visits(path: Path, visits) -> None:
 
 def write_summary(path: Path, summary: RunSummary) -> None:
     atomic_write_text(path / SUMMARY, json.dumps(_finite_or_none(summary.to_json()), indent=2, sort_keys=True)
-                      + "\n", fault="summary")
+                      + "\n")
 
 
 def _finite_or_none(value):
@@ -432,7 +428,6 @@ class MetricsWriter:
             fields = [k for k in LEADING_COLUMNS if k in row] + rest
             self._writer = csv.DictWriter(self._file, fieldnames=fields)
             self._writer.writeheader()
-        faults.hit("metrics", self._file.name)
         self._check_still_there()
         self._writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
         self._file.flush()

@@ -8,7 +8,7 @@ Before training, a job takes ``seed_<k>/owner.json`` for each seed it will run:
   filesystems SLURM clusters share), holding host, pid, the process's start time and when;
 - kept fresh: its owner touches it after every window (the mtime is the heartbeat);
 - **live** when its owner runs: on this host the pid exists with the same start time, on
-  another host the heartbeat is younger than ``stale_after_s`` (the watchdog's limit times 3:
+  another host the heartbeat is younger than ``stale_after_s`` (the stall limit times 3:
   a live owner finishes a window, or is ended as stalled, well within it). A job waits up to
   ``owner_grace_s`` (conf/config.yaml) for a live owner to let go (a SLURM requeue can start while the old process is
   still exiting), then leaves that seed out, with one line naming the owner.

@@ -94,10 +94,8 @@ class Checkpoint(NamedTuple):
     extra: dict
 
 
-def _atomic_write(path: Path, write, fault: str) -> str:
-    """Write through ``write(file)`` to a temp file, fsync, rename; return the sha256.
-    ``fault``: this write's name for tests/test_faults.py (rfig_exp.results.faults)."""
-    from rfig_exp.results import faults
+def _atomic_write(path: Path, write) -> str:
+    """Write through ``write(file)`` to a temp file, fsync, rename; return the sha256."""
     from rfig_exp.results.contract import FILE_MODE
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -106,7 +104,6 @@ def _atomic_write(path: Path, write, fault: str) -> str:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            faults.hit(fault, path)
             os.fsync(f.fileno())
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
         os.replace(tmp, path)
@@ -120,11 +117,10 @@ def save(run_dir: Path, window: int, leaves: list[np.ndarray], extra: dict[str, 
     """Save one seed's state leaves after ``window`` windows; prune to the last ``keep``."""
     folder = run_dir / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    digest = _atomic_write(folder / f"window_{window}.npz", lambda f: np.savez(f, *leaves), "checkpoint.npz")
+    digest = _atomic_write(folder / f"window_{window}.npz", lambda f: np.savez(f, *leaves))
     meta = {"window": window, "num_leaves": len(leaves), "sha256": digest,
             "shapes": [list(np.shape(x)) for x in leaves], "extra": extra}
-    _atomic_write(folder / f"window_{window}.json", lambda f: f.write(json.dumps(meta).encode()),
-                  "checkpoint.json")
+    _atomic_write(folder / f"window_{window}.json", lambda f: f.write(json.dumps(meta).encode()))
     for old in windows(run_dir)[:-keep]:
         for suffix in (".json", ".npz"):
             (folder / f"window_{old}{suffix}").unlink(missing_ok=True)

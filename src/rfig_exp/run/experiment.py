@@ -43,31 +43,31 @@ def use_compile_cache(directory: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
-                   after_stall: Callable[[str], None] | None = None) -> list[results.RunSummary]:
+def run_experiment(cfg, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = ()) -> list[results.RunSummary]:
     """Validate ``cfg``, train every seed that is not already complete, write results.
 
     ``command_line`` (the overrides as typed) goes into each summary; ``sweep_varies`` (the keys
-    this job's sweep varies) come first in its console prefix; ``after_stall`` ends the process
-    when the watchdog finds it wedged (None: exit 75). Returns the summaries written (empty when
-    everything was complete already). Nothing reads ``cfg`` once its spec is built.
+    this job's sweep varies) come first in its console prefix. Trained in this process, unwatched
+    (a launched job is trained by the same :func:`run_job` in a supervised process of its own,
+    rfig_exp.launch.task). Returns the summaries written (empty when everything was complete
+    already). Nothing reads ``cfg`` once its spec is built.
     """
-    return run_spec(build_run_spec(cfg), command_line, sweep_varies, after_stall)
+    return run_spec(build_run_spec(cfg), command_line, sweep_varies)
 
 
 def run_spec(spec: RunSpec, command_line: Sequence[str] = (), sweep_varies: Sequence[str] = (),
-             after_stall: Callable[[str], None] | None = None,
              signals: StopSignals | None = None) -> list[results.RunSummary]:
     """:func:`run_experiment` for a spec already built; ``signals``: the stop signals, entered by
     the caller (None: the job's own)."""
-    return run_job(Job((JobPart(spec, tuple(command_line)),)), sweep_varies, after_stall, signals)
+    return run_job(Job((JobPart(spec, tuple(command_line)),)), sweep_varies, signals)
 
 
-def run_job(job: Job, sweep_varies: Sequence[str] = (), after_stall: Callable[[str], None] | None = None,
-            signals: StopSignals | None = None) -> list[results.RunSummary]:
+def run_job(job: Job, sweep_varies: Sequence[str] = (), signals: StopSignals | None = None,
+            pulse: Callable[[tuple], Any] | None = None) -> list[results.RunSummary]:
     """Train the runs of ``job`` (its parts' seeds, one compiled program) that are not complete:
     each member writes the run directory, metrics and summary it would write as a job of its own,
-    and resumes from its own checkpoints. Arguments as :func:`run_spec`'s."""
+    and resumes from its own checkpoints. ``pulse``: the supervisor's pipe (``JobRun``'s); the
+    other arguments as :func:`run_spec`'s."""
     spec = job.first
     plans = [(part, p) for part in job.parts for p in plan_seeds(part.spec)]
     env = make_env(spec.env)
@@ -102,8 +102,7 @@ def run_job(job: Job, sweep_varies: Sequence[str] = (), after_stall: Callable[[s
             summaries += JobRun(turn, env, bonus, member_hparams(turn),
                                 _with_runs(name, [(None, m.plan) for m in turn]),
                                 heartbeat=lambda: [lock.beat() for lock in locks.values()],
-                                release=lambda: [lock.release() for lock in locks.values()],
-                                after_stall=after_stall, signals=signals).train()
+                                pulse=pulse, signals=signals).train()
         return summaries
     finally:
         for lock in locks.values():

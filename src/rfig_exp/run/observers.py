@@ -1,8 +1,8 @@
 """What happens after each training window: one small observer per concern.
 
 The run loop (:mod:`rfig_exp.run.run_loop`) trains a window, brings its ``[S]`` metrics to the host
-and hands the :class:`Window` to each observer in a fixed order: the heartbeat (the watchdog and
-the run folders' owner locks), the metrics files (they are the record), the divergence guard, the
+and hands the :class:`Window` to each observer in a fixed order: the pulse (the supervisor's stall
+clock and the run folders' owner locks), the metrics files (they are the record), the divergence guard, the
 wandb mirror, the checkpointer (so a checkpoint never covers a row the metrics file lacks), then
 the progress line. Like Brax's ``progress_fn``, an
 observer sees a window after it happened and cannot change the training.
@@ -28,7 +28,6 @@ import numpy as np
 
 from rfig_exp.config.run_settings import CheckpointSettings
 from rfig_exp.results import contract as results
-from rfig_exp.results import faults
 from rfig_exp.run import checkpoint
 from rfig_exp.run.tracking import WandbRuns, progress_line
 
@@ -51,17 +50,17 @@ class Window:
     stopping: int | None = None         # the signal that ends the run after this window
 
 
-class Heartbeat:
-    """A window finished: the stall watchdog and the run folders' owner locks hear of it."""
+class Pulse:
+    """A window finished: the run folders' owner locks are touched and the supervisor hears the job
+    is alive (``send``: its pipe, rfig_exp.launch.task). Training only reports; the supervisor, a
+    process that no XLA wedge can block, judges a stall and ends this process."""
 
-    def __init__(self, watchdog, beat_locks: Callable[[], Any]):
-        self.watchdog, self.beat_locks = watchdog, beat_locks
+    def __init__(self, send: Callable[[tuple], Any], beat_locks: Callable[[], Any]):
+        self.send, self.beat_locks = send, beat_locks
 
     def on_window(self, window: Window) -> None:
-        if self.watchdog.fired:  # a stalled thread left behind woke up: its retry owns the run now
-            raise RuntimeError(f"window {window.index} came after the watchdog gave this job up")
-        self.watchdog.beat()
         self.beat_locks()
+        self.send(("window", window.index))
 
 
 class MetricsFiles:
@@ -108,14 +107,6 @@ class WandbMirror:
     def on_window(self, window: Window) -> None:
         for s, row in window.rows.items():
             self.runs.log(s, row, step=window.env_steps)
-
-
-class FaultPoint:
-    """Where the fault-injection tests (rfig_exp.results.faults) stop a run: after the rows, before the
-    checkpoint."""
-
-    def on_window(self, window: Window) -> None:
-        faults.hit("window")
 
 
 @dataclass
@@ -235,9 +226,9 @@ class ProgressLine:
 class StopSignals:
     """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) end training after the current
     window, with a checkpoint, instead of killing it mid-window; in a submitit task
-    (``submitit=True``), SIGUSR2 (time limit, preemption) likewise, after which submitit's own
-    handler requeues the job. A Ctrl-C while a stop is already pending quits at once
-    (``KeyboardInterrupt``: no checkpoint waited for).
+    (``submitit=True``), SIGUSR2 (time limit, preemption) likewise: the job's supervisor then hands
+    that signal to submitit's own handler, which requeues the task. A Ctrl-C while a stop is
+    already pending quits at once (``KeyboardInterrupt``: no checkpoint waited for).
 
     ``received`` is the signal number once one came. Outside the main thread (where Python
     cannot install handlers) it does nothing."""
@@ -267,11 +258,3 @@ class StopSignals:
             # os.write: a handler can run inside a print or a log call, which must not be re-entered
             os.write(2, b"Ctrl-C: stopping after this window with a checkpoint (Ctrl-C again quits at once)\n")
         self.received = signum
-
-    def hand_over(self, tag: str, window: int, stopping: int | None) -> None:
-        """After SIGUSR2's checkpoint, let submitit requeue the job (its handler exits)."""
-        handler = self._previous.get(signal.SIGUSR2)
-        if stopping == signal.SIGUSR2 and callable(handler):
-            log.info("[%s] SIGUSR2 (time limit or preemption) after window %d: checkpoint saved, handing over "
-                     "to submitit to requeue", tag, window)
-            handler(signal.SIGUSR2, None)

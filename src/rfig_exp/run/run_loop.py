@@ -32,16 +32,14 @@ from rfig_exp.run import checkpoint, provenance
 from rfig_exp.run.observers import (
     Checkpointer,
     DivergenceGuard,
-    FaultPoint,
-    Heartbeat,
     MetricsFiles,
     ProgressLine,
+    Pulse,
     StopSignals,
     WandbMirror,
     Window,
 )
 from rfig_exp.run.tracking import WandbRun, WandbRuns, run_labels
-from rfig_exp.run.watchdog import Watchdog, end_process
 from rfig_exp.spec.run_spec import RunSpec
 
 log = logging.getLogger("rfig_exp")
@@ -88,21 +86,21 @@ class JobRun:
     stacked sweep job, ``hparams`` then with a row per member); each resumable from its own
     checkpoints. Observers and files key the runs by their index in ``members``.
 
-    ``heartbeat`` keeps the run folders' owner locks fresh; ``release`` lets them go when the
-    watchdog finds the job stalled; ``after_stall`` ends the job then (None: the process, exit 75;
-    a sweep's retry in a sweep job, rfig_exp.launch.retry). ``signals``: the stop signals, entered
-    by the caller (None: the job's own, ``StopSignals()``)."""
+    ``heartbeat`` keeps the run folders' owner locks fresh; ``pulse`` tells the job's supervisor
+    (rfig_exp.launch.task) that the job compiled, ``("compiled", tag)``, and that each window
+    finished, ``("window", index)``: its stall clock runs on them (None: nobody watches, as in a
+    test that trains in its own process). ``signals``: the stop signals, entered by the caller
+    (None: the job's own, ``StopSignals()``)."""
 
     def __init__(self, members: Sequence[Member], env, bonus, hparams, tag: str,
-                 heartbeat: Callable[[], Any] = lambda: None,
-                 release: Callable[[], Any] = lambda: None, after_stall: Callable[[str], None] | None = None,
+                 heartbeat: Callable[[], Any] = lambda: None, pulse: Callable[[tuple], Any] | None = None,
                  signals: StopSignals | None = None):
         self.members = list(members)
         self.spec = self.members[0].spec  # the job-wide settings: every member's are the same
         self.env, self.bonus, self.hparams = env, bonus, hparams
         self.tag = tag
-        self.heartbeat, self.release = heartbeat, release
-        self.after_stall = after_stall or end_process
+        self.heartbeat = heartbeat
+        self.pulse: Callable[[tuple], Any] = pulse or (lambda message: None)
         self.signals = signals
         self.keys = list(range(len(self.members)))
         self.dirs = {i: m.path for i, m in enumerate(self.members)}
@@ -184,12 +182,10 @@ class JobRun:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
                 compile_time = time.perf_counter() - start
                 self._describe(restored.states)
-                # the watchdog starts after compiling: a long compile is not a stall
-                watchdog = stack.enter_context(Watchdog(self.tag, spec.watch.stall_timeout_s, release=self.release,
-                                                        end=self.after_stall))
-                stack.callback(saver.close, self.tag)  # closed first, still watched: a write can hang too
-                observers = [Heartbeat(watchdog, self.heartbeat), files, guard, WandbMirror(wandb_runs), FaultPoint(),
-                             saver, progress]
+                # the stall clock starts after compiling: a long compile is not a stall
+                self.pulse(("compiled", self.tag))
+                stack.callback(saver.close, self.tag)  # a hung write is still a stall: no pulse comes
+                observers = [Pulse(self.pulse, self.heartbeat), files, guard, WandbMirror(wandb_runs), saver, progress]
                 states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
                 saver.wait()  # before the summaries remove the checkpoints
                 summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,
@@ -233,7 +229,6 @@ class JobRun:
             for observer in observers:
                 observer.on_window(window)
             if stopping is not None:
-                signals.hand_over(self.tag, w, stopping)
                 if stopping == signal.SIGINT:
                     raise Interrupted(f"interrupted (Ctrl-C) after window {w} of {spec.num_windows}; its checkpoint "
                                       f"is saved: relaunch the same command to resume from window {w}",

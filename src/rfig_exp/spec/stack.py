@@ -40,7 +40,7 @@ def traced_values(spec: RunSpec) -> dict[str, Any]:
 def program_key(spec: RunSpec) -> str:
     """What tells one compiled job from another: every setting of ``spec`` but its seeds, its variant's
     name and its traced settings. Runs with equal keys compile the same program and share a job's
-    settings (where results go, checkpoints, wandb, the watchdog), so they may train as one job."""
+    settings (where results go, checkpoints, wandb, the stall clock), so they may train as one job."""
     blank = dataclasses.replace(spec, seeds=(), variant="", variant_overrides={}, resolved_config={},
                                 agent=_untraced(spec.agent), bonus=_untraced(spec.bonus))
     return repr(blank)
