@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from rfig_exp.config.errors import ExitCode
+from rfig_exp.run.stop_signals import StopSignalScope
 
 # Why a stall's limit follows the slowest window: a window's time varies with the load beside it
 # (a sweep's other jobs, other users); 20 times the slowest one seen is no false alarm under load.
@@ -74,28 +74,15 @@ STALL_ENDS = (f"the run ends with exit code {int(ExitCode.STALLED)}; relaunch th
               "from its last checkpoint")
 
 
-class SignalForwarder:
+class SignalForwarder(StopSignalScope):
     """While entered (in the main thread; elsewhere it does nothing), SIGTERM and SIGINT, and SIGUSR2
     under submitit, are recorded (:attr:`received`, the first) and sent on to the process
     :meth:`follow` names. Each Ctrl-C goes on: the child's second one quits at once."""
 
     def __init__(self, submitit: bool = False):
-        self.submitit = submitit
+        super().__init__(submitit)
         self.received: int | None = None
         self.pid: int | None = None
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> "SignalForwarder":
-        if threading.current_thread() is threading.main_thread():
-            for signum in [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if self.submitit else []):
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
-        self._previous = {}
 
     def follow(self, pid: int | None) -> None:
         """Signals go to ``pid`` from now on (None: to no process, until the next); one that came

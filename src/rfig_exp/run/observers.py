@@ -16,7 +16,6 @@ import logging
 import math
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 from rfig_exp.config.run_settings import CheckpointSettings
 from rfig_exp.results import contract as results
 from rfig_exp.run import checkpoint
+from rfig_exp.run.stop_signals import StopSignalScope
 from rfig_exp.run.tracking import WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")
@@ -223,7 +223,7 @@ class ProgressLine:
         return text
 
 
-class StopSignals:
+class StopSignals(StopSignalScope):
     """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) end training after the current
     window, with a checkpoint, instead of killing it mid-window; in a submitit task
     (``submitit=True``), SIGUSR2 (time limit, preemption) likewise: the job's supervisor then hands
@@ -234,22 +234,8 @@ class StopSignals:
     cannot install handlers) it does nothing."""
 
     def __init__(self, submitit: bool = False) -> None:
+        super().__init__(submitit)
         self.received: int | None = None
-        self.submitit = submitit
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> "StopSignals":
-        if threading.current_thread() is threading.main_thread():
-            wanted = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGUSR2] if self.submitit else [])
-            for signum in wanted:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
-        self._previous = {}
 
     def _handle(self, signum, frame) -> None:
         if signum == signal.SIGINT:
