@@ -147,7 +147,9 @@ def test_a_preempted_job_is_requeued_by_submitit_and_resumes(tmp_path):
     if "urgent" not in partitions.split():
         pytest.skip("no partition urgent (scripts/slurm-local.sh has one)")
     experiment, log = "slurm_preempt", tmp_path / "launch.log"
-    every, windows = 256, 300
+    # long enough that the preemption lands before the job ends, also when SLURM is slow to act
+    # (at 300 windows, on a loaded machine, the job once finished first)
+    every, windows = 256, 900
     proc = launch(["env=cartpole", "bonus=none", "seed=0", *TINY, f"agent.total_timesteps={every * windows}",
                    f"eval_frequency={every}", f"results_dir={tmp_path}", f"experiment={experiment}"], log)
     urgent = None
