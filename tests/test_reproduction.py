@@ -20,7 +20,7 @@ except ImportError:  # tests/ imported as a package
 from analysis import collect, final_scores
 from campaign.claims.claims import wilson
 from campaign.repro.build import build
-from campaign.repro.data import export_tree, rebuild_tree
+from campaign.repro.data import export_tree, read_tree, rebuild_tree
 
 REPS = 200
 SEEDS = range(8)
@@ -472,42 +472,69 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     assert listed == names
 
 
-def test_relabel_variant_files_a_bonus_runs_under_their_old_defaults_numbers_unchanged(tmp_path):
-    from campaign.repro.data import read_data, relabel_variant_in
+def test_runs_made_before_a_declared_fix_are_filed_under_its_old_values_on_every_way_in(tmp_path):
+    """A run made at a fixed bonus's old defaults (as its recorded config says, or made before a key
+    existed) never enters the data as a run of the fixed bonus: export, merge and relabel-variant file it
+    under the variant of the old values, numbers unchanged; a run at the new defaults, a run that set a
+    key itself, and other bonuses' runs stay; a second pass moves nothing, and a different run landing
+    on a filed run's key is refused."""
+    from campaign.repro.data import DataConflict, file_by_fixes, merge_data, read_data, refile_data, write_data
+    from campaign.repro.fixes import FIXES, BaselineFix, fix_of
 
+    vime_old = "bonus.init_sigma=0.5,bonus.kl_ratio_len=0"
     raw, data = tmp_path / "raw", tmp_path / "data"
-    for bonus in ("vime", "rnd"):
+    for bonus in ("vime", "rnd", "hashexplo"):
         for seed in range(2):
             write_run(raw, "paper32", "mountaincar", bonus, seed, STEPS, np.full(T, -120.0 + seed))
     own = {"bonus.init_sigma": 0.2}  # a run that set one of the old defaults' keys itself keeps its value
     write_run(raw, "sensitivity", "mountaincar", "vime", 0, STEPS, np.full(T, -110.0), overrides=own)
-    # a run made at the new defaults (its config says so) stays where it is, also when relabelled again
-    write_run(raw, "paper32", "mountaincar", "vime", 2, STEPS, np.full(T, -100.0), defaults={"bonus.init_sigma": 0.05})
+    # runs made at the new defaults (their configs say so) stay under the base variant
+    write_run(raw, "paper32", "mountaincar", "vime", 2, STEPS, np.full(T, -100.0),
+              defaults={"bonus.init_sigma": 0.05, "bonus.kl_ratio_len": 10})
+    write_run(raw, "paper32", "mountaincar", "hashexplo", 2, STEPS, np.full(T, -101.0),
+              defaults={"bonus.bin_penalty": 0.1})
+    original, _ = read_tree(raw)
     export_tree(raw, data, ["paper32", "sensitivity"])
-    before = read_data(data)
-    line = relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "old defaults")
-    assert "3 vime runs" in line and "bonus.init_sigma=0.5,bonus.kl_ratio_len=0" in line
     after = read_data(data)
-    assert len(after) == len(before) == 6 and ("paper32", "mountaincar", "vime", "base", 2) in after
-    assert "0 vime runs" in relabel_variant_in(data, "vime", ["bonus.init_sigma=0.5", "bonus.kl_ratio_len=0"], "again")
-    assert read_data(data) == after
+    assert len(after) == len(original) == 9
+    assert {k for k in after if k[3] == "base"} == {
+        ("paper32", "mountaincar", b, "base", s) for b, s in [("rnd", 0), ("rnd", 1), ("vime", 2), ("hashexplo", 2)]}
+    for key, run in original.items():
+        if key[0] == "sensitivity" or key[4] == 2 or key[2] == "rnd":
+            continue
+        variant = vime_old if key[2] == "vime" else "bonus.bin_penalty=10"
+        moved = after[(*key[:3], variant, key[4])]
+        assert moved.rows == run.rows and moved.record["relabelled_variant_from"] == "base"
+        assert moved.record["relabelled_variant_note"] == fix_of(key[2]).note
+        assert moved.record["summary"]["variant"] == variant
+        assert all(moved.record["config"]["bonus"][k.split(".", 1)[1]] == v
+                   for k, v in fix_of(key[2]).old_defaults.items())
     kept = after[("sensitivity", "mountaincar", "vime", "bonus.init_sigma=0.2,bonus.kl_ratio_len=0", 0)]
     assert kept.record["config"]["bonus"]["init_sigma"] == 0.2 and kept.record["config"]["bonus"]["kl_ratio_len"] == 0
-    for key, run in before.items():
-        if key[0] == "sensitivity" or key[4] == 2:
-            continue
-        if key[2] == "rnd":
-            assert after[key].record == run.record and after[key].rows == run.rows
-            continue
-        moved = after[(*key[:3], "bonus.init_sigma=0.5,bonus.kl_ratio_len=0", key[4])]
-        assert moved.rows == run.rows and moved.record["relabelled_variant_from"] == "base"
-        bonus_config = moved.record["config"]["bonus"]
-        assert bonus_config["init_sigma"] == 0.5 and bonus_config["kl_ratio_len"] == 0
-        assert moved.record["summary"]["variant"] == moved.key[3]
-    with pytest.raises(ValueError, match="no hashexplo runs"):
-        relabel_variant_in(data, "hashexplo", ["bonus.lr=1"], "x")
-    with pytest.raises(ValueError, match="expected bonus.KEY=VALUE"):
-        relabel_variant_in(data, "vime", ["init_sigma=0.5"], "x")
+    # again, by every way in: nothing moves, nothing is added twice
+    export_tree(raw, data, ["paper32", "sensitivity"])
+    assert read_data(data) == after
+    other = tmp_path / "other"
+    write_data(dict(original), other)       # an export made before the fixes were declared
+    merge_data(other, data)
+    assert read_data(data) == after
+    assert "0 runs" in refile_data(data) and read_data(data) == after
+    # a folder written before the fixes existed is filed by relabel-variant
+    old_folder = tmp_path / "old"
+    write_data(dict(original), old_folder)
+    line = refile_data(old_folder)
+    assert line.startswith("5 runs") and vime_old in line and "bonus.bin_penalty=10" in line
+    assert read_data(old_folder) == after
+    # a run at the old values whose numbers differ from the one filed there is refused, nothing written
+    clash = tmp_path / "clash"
+    write_run(clash, "paper32", "mountaincar", "hashexplo", 0, STEPS, np.full(T, -50.0))
+    with pytest.raises(DataConflict, match="bonus.bin_penalty=10"):
+        export_tree(clash, data, ["paper32"])
+    assert read_data(data) == after
+    assert file_by_fixes(dict(original), fixes=()) == original
+    assert {f.bonus for f in FIXES} == {"vime", "hashexplo"}
+    with pytest.raises(ValueError, match="bonus.KEY"):
+        BaselineFix("vime", {"init_sigma": 0.5}, "x")
 
 
 def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus(tmp_path):

@@ -24,7 +24,10 @@ from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
 from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
 
+from .fixes import fix_of
+
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
+VIME_FIX = fix_of("vime")
 VIME_RAW = {"before": "intrinsic_reward", "after": "bonus/info_gain_mean"}
 
 
@@ -38,14 +41,14 @@ class BaselinesSection:
 
 def _vime_methods(every: Collection) -> dict[str, str]:
     """"before" / "after" -> VIME's method key in ``every``: its runs at the old defaults (a
-    ``bonus.init_sigma`` override) and at the defaults (its base variant)."""
+    fix's old values, campaign/repro/fixes.py) and at the defaults (its base variant)."""
     out = {}
     for m in every.methods:
         info = every.method_info.get(m)
         if info is None or info.bonus != "vime":
             continue
         overrides = info.overrides_dict
-        if overrides.get("bonus.init_sigma") == 0.5 and overrides.get("bonus.kl_ratio_len") == 0:
+        if VIME_FIX is not None and VIME_FIX.is_old(overrides):
             out["before"] = m
         elif not any(k.startswith("bonus.") for k in overrides):
             out["after"] = m

@@ -16,7 +16,7 @@ from .data import (
     export_tree,
     merge_data,
     merge_relabelled,
-    relabel_variant_in,
+    refile_data,
     restore_tree,
 )
 from .sections import SENS
@@ -49,13 +49,10 @@ def parser() -> argparse.ArgumentParser:
                                        "only), so that a sweep there runs only what the data lacks")
     r.add_argument("--results", type=Path, required=True)
     r.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
-    v = sub.add_parser("relabel-variant", help="file every run of a bonus under the variant its old defaults "
-                                               "name (after the bonus's defaults changed), numbers unchanged")
+    v = sub.add_parser("relabel-variant", help="file every run made before a declared fix of its bonus's defaults "
+                                               "(campaign/repro/fixes.py) under the variant of the old values, "
+                                               "numbers unchanged; export and merge do this to arriving runs")
     v.add_argument("--data", type=Path, required=True)
-    v.add_argument("--bonus", required=True)
-    v.add_argument("--set", dest="overrides", metavar="KEY=VALUE", action="append", required=True,
-                   help="an old default, e.g. bonus.init_sigma=0.5 (repeat for each)")
-    v.add_argument("--note", required=True, help="why, kept in each run's record")
     b = sub.add_parser("build", help="write the report from the compact data")
     b.add_argument("--data", type=Path, default=Path("docs/results/repro/data"))
     b.add_argument("--out", type=Path, default=Path("docs/results/repro"))
@@ -89,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "merge":
             print(_stored_line(merge_data(args.source, args.data), str(args.source), args.data))
         elif args.command == "relabel-variant":
-            try:
-                print(relabel_variant_in(args.data, args.bonus, args.overrides, args.note))
-            except ValueError as err:
-                raise AnalysisError(str(err)) from None
+            print(refile_data(args.data))
         elif args.command == "restore":
             written = restore_tree(args.data, args.results)
             print(f"restored {written} committed complete runs from {args.data} into {args.results} (runs already "

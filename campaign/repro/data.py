@@ -40,6 +40,8 @@ from analysis.runs import find_experiments
 from rfig_exp.results import contract
 from rfig_exp.results.status import seed_ranges
 
+from .fixes import FIXES
+
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",
                 "bonus/occupied_buckets", "bonus/info_gain_mean",
@@ -283,7 +285,7 @@ def export_tree(results: str | Path, data_dir: str | Path, experiments=None, com
     left out (or partly left) by ``complete_cells`` or ``complete_runs`` (:func:`read_tree`)."""
     stored = read_data(data_dir)
     new, held_back = read_tree(results, experiments, complete_cells, complete_runs)
-    merged = merge_runs(stored, new)
+    merged = merge_runs(stored, file_by_fixes(new))
     counts = write_data(stored, data_dir)
     return {**counts, **merged, "held_back": held_back}
 
@@ -291,7 +293,7 @@ def export_tree(results: str | Path, data_dir: str | Path, experiments=None, com
 def merge_data(source: str | Path, data_dir: str | Path) -> dict:
     """Add the runs of the data folder ``source`` (an export from another machine) to ``data_dir``."""
     stored = read_data(data_dir)
-    merged = merge_runs(stored, read_data(source))
+    merged = merge_runs(stored, file_by_fixes(read_data(source)))
     return {**write_data(stored, data_dir), **merged}
 
 
@@ -329,49 +331,61 @@ def relabel_variant(runs: dict[RunKey, StoredRun], bonus: str, overrides: dict, 
     variant already sets one of those keys keeps its value there, and a run whose config records other
     values (made at the new defaults) is left as it is (:func:`made_at`). Their numbers stay
     as they are; the bonus's runs at the new defaults then go under its base variant, never mixed
-    with these. Other runs are returned unchanged."""
+    with these. Other runs are returned unchanged. A run that lands where another run already is must
+    be that run (the same numbers), else :class:`DataConflict` (:func:`merge_runs`)."""
+    staying, moving = {}, []
+    for key, run in runs.items():
+        moved = _refiled(run, bonus, overrides, note)
+        if moved is None:
+            staying[key] = run
+        else:
+            moving.append(moved)
+    for moved in moving:
+        merge_runs(staying, {moved.key: moved})
+    return staying
+
+
+def _refiled(run: StoredRun, bonus: str, overrides: dict, note: str) -> StoredRun | None:
+    """``run`` filed under ``overrides`` (:func:`relabel_variant`), or None where it stays."""
     from rfig_exp.config.variants import variant_name
 
-    out = {}
-    for key, run in runs.items():
-        own = run.record.get("variant_overrides", {})
-        old = {k: v for k, v in overrides.items() if k not in own}  # a run that set a key itself keeps its value
-        if key[2] != bonus or not old or not made_at(run.record, old):
-            out[key] = run
-            continue
-        record = dict(run.record)
-        moved = {**own, **old}
-        record.update(variant=variant_name(moved), variant_overrides=moved,
-                      relabelled_variant_from=record.get("relabelled_variant_from", record["variant"]),
-                      relabelled_variant_note=note)
-        config = dict(record.get("config") or {})
-        config["bonus"] = {**config.get("bonus", {}), **{k.split(".", 1)[1]: v for k, v in old.items()}}
-        record["config"] = config
-        if isinstance(record.get("summary"), dict):
-            record["summary"] = {**record["summary"], "variant": record["variant"], "variant_overrides": moved}
-        relabelled = replace(run, record=record)
-        out[relabelled.key] = relabelled
-    return out
+    own = run.record.get("variant_overrides", {})
+    old = {k: v for k, v in overrides.items() if k not in own}  # a run that set a key itself keeps its value
+    if run.key[2] != bonus or not old or not made_at(run.record, old):
+        return None
+    record = dict(run.record)
+    moved = {**own, **old}
+    record.update(variant=variant_name(moved), variant_overrides=moved,
+                  relabelled_variant_from=record.get("relabelled_variant_from", record["variant"]),
+                  relabelled_variant_note=note)
+    config = dict(record.get("config") or {})
+    config["bonus"] = {**config.get("bonus", {}), **{k.split(".", 1)[1]: v for k, v in old.items()}}
+    record["config"] = config
+    if isinstance(record.get("summary"), dict):
+        record["summary"] = {**record["summary"], "variant": record["variant"], "variant_overrides": moved}
+    return replace(run, record=record)
 
 
-def relabel_variant_in(data_dir: str | Path, bonus: str, items: list[str], note: str) -> str:
-    """:func:`relabel_variant` on a data folder, the overrides given as ``bonus.KEY=VALUE`` strings
-    (values read as YAML); the line that says where the runs went. ValueError for a bad item or a
-    folder without runs of ``bonus``."""
-    overrides = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.startswith("bonus."):
-            raise ValueError(f"--set {item}: expected bonus.KEY=VALUE")
-        overrides[key] = yaml.safe_load(value)
+def file_by_fixes(runs: dict[RunKey, StoredRun], fixes=FIXES) -> dict[RunKey, StoredRun]:
+    """``runs`` with every run made before a declared fix of its bonus (:data:`campaign.repro.fixes.FIXES`)
+    filed under the variant of that fix's old values (:func:`relabel_variant`). Applied to the runs
+    entering the data before they are merged, so a run made at old values is never merged as a run of
+    the fixed bonus."""
+    for fix in fixes:
+        runs = relabel_variant(runs, fix.bonus, dict(fix.old_defaults), fix.note)
+    return runs
+
+
+def refile_data(data_dir: str | Path, fixes=FIXES) -> str:
+    """:func:`file_by_fixes` on the runs already in a data folder (after a fix is declared); the line
+    that says how many runs moved where. A second call moves none."""
     stored = read_data(data_dir)
-    if not any(k[2] == bonus for k in stored):
-        raise ValueError(f"no {bonus} runs in {data_dir}")
-    moved = relabel_variant(stored, bonus, overrides, note)
+    moved = file_by_fixes(stored, fixes)
     counts = write_data(moved, data_dir)
-    arrived = [k for k in moved if k[2] == bonus and k not in stored]
-    return (f"{len(arrived)} {bonus} runs of {data_dir} filed under {sorted({k[3] for k in arrived})}; "
-            f"it holds {counts['runs']} runs")
+    arrived = sorted({(k[2], k[3]) for k in moved if k not in stored})
+    n = sum(1 for k in moved if k not in stored)
+    where = "; ".join(f"{bonus} -> {variant}" for bonus, variant in arrived) or "nothing to move"
+    return f"{n} runs of {data_dir} filed under the old values of a fix ({where}); it holds {counts['runs']} runs"
 
 
 def merge_relabelled(source: str | Path, data_dir: str | Path, from_experiment: str, to_experiment: str, envs,
@@ -379,7 +393,8 @@ def merge_relabelled(source: str | Path, data_dir: str | Path, from_experiment: 
     """:func:`merge_data` of the ``from_experiment`` runs of ``source`` on ``envs`` x ``variants``,
     filed under ``to_experiment`` (:func:`relabel_runs`)."""
     stored = read_data(data_dir)
-    merged = merge_runs(stored, relabel_runs(read_data(source), from_experiment, to_experiment, envs, variants))
+    merged = merge_runs(stored, file_by_fixes(relabel_runs(read_data(source), from_experiment, to_experiment, envs,
+                                                           variants)))
     return {**write_data(stored, data_dir), **merged}
 
 
