@@ -769,3 +769,24 @@ def test_a_campaign_restarted_at_a_later_commit_counts_its_stages_runs_at_both()
                            "stages": {"bl-mountaincar-0": {"before": 2.0}}}]}
     (row,) = stage_rows(meta, stage_costs(stored), stage_coverage(stored))
     assert row[:4] == ["bl-mountaincar-0", "16", "16/16", "aaaaaaa, bbbbbbb"] and row[8] == "1.00"
+
+
+def test_gpu_parts_are_the_stages_left_as_whole_cells_one_sweep_per_argument_set():
+    """The GPU script's work comes from the stages the data lacks: a block stage becomes its cells at
+    all 32 seeds (the script restores the committed runs, so a job runs only the missing ones), an
+    audit stage keeps its seeds and experiment, and stages that differ only in their env share a sweep."""
+    from campaign.repro.stages import gpu_parts
+
+    names = ["bl-mountaincar-0", "bl-mountaincar-8", "sig-acrobot", "bl-walker2d-16", "sig-ant", "hx-breakout-0",
+             "hx-acrobot-8", "hx-ant-24", "sig-breakout"]
+    assert gpu_parts(names, "paper32") == [
+        "paper32 env=mountaincar bonus=vime,noise",
+        "signal env=acrobot,minatar_breakout bonus=rfig,rnd,hashexplo seed=0 num_seeds=8",
+        "paper32 env=minatar_breakout,acrobot bonus=hashexplo"]
+    assert gpu_parts(names, "paper32_brax") == [
+        "paper32 env=sparse_walker2d bonus=vime,noise",
+        "signal env=sparse_ant bonus=rfig,rnd,hashexplo seed=0 num_seeds=8",
+        "paper32 env=sparse_ant bonus=hashexplo"]
+    assert gpu_parts([], "paper32") == []
+    with pytest.raises(ValueError, match="p32-ant-8"):
+        gpu_parts(["p32-ant-8"], "paper32")

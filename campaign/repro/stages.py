@@ -18,6 +18,7 @@ to its stage with :func:`stage_of` for the table of who made what.
     python -m campaign.repro.stages list --campaign paper32 --estimate   # with each stage's cost before it runs
     python -m campaign.repro.stages list --campaign paper32 --left docs/results/paper32/data   # those not in the data
     python -m campaign.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
+    python -m campaign.repro.stages gpu-parts --left docs/results/paper32/data   # what a GPU runs of the rest
 
 The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
 preset is the one place an env joins a campaign. Nothing here imports JAX.
@@ -285,6 +286,32 @@ def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
     return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
 
 
+def gpu_parts(names: list[str], sweep: str) -> list[str]:
+    """The baselines campaign's stages ``names`` that run ``sweep`` (``paper32``: the non-Brax panels,
+    ``paper32_brax``), as the sweeps one GPU runs side by side: one line each, ``EXPERIMENT
+    OVERRIDES...``. A block stage becomes its whole cells (the GPU script puts the committed runs back
+    first, so each job is one cell's missing seeds vmapped); stages whose arguments differ only in
+    their env are one sweep over those envs, in the order the lanes take them."""
+    known = {s.name: s for s in stages(BASELINES)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"not stages of the baselines campaign: {', '.join(unknown)}")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name in names:
+        for command in known[name].commands:
+            words = dict(w.split("=", 1) for w in command.split())
+            if words.pop("sweep") != sweep:
+                continue
+            env = words.pop("env")
+            if not name.startswith("sig-"):   # a block of seeds: its cells, all 32 seeds
+                del words["seed"], words["num_seeds"]
+            experiment = words.pop("experiment", PAPER32)
+            envs = groups.setdefault((experiment, " ".join(f"{k}={v}" for k, v in words.items())), [])
+            if env not in envs:
+                envs.append(env)
+    return [f"{experiment} env={','.join(envs)} {rest}".rstrip() for (experiment, rest), envs in groups.items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m campaign.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -300,7 +327,20 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
     c.add_argument("stage")
+    g = sub.add_parser("gpu-parts", help="the baselines stages a data folder lacks, as one GPU's sweeps: "
+                                         "EXPERIMENT OVERRIDES... per line")
+    g.add_argument("--left", metavar="DATA", required=True, help="the 32-seed data folder")
+    g.add_argument("--sweep", choices=PAPER32_PRESETS, default=PAPER32,
+                   help="paper32: the non-Brax panels (default); paper32_brax: the sparse Brax ones")
     args = p.parse_args(argv)
+    if args.command == "gpu-parts":
+        from .data import read_data
+
+        if not Path(args.left).is_dir():
+            print(f"error: --left: no data folder {args.left}", file=sys.stderr)
+            return 2
+        print("\n".join(gpu_parts(stages_left(read_data(args.left), BASELINES), args.sweep)))
+        return 0
     if args.command == "data":
         print(CAMPAIGN_DATA[args.campaign])
         return 0

@@ -1,50 +1,60 @@
 #!/usr/bin/env bash
-# The working-baselines campaign's non-Brax work on one GPU box, in one command that ends before a
-# deadline (docs/paper32.md: the baselines campaign). Three sweeps run side by side, each a
-# campaign/scripts/paper32_gpu.sh call with a results folder, a site folder and an output folder of
-# its own:
-#   vime    VIME at its defaults and the noise control, 32 seeds, on the MinAtar panels the CPU lanes
-#           have not reached (the stages bl-<panel>-<block>; experiment paper32)
-#   signal  the signal audit's MinAtar stages left (RFIG, RND, #Explo at seeds 0-7; experiment signal)
-#   probe   #Explo's hash granularity (bonus.hash_bits) on the panels where the signal check finds it
-#           degenerate at 32 bits, seeds 0-7 (experiment hashprobe; a diagnosis, never in the claims)
-# and the three outputs come back as one archive, OUT_DIR/gpu.tgz (the device tool returns at most
-# eight files). Then, here:
-#   tar xzf gpu.tgz -C X && python -m campaign.repro merge --from X/vime/data --data docs/results/paper32/data
-#   (and X/signal/data alike; X/probe/data is read by campaign/scripts/hash_probe.py)
+# What the working-baselines campaign still lacks, on one GPU box, in one command that ends before a
+# deadline (docs/paper32.md: the baselines campaign). The work is read from the committed data, not
+# named here: `python -m campaign.repro.stages gpu-parts --left DATA --sweep SWEEP` turns the stages
+# the data lacks into sweeps (one line each: experiment and overrides; a block stage's cells at all
+# 32 seeds), and each runs side by side with the others as a campaign/scripts/paper32_gpu.sh call
+# with a results folder and an output folder of its own. The outputs come back as one archive,
+# OUT_DIR/gpu.tgz (the device tool returns at most eight files). Then, here:
+#   tar xzf gpu.tgz -C X && for d in X/*/data; do python -m campaign.repro merge --from $d --data DATA; done
 #
-#   COMMIT=<sha> campaign/scripts/baselines_gpu.sh OUT_DIR
-#   ALLOW_CPU=1 DEADLINE_S=120 VIME_ENVS=cartpole SIGNAL_ENVS=cartpole PROBE_ENVS=cartpole \
-#       EXTRA='agent.total_timesteps=20000 num_seeds=2' campaign/scripts/baselines_gpu.sh /tmp/dry   # a dry run
+#   COMMIT=<sha> campaign/scripts/baselines_gpu.sh OUT_DIR                     # the non-Brax panels left
+#   COMMIT=<sha> SWEEP=paper32_brax campaign/scripts/baselines_gpu.sh OUT_DIR  # the sparse Brax ones (wheels/brax)
+#   ALLOW_CPU=1 DEADLINE_S=120 EXTRA='hydra.sweeper.params.env=cartpole agent.total_timesteps=20000 num_seeds=2' \
+#       campaign/scripts/baselines_gpu.sh /tmp/dry                              # a dry run on a CPU
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 OUT_DIR=$1
-VIME_ENVS=${VIME_ENVS:-minatar_asterix,minatar_space_invaders,minatar_freeway}
-SIGNAL_ENVS=${SIGNAL_ENVS:-minatar_space_invaders,minatar_freeway}
-PROBE_ENVS=${PROBE_ENVS:-minatar_breakout,minatar_asterix}  # MountainCar: probed in the first call
-PROBE_BITS=${PROBE_BITS:-8,16}
+PY=${PYTHON:-python3}
+SWEEP=${SWEEP:-paper32}
+DATA=${DATA:-docs/results/paper32/data}
 EXTRA=${EXTRA:-}
-JOBS=${JOBS:-6,6,4}  # jobs at once on the GPU of the three sweeps: vime, signal, probe
-export DEADLINE_S=${DEADLINE_S:-300}
-# Three sweeps share one GPU: any process that took the default 75% of its memory upfront (the
-# device check, a job) left the other sweeps' jobs none ("no supported devices found"), so nothing
-# here preallocates; each job still gets its share as a cap (run/placement.py).
+JOBS_TOTAL=${JOBS_TOTAL:-16}     # jobs at once on the GPU, shared out over the sweeps
+export DEADLINE_S=${DEADLINE_S:-300} SWEEP DATA
+# The sweeps share one GPU: any process that took the default 75% of its memory upfront (the device
+# check, a job) left the other sweeps' jobs none ("no supported devices found"), so nothing here
+# preallocates; each job still gets its share as a cap (run/placement.py).
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 WORK=$(mktemp -d)
 mkdir -p "$OUT_DIR" || exit 2
+say() { echo "[baselines-gpu] $SECONDS s: $*"; }
 
-part() {  # part NAME JOBS EXPERIMENT OVERRIDES...: one paper32_gpu.sh sweep into WORK/NAME
-    local name=$1 jobs=$2 experiment=$3; shift 3
+# The packages once, into one site every sweep shares (then none of them installs anything).
+export SITE="$WORK/site"
+INSTALL_ONLY=1 bash campaign/scripts/paper32_gpu.sh "$WORK/install" > /dev/null 2>&1 \
+    || { tail -n 5 "$WORK/install/paper32_gpu.log"; say "installing the packages failed"; exit 1; }
+mapfile -t parts < <(PYTHONPATH="$SITE:$PWD/src:$PWD" "$PY" -m campaign.repro.stages gpu-parts --left "$DATA" \
+    --sweep "$SWEEP")
+[ ${#parts[@]} -gt 0 ] && [ -n "${parts[0]}" ] || { say "nothing left of sweep=$SWEEP in $DATA"; exit 0; }
+jobs=$(( JOBS_TOTAL / ${#parts[@]} )); [ "$jobs" -ge 1 ] || jobs=1
+say "${#parts[@]} sweep(s) of sweep=$SWEEP, $jobs job(s) at once each:"; printf '  %s\n' "${parts[@]}"
+
+part() {  # part NAME EXPERIMENT OVERRIDES...: one paper32_gpu.sh sweep into WORK/NAME
+    local name=$1 experiment=$2; shift 2
     # shellcheck disable=SC2086
-    JOBS_PER_GPU=$jobs EXPERIMENT=$experiment RESULTS="$WORK/results-$name" SITE="$WORK/site-$name" \
+    JOBS_PER_GPU=$jobs EXPERIMENT=$experiment RESULTS="$WORK/results-$name" \
         bash campaign/scripts/paper32_gpu.sh "$WORK/$name" "$@" $EXTRA > /dev/null 2>&1
-    echo "[baselines-gpu] $name: exit $? (its log: $name/paper32_gpu.log)"
+    say "$name: exit $? (its log: $name/paper32_gpu.log)"
 }
-IFS=, read -r jobs_vime jobs_signal jobs_probe <<< "$JOBS"
-part vime "$jobs_vime" paper32 bonus=vime,noise "env=$VIME_ENVS" &
-part signal "$jobs_signal" signal bonus=rfig,rnd,hashexplo "env=$SIGNAL_ENVS" seed=0 num_seeds=8 &
-part probe "$jobs_probe" hashprobe bonus=hashexplo "bonus.hash_bits=$PROBE_BITS" "env=$PROBE_ENVS" seed=0 num_seeds=8 &
+names=()
+for i in "${!parts[@]}"; do
+    read -r -a words <<< "${parts[$i]}"
+    names+=("part$i-${words[0]}")
+    part "part$i-${words[0]}" "${words[@]}" &
+done
 wait
-for name in vime signal probe; do grep -h "s: done\|cells\|complete\|failed\|sweep ended" "$WORK/$name/paper32_gpu.log" | tail -n 6; done
-tar czf "$OUT_DIR/gpu.tgz" -C "$WORK" vime signal probe && echo "[baselines-gpu] wrote $OUT_DIR/gpu.tgz"
+for name in "${names[@]}"; do
+    grep -h "s: done\|cells\|complete\|failed\|sweep ended" "$WORK/$name/paper32_gpu.log" | tail -n 6
+done
+tar czf "$OUT_DIR/gpu.tgz" -C "$WORK" "${names[@]}" && say "wrote $OUT_DIR/gpu.tgz"

@@ -6,6 +6,7 @@
 #   COMMIT=<sha> campaign/scripts/paper32_gpu.sh OUT_DIR [HYDRA_OVERRIDE ...]     # the 40 non-Brax cells
 #   COMMIT=<sha> SWEEP=paper32_brax campaign/scripts/paper32_gpu.sh OUT_DIR       # the 20 sparse Brax cells
 #   ALLOW_CPU=1 DEADLINE_S=60 campaign/scripts/paper32_gpu.sh /tmp/dry 'hydra.sweeper.params.env=cartpole' ...  # a dry run
+#   INSTALL_ONLY=1 SITE=DIR campaign/scripts/paper32_gpu.sh OUT_DIR   # step 1 alone: DIR then imports the project
 #
 # 1. Installs what the box lacks (and only that: its own jax, numpy... stay) from the wheels that
 #    travel with the tree, without an index or dependencies, into SITE: WHEELS (`make gpu-wheels`),
@@ -67,6 +68,7 @@ if [ ${#lacking[@]} -gt 0 ]; then
 fi
 "$PY" -c "import hydra, omegaconf, gymnax, submitit, hydra_plugins.hydra_submitit_launcher" \
     || { say "the project's dependencies do not import: run \`make gpu-wheels\` here and carry $WHEELS"; exit 1; }
+[ "${INSTALL_ONLY:-0}" = 1 ] && { say "installed into $SITE"; exit 0; }
 
 # 2. the device (and Brax)
 "$PY" campaign/scripts/gpu_tools.py device $([ "$ALLOW_CPU" = 1 ] && echo --allow-cpu) || exit 3
