@@ -127,13 +127,22 @@ def test_a_cell_the_grid_cannot_measure_is_judged_on_the_audit_and_says_so():
     from campaign.claims.signal import CellSignal
     from campaign.repro.baselines import AUDIT_NOTE, with_audit
 
-    def cell(env, method, verdict, runs=8):
-        return CellSignal(env, method, runs, 0.0, 1.0, -0.5, (-0.6, -0.4), verdict)
+    def cell(env, method, verdict, runs=8, variant="base"):
+        return CellSignal(env, method, runs, 0.0, 1.0, -0.5, (-0.6, -0.4), verdict, bonus=method.split("/")[0],
+                          variant=variant)
 
+    old = "bonus.bin_penalty=10"
     grid = [cell("acrobot", "rnd", "not measured", 0), cell("acrobot", "vime", "ok"),
-            cell("breakout", "rnd", "not measured", 0)]
-    audit = [cell("acrobot", "rnd", "degenerate"), cell("acrobot", "vime", "degenerate")]
+            cell("breakout", "rnd", "not measured", 0), cell("acrobot", "hashexplo", "not measured", 0),
+            cell("acrobot", f"hashexplo/{old}", "not measured", 0, variant=old)]
+    # in the audit the old-default runs are the bonus's only variant, so they carry the bonus's own key
+    audit = [cell("acrobot", "rnd", "degenerate"), cell("acrobot", "vime", "degenerate"),
+             cell("acrobot", "hashexplo", "degenerate", variant=old)]
     out = {(c.env, c.method): c for c in with_audit(grid, audit)}
     assert out[("acrobot", "rnd")].verdict == "degenerate" and out[("acrobot", "rnd")].notes == (AUDIT_NOTE,)
     assert out[("acrobot", "vime")].verdict == "ok" and not out[("acrobot", "vime")].notes   # the grid's own first
     assert out[("breakout", "rnd")].verdict == "not measured"
+    # the audit's runs at the old values judge the grid's old variant, never the fixed bonus
+    assert out[("acrobot", "hashexplo")].verdict == "not measured"
+    filled = out[("acrobot", f"hashexplo/{old}")]
+    assert filled.verdict == "degenerate" and filled.method == f"hashexplo/{old}" and filled.notes == (AUDIT_NOTE,)

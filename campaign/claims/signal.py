@@ -68,6 +68,9 @@ class CellSignal:
     notes: tuple[str, ...] = ()
     has_grid: bool = True                       # the panel has a coverage grid (its runs record coverage)
     control: bool = False                       # the bonus is the control, blind by design
+    # what the method is, whatever its key in this collection (a bonus's only variant takes the bonus's key)
+    bonus: str = ""
+    variant: str = "base"
 
 
 def t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -123,7 +126,8 @@ def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE
     return CellSignal(env, method, len(at_max), float(np.median(at_max)) if len(at_max) else math.nan,
                       float(np.median(cv)) if len(cv) else math.nan,
                       float(np.mean(rank)) if rank.size else None, interval, verdict, causes, notes, has_grid,
-                      coll.bonus_of(method) in CONTROLS)
+                      coll.bonus_of(method) in CONTROLS, coll.bonus_of(method),
+                      info.variant if (info := coll.method_info.get(method)) is not None else "base")
 
 
 def signal_cells(coll: Collection, rule: SignalRule = RULE) -> list[CellSignal]:

@@ -85,11 +85,18 @@ AUDIT_NOTE = "signal audit, seeds 0-7 rerun"
 
 
 def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSignal]:
-    """``cells`` with each one not measured taken from the signal audit's cell of the same panel and
-    method (the grid's own runs of that bonus predate the statistics), noted as such."""
-    found = {(c.env, c.method): c for c in audit if c.verdict != "not measured"}
-    return [replace(found[(c.env, c.method)], notes=found[(c.env, c.method)].notes + (AUDIT_NOTE,))
-            if c.verdict == "not measured" and (c.env, c.method) in found else c for c in cells]
+    """``cells`` with each one not measured taken from the signal audit's cell of the same panel,
+    bonus and variant (the grid's own runs of that bonus predate the statistics), noted as such.
+    Matched by variant, not by the method's key: where a bonus has one variant in a collection that
+    variant takes the bonus's key, so the audit's runs at a fixed bonus's old values would otherwise
+    stand in for the fixed bonus."""
+    found = {(c.env, c.bonus, c.variant): c for c in audit if c.verdict != "not measured"}
+    out = []
+    for c in cells:
+        same = found.get((c.env, c.bonus, c.variant))
+        out.append(replace(same, method=c.method, notes=same.notes + (AUDIT_NOTE,))
+                   if c.verdict == "not measured" and same is not None else c)
+    return out
 
 
 def degenerate_cells(main: Collection, audit: Collection | None = None) -> dict[tuple[str, str], tuple[str, ...]]:
