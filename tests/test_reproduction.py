@@ -769,6 +769,11 @@ def test_a_campaign_restarted_at_a_later_commit_counts_its_stages_runs_at_both()
                            "stages": {"bl-mountaincar-0": {"before": 2.0}}}]}
     (row,) = stage_rows(meta, stage_costs(stored), stage_coverage(stored))
     assert row[:4] == ["bl-mountaincar-0", "16", "16/16", "aaaaaaa, bbbbbbb"] and row[8] == "1.00"
+    from campaign.repro.build import _provenance_md
+
+    text = _provenance_md({"campaigns": [{**meta["campaigns"][0], "label": "the baselines"}]}, stage_costs(stored),
+                          stage_coverage(stored), ["mountaincar"])
+    assert "**the baselines** (commits aaaaaaa, bbbbbbb, cpu;" in text     # every commit it ran at, not the first
 
 
 def test_gpu_parts_are_the_stages_left_as_whole_cells_one_sweep_per_argument_set():

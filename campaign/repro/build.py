@@ -136,8 +136,9 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dic
              "that made none names no machine):", "",
              render_markdown(header[:keep], [r[:keep] for r in rows], align="lrrllllrrrr"[:keep])]
     for camp in meta.get("campaigns", []):
-        lines += ["", f"**{camp.get('label', camp.get('commit'))}** (commit {camp.get('commit')}, "
-                      f"{camp.get('machine')}; {_campaign_span(camp)}):", ""]
+        commits = camp.get("commits") or [camp.get("commit")]
+        lines += ["", f"**{camp.get('label', commits[0])}** ({'commits' if len(commits) > 1 else 'commit'} "
+                      f"{', '.join(map(str, commits))}, {camp.get('machine')}; {_campaign_span(camp)}):", ""]
         if camp.get("commands"):
             lines += ["<details><summary>commands</summary>", "", *[f"- `{c}`" for c in camp["commands"]], "",
                       "</details>", ""]
