@@ -321,7 +321,12 @@ def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on
     _panel(tmp_path, "acrobot", {m: v for m, v in near.items() if m != "vime"}, 1.0, seed=2)  # VIME not yet run
     c = _claims(tmp_path)[1]["RFIG is competitive with NN-based methods across all environments"]
     assert c.kind == V.UNDECIDED and "1 of the paper's panels wait for a working baseline's runs" in c.verdict
-    assert c.value == "shown on 1 of 1 panels" and "Not judged, no runs yet of: Acrobot (VIME)." in c.detail
+    assert c.value == "shown on 2 of 2 panels" and "Acrobot (without VIME)." in c.detail  # judged on the rest
+    # a working baseline that beats RFIG by more than the margin contradicts the claim on that panel already
+    _panel(tmp_path / "below", "mountaincar", near, 1.0, seed=1)
+    _panel(tmp_path / "below", "acrobot", {"none": 0.0, "rnd": 100.0, "hashexplo": 80.0, "rfig": 40.0}, 1.0, seed=2)
+    below = _claims(tmp_path / "below")[1]["RFIG is competitive with NN-based methods across all environments"]
+    assert below.kind == V.CONTRADICTED and "Acrobot (without VIME)" in below.detail
 
 
 def test_a_baseline_with_no_runs_on_any_panel_is_named_and_no_claim_is_supported_without_it(tmp_path):
@@ -352,8 +357,18 @@ def test_no_verdict_uses_a_bonus_the_signal_check_finds_degenerate(tmp_path):
     fine = {c.claim: c for c in claims_table(coll, agg, PAPER, reps=REPS)}
     flagged = {c.claim: c for c in claims_table(coll, agg, PAPER, reps=REPS, degenerate=broken)}
     assert fine[words].kind == V.SUPPORTED and fine[words].value == "shown on 2 of 2 panels"
-    assert flagged[words].kind == V.UNDECIDED and flagged[words].value == "shown on 1 of 1 panels"
-    assert "Not judged, degenerate by the signal check: MountainCar (#Explo)." in flagged[words].detail
+    # MountainCar is judged against RND and VIME only, and the claim waits for a working #Explo there
+    assert flagged[words].kind == V.UNDECIDED and flagged[words].value == "shown on 2 of 2 panels"
+    assert "MountainCar (without #Explo degenerate)." in flagged[words].detail
+    # a degenerate #Explo far above RFIG decides nothing: the panel is judged on the working baselines
+    high = tmp_path / "high"
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(high, env, {**near, "hashexplo": 200.0} if env == "mountaincar" else near, 1.0, seed=i)
+    high_coll = collect(high, "repro")
+    high_agg = compute_aggregates(high_coll, reps=REPS)
+    as_is = {c.claim: c for c in claims_table(high_coll, high_agg, PAPER, reps=REPS)}[words]
+    judged = {c.claim: c for c in claims_table(high_coll, high_agg, PAPER, reps=REPS, degenerate=broken)}[words]
+    assert as_is.kind == V.CONTRADICTED and judged.kind == V.UNDECIDED and judged.value == "shown on 2 of 2 panels"
     rows = {c.claim: c for c in comparisons_table(coll, PAPER, reps=REPS, degenerate=broken)}
     assert rows["RFIG against #Explo"].measure.endswith("over 1 panels")
     assert rows["RFIG against RND"].measure.endswith("over 2 panels")
