@@ -109,6 +109,18 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "The signal audit's MountainCar stage (RND, #Explo and RFIG, seeds 0-7): #Explo blind to visits, the first "
         "degenerate cell of a paper method; its effect on the claims had not been read when this was fixed.",
         _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-28T20:01Z", "d6f4b1f",
+        "Rule 6 for the competitive claim (RFIG against the best of the NN baselines): a panel where a baseline has "
+        "no runs yet, or is degenerate by the signal check, is judged against the baselines that work there and "
+        "named, the claim at best undecided while any panel is (4bd28e5 had left such a panel out; a baseline "
+        "without runs anywhere was already dropped from every panel, 'so far without #Explo'). A baseline added "
+        "later can only raise the best, so a contradiction found on the others stands. Found when #Explo's fixed "
+        "runs reached one panel, MountainCar, where the check finds them blind to visits: every panel then lacked "
+        "#Explo or had it degenerate, and the claim left the report. No constant changed.",
+        "The 32-seed grid with #Explo's fixed runs on MountainCar (seeds 0-23) and none elsewhere; a report built "
+        "from it had lost the claim's row. The claim's verdicts under this change had not been read.",
+        _BOOK_2026_11_28),
 )
 
 
