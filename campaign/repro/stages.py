@@ -87,6 +87,9 @@ BASELINE_BONUSES = ("vime", "noise")
 # vmapped seeds per stage (hx-<panel>-<block>), run from the commit that fixed it. Its runs at the
 # old defaults are filed under their own variant (bonus.bin_penalty=10).
 FIXED_BONUS = "hashexplo"
+# A bonus the reproduction never ran is priced by the job of one that costs the same: the noise
+# control draws one number per transition, so its job is PPO's (the second value head is the rest).
+COST_STAND_IN = {"noise": "none"}
 AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
 AUDIT_AFTER = "minatar_breakout"  # the audit's stages go in after this panel's baselines stages
 BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
@@ -253,7 +256,7 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
         cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
         if campaign == BASELINES:
-            bonuses = tuple("none" if b == "noise" else b for b in baselines_stage_bonuses(stage.name))
+            bonuses = tuple(COST_STAND_IN.get(b, b) for b in baselines_stage_bonuses(stage.name))
             cost = {b: cost[b] for b in bonuses if b in cost}
             out[stage.name] = round(sum(cost.values()), 1) if len(cost) == len(bonuses) else None
         else:
