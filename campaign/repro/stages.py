@@ -53,8 +53,8 @@ SENSITIVITY = {
 }
 # Whether brax's backend matters where a verdict turns on it: Sparse-HalfCheetah, PPO and RFIG,
 # seeds 0-7 on brax's default `generalized` (the main grid runs `spring`), in an experiment of its own.
-BACKEND_CHECK = f"{SEARCHPATH} sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig " \
-    "experiment=backend"
+BACKEND_CHECK = (f"{SEARCHPATH} sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig "
+                 "experiment=backend")
 
 
 # The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
@@ -97,7 +97,9 @@ BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_mediu
 @dataclass(frozen=True)
 class Stage:
     name: str
-    commands: tuple[str, ...]  # launch.py -m arguments, one sweep each, no spaces inside an argument
+    # launch.py -m arguments, one sweep each, no spaces inside an argument; each names the campaign's
+    # config folder first (command), where its presets are
+    commands: tuple[str, ...]
 
 
 def command(words: str) -> str:
