@@ -48,7 +48,7 @@ def cli(argv: list[str]) -> None:
     if {"--help", "-h"} & set(argv):
         from rfig_exp.launch.preflight import help_text
 
-        print(help_text())
+        print(help_text(argv))
         return
     from rfig_exp.launch import hydra_adapter
     from rfig_exp.launch.preflight import preflight

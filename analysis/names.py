@@ -29,17 +29,23 @@ OTHER_COLOURS: tuple[str, ...] = (
 )
 
 
+def _or_last(order: int | None) -> float:
+    """A declared place, or after every placed one (None)."""
+    return math.inf if order is None else order
+
+
 @dataclass(frozen=True)
 class Names:
     """How a report names and colours each bonus, from the bonuses' declarations (label, colour,
-    role and row of the paper's Table 1, declared with their settings: rfig_exp.bonuses; no JAX).
+    role and order among the bonuses of its role, declared with their settings: rfig_exp.bonuses;
+    no JAX).
 
     ``declared``: bonus name -> its settings class, the built-in bonuses (:data:`BUILT_IN`) and,
     for a report whose runs used bonuses of users' own modules, those too
     (:meth:`with_user_bonuses` makes a new ``Names``; nothing here changes). Legend / table order
-    (:attr:`order`, the built-in bonuses): plain PPO first, then the baselines in the paper's
-    order, the proposed method last so it is drawn on top and reads as "the new row" in tables
-    (as in the paper). A user's bonus follows the built-ins of its role."""
+    (:attr:`order`, the built-in bonuses): by role (plain PPO first, then the control, the
+    baselines in their declared order, the proposed method last so it is drawn on top and reads as
+    "the new row" in tables). A user's bonus follows the built-ins of its role."""
 
     declared: Mapping[str, type[BonusSettings]]
     order: tuple[str, ...]
@@ -47,7 +53,7 @@ class Names:
     @classmethod
     def of(cls, declared: Mapping[str, type[BonusSettings]]) -> Names:
         order = tuple(sorted(declared, key=lambda b: (ROLES.index(declared[b].role),
-                                                      getattr(declared[b].paper, "row", None) or math.inf, b)))
+                                                      _or_last(declared[b].order), b)))
         return cls(MappingProxyType(dict(declared)), order)
 
     def label(self, bonus: str) -> str:
@@ -94,8 +100,6 @@ PALETTE: Mapping[str, str] = MappingProxyType({b: BUILT_IN.colour(b) for b in ME
 REFERENCES: tuple[str, ...] = BUILT_IN.with_role("reference")  # plain PPO
 BASELINES: tuple[str, ...] = BUILT_IN.with_role("baseline")
 CONTROLS: tuple[str, ...] = BUILT_IN.with_role("control")  # the noise control: in no claim of the paper
-# the bonuses of the paper's Table 1, in its order
-PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(BUILT_IN.declared[b].paper, "row", None))
 
 # Each env's label and place in the figures, as its suite declares them (rfig_exp.envs; no JAX): the
 # paper's names ("Sparse-Ant", "PointMaze-UMaze", "Breakout") and its figure order (classic control,
@@ -103,15 +107,6 @@ PAPER_TABLE: tuple[str, ...] = tuple(b for b in METHOD_ORDER if getattr(BUILT_IN
 # an alias of an env (MinAtar's bare "breakout") takes that env's label and place.
 _ENVS: Mapping[str, DeclaredEnv] = MappingProxyType(
     {name: env for env in declared_envs().values() for name in (env.name, *env.aliases)})
-
-# The paper's Table 1 ("Comparison of exploration methods"), keyed by bonus (plain PPO is not in
-# the paper's table: the reference row for measured columns). representation = does the method
-# need to *learn* a representation.
-QUALITATIVE: dict[str, dict[str, str | bool | None]] = {
-    b: {"principle": p.principle, "representation": p.representation, "computation": p.computation,
-        "sensitivity": p.sensitivity}
-    for b in METHOD_ORDER if (p := BUILT_IN.declared[b].paper) is not None}
-
 
 def method_label(bonus: str) -> str:
     """A built-in bonus's label (a report's own bonuses: its ``Collection.names``)."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -20,7 +22,7 @@ from .carried import MARK, carried_note, final_carried
 from .collect import Collection, return_measurement_md, runs_table
 from .maker import ReportContext, Section
 from .markdown import DASH, Cell, render_latex, render_markdown
-from .names import PAPER_TABLE, QUALITATIVE, REFERENCES, env_label, env_sort_key
+from .names import REFERENCES, env_label, env_sort_key
 
 
 def _decimals(values) -> int:
@@ -194,39 +196,56 @@ def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
     return Section("Aggregate metrics", text, files)
 
 
-# --------------------------------------------------------------------------- method comparison (paper Table 1)
+# --------------------------------------------------------------------------- method comparison
 
 
 def _num(x: float, fmt: str) -> str:
     return format(x, fmt) if x is not None and math.isfinite(x) else DASH
 
 
+@dataclass(frozen=True)
+class Described:
+    """What a published table says of each bonus, shown beside the measured columns of the
+    comparison of methods (a campaign's: the paper's Table 1, campaign.repro.paper_table)."""
+
+    columns: tuple[str, ...]               # their headers
+    cells: Mapping[str, tuple[str, ...]]   # bonus -> its cells, one per column
+    unknown: tuple[str, ...]               # the cells of a bonus the table does not describe
+    listed: tuple[str, ...]                # the bonuses it lists, in its order: a row each, measured or not
+    source: str                            # the caption's words for where the columns come from
+
+
 def method_comparison_maker(ctx: ReportContext, out_dir: Path):
+    """The methods with their measured seed spread, then the throughput per device."""
+    return method_comparison(ctx, out_dir)
+
+
+def method_comparison(ctx: ReportContext, out_dir: Path, described: Described | None = None) -> Section:
+    """The comparison of methods, with ``described``'s columns before the measured ones."""
     coll, agg = ctx.data, ctx.aggregates
     bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
-    bonuses += PAPER_TABLE
+    bonuses += [b for b in (described.listed if described else ()) if b not in bonuses]
     bonuses += [b for b in coll.names.sort({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
-    # One row per paper bonus (measured columns from its primary method), then its other variants.
+    # One row per bonus (measured columns from its primary method), then its other variants.
     rows_for = []
     for bonus in bonuses:
         rows_for.append(bonus)
         rows_for += [m for m in coll.methods if coll.bonus_of(m) == bonus and m != bonus]
-    header = ["Method", "Principle", "Representation", "Computation", "Sensitivity (paper)", "Seed spread (IQR)"]
+    columns = described.columns if described else ()
+    header = ["Method", *columns, "Seed spread (IQR)"]
     rows = []
     for b in rows_for:
-        q = QUALITATIVE.get(coll.bonus_of(b),
-                            {"principle": "?", "representation": None, "computation": "?", "sensitivity": "?"})
-        rep = {True: "✓", False: "✗", None: DASH}[q["representation"]]
+        cells = described.cells.get(coll.bonus_of(b), described.unknown) if described else ()
         # No bold here: in this report bold means "best, CI clear of every other".
-        rows.append([Cell(coll.label(b)), q["principle"], rep, q["computation"], q["sensitivity"],
-                     _num(agg.spread.get(b, float("nan")), ".3f")])
-    caption = ("Comparison of exploration methods. Principle, Representation (does the method learn one), "
-               "Computation and Sensitivity are the paper's Table 1; seed spread is measured in this experiment: "
-               "the median over envs of the interquartile range of normalised final scores across seeds (lower = "
-               f"less seed-sensitive). {DASH} = not measured here.")
-    md = render_markdown(header, rows, align="lllllr")
-    files = _write(out_dir, "method_comparison", md,
-                   render_latex(header, rows, caption, "tab:method_comparison", align="lccccr"))
+        rows.append([Cell(coll.label(b)), *cells, _num(agg.spread.get(b, float("nan")), ".3f")])
+    measured = ("the median over envs of the interquartile range of normalised final scores across seeds (lower = "
+                f"less seed-sensitive). {DASH} = not measured here.")
+    caption = (f"Comparison of exploration methods. {described.source}; seed spread is measured in this experiment: "
+               if described else "Comparison of exploration methods. Seed spread is measured in this experiment: ")
+    caption += measured
+    md = render_markdown(header, rows, align="l" * (1 + len(columns)) + "r")
+    files = _write(out_dir, "method_comparison", md, render_latex(header, rows, caption, "tab:method_comparison",
+                                                                  align="l" + "c" * len(columns) + "r"))
     speed_md, speed_files = _throughput_table(ctx, out_dir)
     return Section("Comparison of exploration methods",
                    f"{caption}\n\n{md}\n[Markdown](method_comparison.md) | [LaTeX](method_comparison.tex)"

@@ -1,12 +1,14 @@
 """A sweep preset for ``python -m campaign.estimate``: its grid read from its YAML without Hydra
 (:func:`sweep_grid`: the paper's grid is ``conf/sweep/paper.yaml``; the window is the config's
 ``eval_frequency``), and the cost of each of its jobs, composed as the launcher would
-(:func:`cost_jobs`), measuring first what the throughput table lacks (:func:`calibrate`).
-Nothing here imports JAX."""
+(:func:`cost_jobs`), measuring first what the throughput table lacks (:func:`calibrate`). A preset
+is a user's (``conf/sweep/``) or the campaign's (``campaign/conf/sweep/``, campaign.presets): the
+campaign's folder is on the search path of every sweep composed here. Nothing here imports JAX."""
 
 from __future__ import annotations
 
 import math
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from campaign import presets
 from campaign.estimate_throughput import (
     THROUGHPUT_TABLE,
     Process,
@@ -25,8 +28,8 @@ from campaign.estimate_throughput import (
     table_rate,
     task_key,
 )
+from rfig_exp.config.folders import CONF_DIR, group_file
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 PAPER_SWEEP = "paper"  # conf/sweep/paper.yaml: the paper's grid (its Figure)
 
 
@@ -51,14 +54,14 @@ def _sweep_values(text) -> list:
 
 
 def sweep_grid(preset: str = PAPER_SWEEP, conf_dir: Path = CONF_DIR) -> Grid:
-    """The grid of ``conf/sweep/<preset>.yaml``, its unset values from ``conf/config.yaml`` and
-    the default agent (read as YAML: no Hydra, no JAX)."""
+    """The grid of ``<conf_dir>/sweep/<preset>.yaml`` (else the campaign's preset of that name), its
+    unset values from ``<conf_dir>/config.yaml`` and the default agent (read as YAML: no Hydra, no JAX)."""
     def load(path: Path) -> dict:
         return yaml.safe_load(path.read_text()) or {}
 
     top = load(conf_dir / "config.yaml")
     agent_choice = next(d["agent"] for d in top["defaults"] if isinstance(d, dict) and "agent" in d)
-    sweep = load(conf_dir / "sweep" / f"{preset}.yaml")
+    sweep = load(group_file("sweep", preset, (conf_dir, presets.CONF_DIR)))
     params = sweep.get("hydra", {}).get("sweeper", {}).get("params", {})
     seeds_per_job = int(sweep.get("num_seeds", top["num_seeds"]))
     starts = _sweep_values(params["seed"]) if "seed" in params else [sweep.get("seed", top["seed"])]
@@ -101,12 +104,13 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from rfig_exp.launch.preflight import CONF_DIR, expand_jobs
+    from rfig_exp.launch.preflight import expand_jobs
 
+    line = presets.with_searchpath([f"sweep={preset}", *overrides])  # the campaign's presets, and the user's folders
     # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
-    jobs = expand_jobs([f"sweep={preset}", *overrides], multirun=True, gpu=gpu)
+    jobs = expand_jobs(line, multirun=True, gpu=gpu)
     out = []
-    search = [o for o in overrides if o.startswith("hydra.searchpath=")]  # the user's envs and bonuses
+    search = [o for o in line if o.startswith("hydra.searchpath=")]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for job in jobs:
             cfg = compose("config", overrides=search + [o for o in job if not o.lstrip("+~").startswith("hydra")])
@@ -191,7 +195,8 @@ def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost],
                         host: str, job_rows: bool = False) -> str:
     """The totals, then one row per env (its jobs, job-hours and how their speeds were found), then,
     with ``job_rows``, one row per job with its source."""
-    head = f"python launch.py -m sweep={preset}" + "".join(f" {o}" for o in overrides)
+    search = f"{shlex.quote(presets.SEARCHPATH)} " if preset in presets.preset_names() else ""  # as it runs
+    head = f"python launch.py -m {search}sweep={preset}" + "".join(f" {o}" for o in overrides)
     known = [c.hours for c in costs if c.rate is not None]
     unknown = len(costs) - len(known)
     total = sum(known)
@@ -269,7 +274,8 @@ def calibrate(jobs, table: list[dict], device: str, windows: int, path: Path = T
         for i, (job, cfg) in enumerate(todo, 1):
             keep = [o for o in job if o.split("=", 1)[0].lstrip("+") not in _CALIBRATION_REPLACES]
             # -m: a job of a preset keeps the preset (sweep=NAME) and its settings; one job all the same
-            command = [sys.executable, str(launch), "-m", *keep, "seed=0", "experiment=calibrate", f"results_dir={tmp}",
+            command = [sys.executable, str(launch), "-m", *presets.with_searchpath(keep), "seed=0",
+                       "experiment=calibrate", f"results_dir={tmp}",
                        f"agent.total_timesteps={windows * int(cfg['eval_frequency'])}", "compile_cache=null",
                        "wandb.mode=disabled", "checkpoint.every_seconds=null", "checkpoint.every_windows=null"]
             name = f"{cfg['env']['name']} {cfg['bonus']['name']} {cfg['num_seeds']} seed(s)"

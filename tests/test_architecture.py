@@ -198,21 +198,24 @@ def _package_imports_upward(modules: dict[str, Path]) -> list[str]:
 
 
 def test_no_package_imports_one_above_it():
-    """Neither src/ nor analysis/ imports campaign/, and src/ imports no analysis/."""
-    upward = _package_imports_upward(ALL_MODULES)
+    """Neither src/ nor analysis/ nor launch.py imports campaign/, and src/ imports no analysis/."""
+    upward = _package_imports_upward({**ALL_MODULES, "launch": ROOT / "launch.py"})
     assert not upward, "imports of a package above: " + "; ".join(upward)
 
 
 # A path into docs/ or benchmarks/ as code names it (a string that starts with it; a mention inside a
 # docstring or a message does not count).
 _CHECKOUT_DATA = re.compile(r"^(docs|benchmarks)(/|$)")
+# A path into campaign/ (its presets in campaign/conf/, its data), or a search path to its config folder.
+_CAMPAIGN_PATH = re.compile(r"^(file://)?campaign(/|$)")
 
 
-def _checkout_paths(path: Path) -> list[str]:
-    """``line 'text'`` of each string of ``path``'s code that names a path under docs/ or benchmarks/."""
-    return [f"{node.lineno} {node.value!r}" for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and _CHECKOUT_DATA.search(node.value.strip())]
+def _checkout_paths(path: Path, pattern: re.Pattern = _CHECKOUT_DATA) -> list[str]:
+    """``line 'text'`` of each string of ``path``'s code that names a path ``pattern`` matches (one
+    under docs/ or benchmarks/ unless told)."""
+    found = [node for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value.strip())]
+    return [f"{node.lineno} {node.value!r}" for node in sorted(found, key=lambda node: node.lineno)]
 
 
 def test_the_package_and_analysis_read_nothing_from_docs_or_benchmarks():
@@ -227,20 +230,35 @@ def test_the_package_and_analysis_read_nothing_from_docs_or_benchmarks():
     assert not readers, f"paths into docs/ or benchmarks/ outside campaign/: {readers}"
 
 
+def test_the_framework_reads_nothing_of_the_campaign():
+    """The framework (the package, launch.py) and analysis/ name no path under campaign/ (its sweep
+    presets in campaign/conf/, its data): the campaign composes its presets through Hydra's search path
+    and reads them itself (campaign/presets.py), so a run, a sweep's plan and a report know nothing of
+    it. Its imports: test_no_package_imports_one_above_it."""
+    runs = [*ALL_MODULES.items(), ("launch", ROOT / "launch.py")]
+    readers = [f"{path.relative_to(ROOT)}:{found}" for module, path in runs if module.split(".")[0] != "campaign"
+               for found in _checkout_paths(path, _CAMPAIGN_PATH)]
+    assert not readers, f"paths into campaign/ outside it: {readers}"
+
+
 def test_the_package_checks_see_a_campaign_import_and_a_benchmarks_path(tmp_path):
     """An import of campaign/ inside a function of analysis/ is found, one by campaign/ of analysis/
-    is not; a table read from benchmarks/ is found, a mention of it in a docstring is not."""
+    is not; a table read from benchmarks/ is found, a mention of it in a docstring is not; so are the
+    campaign's config folder and its search path, and not a message that names the campaign."""
     files = {"analysis/__init__.py": "", "analysis/a.py": "def f():\n    from campaign.b import x\n    return x\n",
              "campaign/__init__.py": "", "campaign/b.py": "from analysis import a\nx = 1\n",
              "rfig_exp/__init__.py": "", "rfig_exp/t.py": (
                  '"""Reads benchmarks/throughput.csv."""\nfrom pathlib import Path\n'
-                 'TABLE = Path(__file__).parents[2] / "benchmarks" / "throughput.csv"\n')}
+                 'TABLE = Path(__file__).parents[2] / "benchmarks" / "throughput.csv"\n'),
+             "rfig_exp/c.py": ('from pathlib import Path\nPRESETS = Path(__file__).parents[2] / "campaign" / "conf"\n'
+                               'SEARCH = ["file://campaign/conf"]\nSAID = "campaign presets are elsewhere"\n')}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     modules = {_module_name(p, tmp_path): p for p in sorted(tmp_path.rglob("*.py"))}
     assert _package_imports_upward(modules) == ["analysis.a:2 imports campaign.b"]
     assert _checkout_paths(tmp_path / "rfig_exp" / "t.py") == ["3 'benchmarks'"]
+    assert _checkout_paths(tmp_path / "rfig_exp" / "c.py", _CAMPAIGN_PATH) == ["2 'campaign'", "3 'file://campaign/conf'"]
 
 
 def test_the_check_sees_an_upward_import():

@@ -83,7 +83,14 @@ def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
     assert _rows(grouped[0]) != mine  # different seeds really differ
 
 
-def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
+# A preset of a config folder of one's own (hydra.searchpath): the sparse Brax envs x every bonus x 8
+# vmapped seeds on brax's spring backend, as a reproduction's preset may run them.
+SPRING_PRESET = ("# @package _global_\n# Sparse Brax on spring.\nnum_seeds: 8\nenv:\n  backend: spring\nhydra:\n"
+                 "  sweeper:\n    params:\n      env: sparse_halfcheetah,sparse_ant,sparse_hopper,sparse_walker2d\n"
+                 "      bonus: none,rfig,rnd,vime,hashexplo\n")
+
+
+def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys, tmp_path):
     # The 8-seed Brax wedge (README, XLA CPU wedges): on a CPU a sweep never vmaps Brax seeds on
     # the generalized backend (the envs' default); spring keeps them vmapped.
     jobs = [["env=sparse_ant", f"seed={s}"] for s in range(3)] + [["env=cartpole", f"seed={s}"] for s in range(3)]
@@ -109,20 +116,23 @@ def test_brax_jobs_on_a_cpu_train_one_seed_per_process(monkeypatch, capsys):
     assert len(grouping.one_seed_per_brax_job([eight[0] + ["env.backend=generalized"]], False, "mountaincar",
                                               default_backend="spring")) == 8
     # as a user runs it on this CPU: the generalized backend splits, said once; the spring preset does not
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "brax_spring.yaml").write_text(SPRING_PRESET)
+    preset = [f"hydra.searchpath=[file://{tmp_path}]", "sweep=brax_spring"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     capsys.readouterr()
-    jobs = expand_jobs(["sweep=repro_brax", "env=sparse_ant", "env.backend=generalized"], True)
+    jobs = expand_jobs([*preset, "env=sparse_ant", "env.backend=generalized"], True)
     assert len(jobs) == 5 * 8 and {j[-1] for j in jobs} == {"num_seeds=1"}
     assert sorted(int(o.split("=")[1]) for j in jobs for o in j if o.startswith("seed=")) == sorted(list(range(8)) * 5)
     said = capsys.readouterr().out
     assert said.count("train one seed per process") == 1 and "5 jobs -> 40" in said
-    jobs = expand_jobs(["sweep=repro_brax", "env=sparse_ant"], True)
+    jobs = expand_jobs([*preset, "env=sparse_ant"], True)
     assert len(jobs) == 5 and "one seed per process" not in capsys.readouterr().out
     assert len(expand_jobs(["-m", "env=sparse_ant", "env.backend=spring", "seed=0", "num_seeds=8"][1:], True)) == 1
     # a SLURM sweep that asks for GPUs keeps its vmapped seeds on any backend, as does a GPU here
-    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized", "hydra/launcher=slurm",
+    assert len(expand_jobs([*preset, "env.backend=generalized", "hydra/launcher=slurm",
                             "hydra.launcher.gpus_per_node=1"], True)) == 4 * 5
-    assert len(expand_jobs(["sweep=repro_brax", "env.backend=generalized"], True, gpu=True)) == 4 * 5
+    assert len(expand_jobs([*preset, "env.backend=generalized"], True, gpu=True)) == 4 * 5
 
 
 @pytest.mark.slow  # imports brax (about 18 s); the split itself is tested without it

@@ -116,15 +116,44 @@ def test_a_sweep_that_hydra_could_not_compose_is_refused_with_the_way_out(tmp_pa
     assert last == "error: 1 of 2 jobs are invalid; nothing was started"
 
 
-def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
-    """``-m sweep=deepsea_scaling env.size=40`` runs DeepSea 40 only: the command line's single value
-    replaces the preset's ``env.size: 10,20,30,40`` (Hydra's rule for one key given twice), in the
-    plan that preflight makes for the sweeper, though Hydra composes the sweep with the option as ``++env.size``."""
+# A preset of a config folder of one's own: DeepSea at four sizes x every bonus (as the reproduction's
+# deepsea_scaling, in campaign/conf/sweep/, runs them).
+SIZES_PRESET = ("# @package _global_\n# DeepSea at four sizes. Of a folder of one's own.\nnum_seeds: 8\nhydra:\n"
+                "  sweeper:\n    params:\n      env: deepsea\n      env.size: 10,20,30,40\n"
+                "      bonus: none,rfig,rnd,vime,hashexplo\n")
+
+
+def _own_preset(folder: Path) -> str:
+    """``folder`` as a config folder with one sweep preset, ``sizes``; its search path override."""
+    (folder / "sweep").mkdir(parents=True)
+    (folder / "sweep" / "sizes.yaml").write_text(SIZES_PRESET)
+    return f"hydra.searchpath=[file://{folder}]"
+
+
+def test_a_preset_of_a_config_folder_of_ones_own_is_listed_where_its_search_path_is_given(tmp_path):
+    search = _own_preset(tmp_path / "mine")
+    assert "sizes" not in group_options("sweep")
+    assert re.search(r"^  sizes +DeepSea at four sizes\.$", help_text([search]), re.M)
+    assert "  sizes " not in help_text() and "  sizes " not in help_text(["bad=["])  # no folder: conf/'s presets
+    with pytest.raises(PreflightError) as refused:
+        preflight(["-m", "sweep=sizes", f"results_dir={tmp_path}"])
+    valid = ", ".join(group_options("sweep"))
+    assert refused.value.lines == [f"sweep=sizes is not a known sweep preset; valid: {valid} "
+                                   "(a preset of another config folder: add 'hydra.searchpath=[file://DIR]')"]
+    with pytest.raises(PreflightError) as refused:
+        preflight(["-m", search, "sweep=nosuch", f"results_dir={tmp_path}"])
+    assert "valid: coverage, paper, sizes, smoke " in refused.value.lines[0]
+
+
+def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option(tmp_path):
+    """``-m sweep=sizes env.size=40`` runs DeepSea 40 only: the command line's single value replaces
+    the preset's ``env.size: 10,20,30,40`` (Hydra's rule for one key given twice), in the plan that
+    preflight makes for the sweeper, though Hydra composes the sweep with the option as ``++env.size``."""
     from rfig_exp.launch.env_options import for_primary_compose
     from rfig_exp.launch.preflight import expand_jobs
     from rfig_exp.launch.sweep_plan import compose_primary, plan_sweep
 
-    line = ["sweep=deepsea_scaling", "env=deepsea", "env.size=40"]
+    line = [_own_preset(tmp_path), "sweep=sizes", "env=deepsea", "env.size=40"]
     jobs = expand_jobs(line, multirun=True)
     assert len(jobs) == 5
     for job in jobs:
@@ -134,4 +163,4 @@ def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option():
     handed = for_primary_compose(line)
     assert "env.size" not in plan_sweep(compose_primary(handed), handed).varying
     # without the single value the preset's four sizes stay
-    assert len(expand_jobs(line[:2], multirun=True)) == 20
+    assert len(expand_jobs(line[:3], multirun=True)) == 20

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from campaign.presets import SEARCHPATH
 from campaign.repro.data import StoredRun, export_tree
 from campaign.repro.reproducible import (
     EVIDENCE,
@@ -47,10 +48,10 @@ def test_parse_seeds():
 def test_block_command_is_the_stage_s_own_for_its_whole_block():
     stage, args = block_command("paper32", "pointmaze_medium", "rfig", list(range(8, 16)))
     assert stage == "p32-pointmaze_medium-8"
-    assert args == ["sweep=paper32", "seed=8", "num_seeds=8", "env=pointmaze_medium", "bonus=rfig"]
+    assert args == [SEARCHPATH, "sweep=paper32", "seed=8", "num_seeds=8", "env=pointmaze_medium", "bonus=rfig"]
     # the 32-seed grid's seeds 0-7 are the reproduction's runs: its command
     assert block_command("paper32", "acrobot", "none", list(range(8)))[1] == [
-        "sweep=repro", "env=acrobot", "bonus=none", "seed=0", "num_seeds=8"]
+        SEARCHPATH, "sweep=repro", "env=acrobot", "bonus=none", "seed=0", "num_seeds=8"]
     # VIME and the control came from the baselines campaign, seeds 0-31 in blocks of 8
     assert block_command("paper32", "acrobot", "vime", list(range(16, 24)))[0] == "bl-acrobot-16"
     with pytest.raises(ValueError, match="whole block"):

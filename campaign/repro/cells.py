@@ -1,7 +1,7 @@
 """A grid's cells against what its sweep presets ask for: which cells are still missing, which
 commit, machine and jax version made each one, and the verdicts of another report beside this
 one's (the 32-seed claims beside the 8-seed ones). Read from the compact data
-(campaign.repro.data) and ``conf/sweep/``; nothing here imports JAX."""
+(campaign.repro.data) and the sweep presets (campaign.presets); nothing here imports JAX."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from analysis.markdown import render_markdown
 from analysis.names import env_label, method_label, sort_envs, sort_methods
 from analysis.runs import ENV_OPTION_PREFIX, task_name
+from campaign.presets import preset_file
 from rfig_exp.config.folders import CONF_DIR
 
 
@@ -24,7 +25,7 @@ def expected_cells(presets: list[str]) -> dict[tuple[str, str], int]:
     options that make another task: a DeepSea size, a Brax backend; analysis.runs)."""
     out: dict[tuple[str, str], int] = {}
     for preset in presets:
-        path = CONF_DIR / "sweep" / f"{preset}.yaml"
+        path = preset_file(preset)
         if not path.is_file():
             continue
         cfg = OmegaConf.load(path)

@@ -20,8 +20,10 @@ to its stage with :func:`stage_of` for the table of who made what.
     python -m campaign.repro.stages commands brax-ant           # one line of launch.py -m arguments per sweep
     python -m campaign.repro.stages gpu-parts --left docs/results/paper32/data   # what a GPU runs of the rest
 
-The env lists come from the sweep presets (``conf/sweep/repro*.yaml``, ``paper32*.yaml``), so a
-preset is the one place an env joins a campaign. Nothing here imports JAX.
+The env lists come from the campaign's sweep presets (``campaign/conf/sweep/repro*.yaml``,
+``paper32*.yaml``: campaign.presets), so a preset is the one place an env joins a campaign; each
+command names the campaign's config folder (``hydra.searchpath``), where ``launch.py`` finds them.
+Nothing here imports JAX.
 """
 
 from __future__ import annotations
@@ -31,9 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from rfig_exp.config.folders import CONF_DIR
+from campaign.presets import SEARCHPATH, preset_values
 
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
@@ -54,7 +54,8 @@ SENSITIVITY = {
 }
 # Whether brax's backend matters where a verdict turns on it: Sparse-HalfCheetah, PPO and RFIG,
 # seeds 0-7 on brax's default `generalized` (the main grid runs `spring`), in an experiment of its own.
-BACKEND_CHECK = "sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig experiment=backend"
+BACKEND_CHECK = (f"{SEARCHPATH} sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig "
+                 "experiment=backend")
 
 
 # The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
@@ -100,13 +101,22 @@ BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_mediu
 @dataclass(frozen=True)
 class Stage:
     name: str
-    commands: tuple[str, ...]  # launch.py -m arguments, one sweep each, no spaces inside an argument
+    # launch.py -m arguments, one sweep each, no spaces inside an argument; each names the campaign's
+    # config folder first (command), where its presets are
+    commands: tuple[str, ...]
 
 
-def preset_values(preset: str, key: str) -> list[str]:
-    """The values a sweep preset sweeps ``key`` over (``hydra.sweeper.params.<key>``)."""
-    params = OmegaConf.select(OmegaConf.load(CONF_DIR / "sweep" / f"{preset}.yaml"), "hydra.sweeper.params") or {}
-    return [e.strip() for e in str(params.get(key, "")).split(",") if e.strip()]
+def command(words: str) -> str:
+    """A stage's ``launch.py -m`` arguments: the campaign's search path, then ``words`` (its preset
+    ``sweep=NAME`` first)."""
+    return f"{SEARCHPATH} {words}"
+
+
+def split_command(line: str) -> tuple[str, list[str]]:
+    """A stage's command as its preset's name and the other overrides (the search path aside)."""
+    words = [w for w in line.split() if w != SEARCHPATH]
+    preset = next(w.split("=", 1)[1] for w in words if w.startswith("sweep="))
+    return preset, [w for w in words if not w.startswith("sweep=")]
 
 
 def preset_envs(preset: str) -> list[str]:
@@ -144,7 +154,8 @@ def paper32_stages() -> list[Stage]:
     first, rest = [e for e in envs if e in PAPER32_FIRST], [e for e in envs if e not in PAPER32_FIRST]
     blocks = range(SEED_BLOCK, PAPER_SEEDS, SEED_BLOCK)
     return [Stage(f"p32-{panel_name(e)}-{b}",
-                  (f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} seed={b} num_seeds={SEED_BLOCK}",))
+                  (command(f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e} seed={b} "
+                           f"num_seeds={SEED_BLOCK}"),))
             for group in (first, rest) for b in blocks for e in group]
 
 
@@ -156,7 +167,7 @@ def baselines_stages() -> list[Stage]:
     assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
 
     def sweep(e: str) -> str:
-        return f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e}"
+        return command(f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e}")
 
     blocks = [Stage(f"bl-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={','.join(BASELINE_BONUSES)} seed={b} "
                                                  f"num_seeds={SEED_BLOCK}",))
@@ -174,7 +185,7 @@ def stage_sizes() -> dict[str, int]:
     :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
     on its presets' full grids; it is not listed.)"""
     bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
-    return {**{stage.name: SEED_BLOCK * bonuses[stage.commands[0].split()[0].split("=", 1)[1]]
+    return {**{stage.name: SEED_BLOCK * bonuses[split_command(stage.commands[0])[0]]
                for stage in paper32_stages()},
             **{stage.name: SEED_BLOCK * len(baselines_stage_bonuses(stage.name)) for stage in baselines_stages()}}
 
@@ -189,14 +200,15 @@ def baselines_stage_bonuses(name: str) -> tuple[str, ...]:
 def repro_stages() -> list[Stage]:
     """The reproduction's stages: the cheap panels first, the Brax envs interleaved so a long one
     starts early on the second lane, the sensitivity study last."""
-    minatar = [Stage(f"minatar-{e.removeprefix('minatar_')}", (f"sweep=repro_minatar env={e}",))
+    minatar = [Stage(f"minatar-{e.removeprefix('minatar_')}", (command(f"sweep=repro_minatar env={e}"),))
                for e in preset_envs("repro_minatar")]
-    brax = [Stage(f"brax-{e.removeprefix('sparse_')}", (f"sweep=repro_brax env={e}",))
+    brax = [Stage(f"brax-{e.removeprefix('sparse_')}", (command(f"sweep=repro_brax env={e}"),))
             for e in preset_envs("repro_brax")]
-    deepsea = [Stage(f"deepsea-{n}", (f"sweep=deepsea_scaling env=deepsea env.size={n}",)) for n in DEEPSEA_SIZES]
-    sens = [Stage(f"sens-{b}", tuple(f"sweep=sensitivity bonus={b} bonus.{k}={v}" for k, v in knobs.items()))
+    deepsea = [Stage(f"deepsea-{n}", (command(f"sweep=deepsea_scaling env=deepsea env.size={n}"),))
+               for n in DEEPSEA_SIZES]
+    sens = [Stage(f"sens-{b}", tuple(command(f"sweep=sensitivity bonus={b} bonus.{k}={v}") for k, v in knobs.items()))
             for b, knobs in SENSITIVITY.items()]
-    order = [Stage("core", ("sweep=repro",)), *minatar[:1], *brax[:1], *minatar[1:], *brax[1:2], *deepsea,
+    order = [Stage("core", (command("sweep=repro"),)), *minatar[:1], *brax[:1], *minatar[1:], *brax[1:2], *deepsea,
              *brax[2:], *sens, Stage("backend-halfcheetah", (BACKEND_CHECK,))]
     return order
 
@@ -301,10 +313,11 @@ def gpu_parts(names: list[str], sweep: str) -> list[str]:
         raise ValueError(f"not stages of the baselines campaign: {', '.join(unknown)}")
     groups: dict[tuple[str, str], list[str]] = {}
     for name in names:
-        for command in known[name].commands:
-            words = dict(w.split("=", 1) for w in command.split())
-            if words.pop("sweep") != sweep:
+        for line in known[name].commands:
+            preset, rest = split_command(line)
+            if preset != sweep:
                 continue
+            words = dict(w.split("=", 1) for w in rest)
             env = words.pop("env")
             if not name.startswith("sig-"):   # a block of seeds: its cells, all 32 seeds
                 del words["seed"], words["num_seeds"]

@@ -14,7 +14,8 @@
 # 2. Checks that JAX sees a GPU (ALLOW_CPU=1: the CPU will do, for a dry run); with Brax, times a
 #    tiny Brax rollout (campaign/scripts/gpu_tools.py brax-probe) and says whether Brax works there.
 # 3. Restores the committed complete cells of DATA into RESULTS, so the sweep skips them.
-# 4. Runs `launch.py -m sweep=SWEEP` on the local launcher, JOBS_PER_GPU jobs at once on each GPU
+# 4. Runs `launch.py -m hydra.searchpath=[file://campaign/conf] sweep=SWEEP` (SWEEP: a preset of the
+#    campaign's campaign/conf/sweep/ or of conf/sweep/) on the local launcher, JOBS_PER_GPU jobs at once on each GPU
 #    (placement.jobs_per_gpu), under campaign/scripts/run_until.py: no job starts after LAST_START_S, every
 #    job still running at DEADLINE_S gets SIGTERM (it checkpoints and exits 143) and SIGKILL
 #    GRACE_S later; both in seconds from this script's start.
@@ -34,6 +35,7 @@ cd "$(dirname "$0")/../.."
 OUT_DIR=$1; shift
 PY=${PYTHON:-python3}
 SWEEP=${SWEEP:-paper32}
+SEARCHPATH='hydra.searchpath=[file://campaign/conf]'  # the campaign's presets (campaign/presets.py), from here
 EXPERIMENT=${EXPERIMENT:-paper32}
 RESULTS=${RESULTS:-results}
 DATA=${DATA:-docs/results/paper32/data}
@@ -89,10 +91,10 @@ else
 fi
 
 # 4. the sweep, stopped in time
-say "launch.py -m sweep=$SWEEP hydra/launcher=local placement.jobs_per_gpu=$JOBS_PER_GPU $*"
+say "launch.py -m $SEARCHPATH sweep=$SWEEP hydra/launcher=local placement.jobs_per_gpu=$JOBS_PER_GPU $*"
 left() { local s=$(($1 - SECONDS)); echo $((s > 0 ? s : 0)); }
 "$PY" campaign/scripts/run_until.py --deadline "$(left "$DEADLINE_S")" --last-start "$(left "$LAST_START_S")" \
-    --grace "$GRACE_S" -- "$PY" launch.py -m "sweep=$SWEEP" hydra/launcher=local \
+    --grace "$GRACE_S" -- "$PY" launch.py -m "$SEARCHPATH" "sweep=$SWEEP" hydra/launcher=local \
     "placement.jobs_per_gpu=$JOBS_PER_GPU" "experiment=$EXPERIMENT" "results_dir=$RESULTS" wandb.mode=disabled "$@"
 say "sweep ended (exit $?; 124: stopped by the deadline)"
 

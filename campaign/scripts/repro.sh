@@ -62,11 +62,13 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
 }
 
 run_stage() {  # every sweep of one stage, in order; stops at the first that does not complete
-    local commands args
+    local commands line args
     commands=$($PY -m campaign.repro.stages commands "$1") || return 2
-    while IFS= read -r args; do
-        # shellcheck disable=SC2086  # one argument per word: the arguments hold no spaces
-        sweep $args || return $?
+    while IFS= read -r line; do
+        # one argument per word (the arguments hold no spaces), never a glob: the search path's
+        # brackets (hydra.searchpath=[file://campaign/conf]) stay as written
+        read -ra args <<< "$line"
+        sweep "${args[@]}" || return $?
     done <<< "$commands"
 }
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from campaign import estimate_sweep, estimate_throughput  # noqa: E402
-from campaign.repro.stages import stages  # noqa: E402
+from campaign.repro.stages import split_command, stages  # noqa: E402
 from rfig_exp.config import folders, variants  # noqa: E402
 from rfig_exp.results import contract  # noqa: E402
 from rfig_exp.run import provenance  # noqa: E402
@@ -81,9 +81,9 @@ def stage_estimates(names: list[str], table: list[dict], results: Path,
     for name in names:
         total = 0.0
         for command in known[name].commands:
-            preset, *overrides = command.split()
+            preset, overrides = split_command(command)
             jobs = [(j, cfg, job_state(cfg, results, commit))
-                    for j, cfg in estimate_sweep.sweep_jobs(preset.split("=", 1)[1], overrides)]
+                    for j, cfg in estimate_sweep.sweep_jobs(preset, overrides)]
             missing += [" ".join(j) for j, _, state in jobs if state == "missing"]
             done = [(j, cfg) for j, cfg, state in jobs if state == "made"]
             costs = estimate_sweep.cost_jobs(done, [], "", table, "cpu", compiled)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
-from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, AT_LEAST_ZERO, BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, AT_LEAST_ZERO, BonusSettings
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import static, traced
 from rfig_exp.config.validation import POSITIVE_INT, Choice, Widths, require
@@ -86,7 +86,7 @@ class HashSettings(BonusSettings):
     label: ClassVar[str] = "#Explo"
     colour: ClassVar[str] = "#CC79A7"
     role: ClassVar[str] = "baseline"
-    paper: ClassVar[PaperRow] = PaperRow(3, "Count-based", True, "Auto-encoder", "High")
+    order: ClassVar[int] = 3  # the baselines in the paper's order
     small: ClassVar[Mapping[str, Any]] = MappingProxyType(
         {"hidden": (16,), "code_dim": 8, "hash_bits": 8, "table_sizes": (101, 103)})
 

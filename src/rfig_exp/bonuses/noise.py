@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rfig_exp.bonuses.settings import BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import BonusSettings
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,6 @@ class NoiseSettings(BonusSettings):
     label: ClassVar[str] = "Noise"
     colour: ClassVar[str] = "#999999"
     role: ClassVar[str] = "control"
-    # not in the paper's table: the control of the comparison
-    paper: ClassVar[PaperRow] = PaperRow(None, "None (i.i.d. noise)", False, "—", "—")
 
 
 def make(settings: NoiseSettings, obs_shape, action_space):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rfig_exp.bonuses.settings import BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import BonusSettings
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,6 @@ class NoneSettings(BonusSettings):
     label: ClassVar[str] = "PPO"
     colour: ClassVar[str] = "#555555"
     role: ClassVar[str] = "reference"
-    # not in the paper's table: the reference row of a report's measured columns
-    paper: ClassVar[PaperRow] = PaperRow(None, "No bonus", None, "—", "—")
 
 
 def make(settings: NoneSettings, obs_shape, action_space):

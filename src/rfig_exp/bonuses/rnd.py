@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple
 
-from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import ABOVE_ZERO, ACTIVATIONS, BonusSettings
 from rfig_exp.config.settings import static, traced
 from rfig_exp.config.validation import POSITIVE_INT, Choice, Interval, Widths, require
 
@@ -45,7 +45,7 @@ class RNDSettings(BonusSettings):
     label: ClassVar[str] = "RND"
     colour: ClassVar[str] = "#0072B2"
     role: ClassVar[str] = "baseline"
-    paper: ClassVar[PaperRow] = PaperRow(1, "Prediction error", False, "Distillation", "Medium")
+    order: ClassVar[int] = 1  # the baselines in the paper's order
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,), "embedding_dim": 16})
 
     hidden: tuple[int, ...] = static((256, 256), Widths(),

@@ -2,8 +2,8 @@
 
 A bonus's module (``rfig_exp.bonuses.<name>``, a package for RFIG) declares one subclass of
 :class:`BonusSettings`: its settings, each once (``rfig_exp.config.settings``: default, rule, static
-or traced), how reports show it (``label``, ``colour``, ``role``, its ``paper`` row) and the
-settings of a small model of it for quick checks (``small``). The
+or traced), how reports show it (``label``, ``colour``, ``role`` and its ``order`` among the
+bonuses of its role) and the settings of a small model of it for quick checks (``small``). The
 top level of that module imports no JAX, so a config is checked, and a report drawn, without
 it; its ``make(settings, obs_shape, action_space) -> Bonus`` imports what the bonus computes with.
 """
@@ -29,20 +29,10 @@ AT_LEAST_ZERO = Interval(0.0, "must be >= 0", high=math.inf, high_open=True)
 # [-obs_clip, obs_clip] (BonusSettings.obs_clip).
 OBS_CLIP = 5.0
 
-# a bonus's part in the paper's comparison, in the order reports list them
-# plain PPO; a bonus without information (the control); the methods compared with; the proposed one
+# a bonus's part in a comparison of bonuses, in the order reports list them (and draw them: the
+# proposed method last, on top): plain PPO; a bonus without information (the control); the methods
+# compared with; the proposed one
 ROLES = ("reference", "control", "baseline", "method")
-
-
-@dataclass(frozen=True)
-class PaperRow:
-    """The bonus's row in the paper's Table 1 ("Comparison of exploration methods")."""
-
-    row: int | None               # its row there (None: not in the paper's table)
-    principle: str
-    representation: bool | None   # does the method learn a representation
-    computation: str
-    sensitivity: str
 
 
 @dataclass(frozen=True)
@@ -57,7 +47,10 @@ class BonusSettings(Settings):
     label: ClassVar[str]          # in figures and tables
     colour: ClassVar[str]         # the same in every figure of every report
     role: ClassVar[str]           # one of ROLES
-    paper: ClassVar[PaperRow | None] = None
+    # a built-in bonus's place among those of its role in every figure and table (None: after the
+    # placed ones, by name), as an env's `order` places it; a bonus of a user's own module follows
+    # the built-ins of its role (analysis.names)
+    order: ClassVar[int | None] = None
     # settings that make a small model of it, for a quick check of its code (the tests run every
     # bonus on every kind of observation with them); empty where the defaults are small already
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({})

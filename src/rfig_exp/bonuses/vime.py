@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
-from rfig_exp.bonuses.settings import BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.settings import static, traced
 from rfig_exp.config.validation import POSITIVE_INT, Choice, Count, Number, Widths
 
@@ -35,7 +35,7 @@ class VIMESettings(BonusSettings):
     label: ClassVar[str] = "VIME"
     colour: ClassVar[str] = "#009E73"
     role: ClassVar[str] = "baseline"
-    paper: ClassVar[PaperRow] = PaperRow(2, "Information gain", True, "Bayesian NN", "High")
+    order: ClassVar[int] = 2  # the baselines in the paper's order
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"hidden": (16,)})
 
     hidden: tuple[int, ...] = static((256, 256), Widths(), doc="BNN hidden layers, ReLU")

@@ -62,14 +62,21 @@ def split_argv(argv: Sequence[str]) -> tuple[set[str], list[str]]:
     return flags, overrides
 
 
-def help_text() -> str:
+def help_text(argv: Sequence[str] = ()) -> str:
+    """``launch.py --help`` for the command line ``argv``: the sweep presets of ``conf/sweep/`` and
+    of the config folders its ``hydra.searchpath`` names among the rest."""
     from rfig_exp.bonuses import bonus_names
     from rfig_exp.envs import env_names
+    from rfig_exp.launch.hydra_adapter import HydraException
     from rfig_exp.spec import registry
 
+    try:
+        dirs = folders.config_dirs(searchpath_of(split_argv(argv)[1]))
+    except HydraException:  # a command line Hydra cannot parse still gets the help
+        dirs = (CONF_DIR,)
     sweeps = []
-    for name in folders.group_options("sweep"):
-        sweeps += textwrap.wrap(preset_summary(name), HELP_WIDTH, initial_indent=f"  {name:<17}",
+    for name in folders.group_options("sweep", dirs):
+        sweeps += textwrap.wrap(preset_summary(name, dirs), HELP_WIDTH, initial_indent=f"  {name:<17}",
                                 subsequent_indent=" " * 19)
     return "\n".join([
         "rfig-exp: PPO with exploration bonuses (RFIG and baselines), one run or a Hydra sweep.",
@@ -101,9 +108,9 @@ def help_text() -> str:
     ])
 
 
-def preset_summary(name: str) -> str:
+def preset_summary(name: str, dirs: folders.ConfDirs = CONF_DIR) -> str:
     """The first sentence of a sweep preset's header comment, however many lines it spans."""
-    lines = (CONF_DIR / "sweep" / f"{name}.yaml").read_text().splitlines()
+    lines = folders.group_file("sweep", name, dirs).read_text().splitlines()
     header = []
     for line in lines[1:]:  # lines[0] is the "# @package" directive
         if not line.startswith("#"):
@@ -117,7 +124,10 @@ def preset_summary(name: str) -> str:
 def _check_choice(group: str, value: str, errors: list[str], dirs: folders.ConfDirs = CONF_DIR) -> None:
     options = folders.group_options(group, dirs)
     if value not in options:
-        errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}")
+        # a preset may live in a config folder of its own (a project's, the campaign's): say how to add it
+        elsewhere = " (a preset of another config folder: add 'hydra.searchpath=[file://DIR]')" \
+            if group == "sweep" else ""
+        errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}{elsewhere}")
 
 
 def searchpath_of(overrides: Sequence[str]) -> list[str]:

@@ -123,8 +123,8 @@ def task_overrides(overrides: Sequence[str]) -> list[str]:
     """The overrides that reach the jobs (``hydra.overrides.task``): all but Hydra's own, each env
     option as typed (``env.K=V``: launch.py hands Hydra ``++env.K=V`` for the primary compose only).
     Hydra's sweeper lets a later override of a key replace an earlier one only when both spell the
-    key alike, so ``-m sweep=deepsea_scaling env.size=40`` must reach it as ``env.size=40`` to
-    replace the preset's ``env.size: 10,20,30,40`` (one size, not four sizes each overridden)."""
+    key alike, so ``-m sweep=NAME env.size=40`` must reach it as ``env.size=40`` to replace a
+    preset's ``env.size: 10,20,30,40`` (one size, not four sizes each overridden)."""
     return [env_options.as_typed(o.input_line) for o in parse_overrides(overrides) if not o.is_hydra_override()]
 
 

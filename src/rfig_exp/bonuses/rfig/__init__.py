@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
-from rfig_exp.bonuses.settings import BonusSettings, PaperRow
+from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.settings import static, traced
 from rfig_exp.config.validation import Choice, Count, Interval, require
 
@@ -47,7 +47,7 @@ class RFIGSettings(BonusSettings):
     label: ClassVar[str] = "RFIG"
     colour: ClassVar[str] = "#D55E00"
     role: ClassVar[str] = "method"
-    paper: ClassVar[PaperRow] = PaperRow(4, "Information gain (kernel theory)", False, "Closed-form", "Low")
+    order: ClassVar[int] = 1  # before a method of a user's own
     small: ClassVar[Mapping[str, Any]] = MappingProxyType({"num_features": 64, "lengthscale_samples": 32})
 
     num_features: int = static(1024, Count(1, "must be a positive integer"), doc="D, random Fourier features")

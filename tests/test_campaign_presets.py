@@ -1,0 +1,78 @@
+"""The campaign's sweep presets in a config folder of its own (campaign/conf/, campaign.presets): its
+commands name that folder on Hydra's search path, launch.py composes them from there, and the
+users' presets in conf/sweep/ are the only ones a command without it sees."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from campaign import presets
+from campaign.repro.stages import CAMPAIGNS, split_command, stages
+from rfig_exp.config.folders import CONF_DIR, group_options
+from rfig_exp.launch.preflight import PreflightError, expand_jobs, help_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_campaigns_presets_are_its_own_and_shadow_none_of_conf():
+    own = presets.preset_names()
+    assert {"paper32", "paper32_brax", "repro", "repro_minatar", "repro_brax", "deepsea_scaling",
+            "sensitivity"} <= set(own)
+    # a name of both folders would compose conf/'s file (Hydra takes the first folder's)
+    assert not set(own) & set(group_options("sweep")), "a campaign preset shadowed by one of conf/sweep/"
+    assert {"smoke", "coverage", "paper"} <= set(group_options("sweep"))  # the users' presets stay
+    assert presets.preset_file("paper") == CONF_DIR / "sweep" / "paper.yaml"
+    assert presets.preset_file("repro") == presets.CONF_DIR / "sweep" / "repro.yaml"
+    assert presets.CONF_DIR == ROOT / "campaign" / "conf"
+    assert presets.SEARCHPATH == "hydra.searchpath=[file://campaign/conf]"  # relative: the commands run from ROOT
+
+
+def test_every_stage_command_names_the_campaigns_folder_and_a_preset_there():
+    for campaign in CAMPAIGNS:
+        for stage in stages(campaign):
+            for command in stage.commands:
+                assert command.split()[0] == presets.SEARCHPATH, (stage.name, command)
+                preset, overrides = split_command(command)
+                assert presets.preset_file(preset).is_file() and preset in presets.preset_names(), command
+                assert not any(o.startswith(("sweep=", "hydra.searchpath=")) for o in overrides), command
+
+
+def _plan(line: list[str]) -> list[list[str]]:
+    with contextlib.redirect_stdout(io.StringIO()):  # the plan's notes (seeds grouped, Brax split)
+        return expand_jobs(line, multirun=True, gpu=False)
+
+
+def test_a_command_of_each_campaign_preset_plans_as_launch_py_would_and_needs_the_folder():
+    first = {}
+    for campaign in CAMPAIGNS:
+        for stage in stages(campaign):
+            for command in stage.commands:
+                first.setdefault(split_command(command)[0], command)
+    assert set(first) == set(presets.preset_names())
+    for preset, command in first.items():
+        jobs = _plan(command.split())
+        assert jobs and all(f"sweep={preset}" in job for job in jobs), command
+        # the jobs carry no search path: a run's overrides (the manifest's) are what they were
+        assert not any(o.startswith("hydra.searchpath") for job in jobs for o in job)
+    with pytest.raises(PreflightError) as refused:
+        _plan(["sweep=repro"])
+    assert refused.value.lines[0].startswith("sweep=repro is not a known sweep preset; valid: coverage, paper, smoke")
+    assert "hydra.searchpath=[file://DIR]" in refused.value.lines[0]
+    listed = help_text([presets.SEARCHPATH])
+    assert all(f"\n  {name} " in listed for name in presets.preset_names())
+    assert "\n  repro " not in help_text()
+
+
+def test_the_campaigns_folder_goes_first_on_a_sweeps_own_search_path(monkeypatch):
+    monkeypatch.chdir(ROOT)  # where the campaign's relative search path points at its folder
+    line = presets.with_searchpath(["sweep=repro", "hydra.searchpath=[file://my_conf]", "env=acrobot"])
+    assert line == [f"hydra.searchpath=['file://{presets.CONF_DIR}','file://my_conf']", "sweep=repro", "env=acrobot"]
+    # the campaign's own relative entry is not named twice
+    assert presets.with_searchpath([presets.SEARCHPATH, "sweep=repro"]) == [
+        f"hydra.searchpath=['file://{presets.CONF_DIR}']", "sweep=repro"]
+    assert presets.preset_values("repro_minatar", "env") == ["minatar_asterix", "minatar_freeway",
+                                                             "minatar_space_invaders"]
