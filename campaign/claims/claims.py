@@ -23,6 +23,7 @@ from analysis.names import BASELINES, CONTROLS, env_label, method_label
 from . import pooled as P
 from . import verdicts as V
 from .claim_rows import Claim, fmt, panels_text
+from .competitive import competitive_panels, working_baselines
 from .sensitivity_claims import sensitivity_claims
 
 # What counts as solving an env (per run, on its final evaluation window), where the env has a
@@ -223,46 +224,16 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
     return claims
 
 
-def _working_baselines(p: Panels, env: str) -> list[str]:
-    """The paper's NN baselines with runs on ``env`` that the signal check does not find degenerate there."""
-    return [b for b in BASELINES if b in p.scores.get(env, {}) and not p.broken(env, b)]
-
-
-def _competitive_panels(p: Panels, norm) -> tuple[list[str], str]:
-    """The paper's panels the competitive claim judges (RFIG working there, at least one working
-    baseline, the comparison with them discriminating), and the sentences that name the panels judged
-    without one of the baselines (no runs there yet, or degenerate: rule 6) and those left out."""
-    judged, without, left = [], [], []
-    for e in p.paper:
-        if "rfig" not in p.scores.get(e, {}) or not norm.usable(e):
-            continue
-        working = _working_baselines(p, e)
-        if p.broken(e, "rfig") or not working:
-            left.append(f"{env_label(e)} ({'RFIG degenerate' if p.broken(e, 'rfig') else 'no working baseline'})")
-            continue
-        if e not in p.discriminating([e], "rfig", *working):
-            rule = "rule 3" if p.saturated(e, "rfig", *working) else "rule 3b"
-            left.append(f"{env_label(e)} (not discriminating, {rule})")
-            continue
-        judged.append(e)
-        missing = [method_label(b) + (" degenerate" if p.broken(e, b) else "") for b in BASELINES if b not in working]
-        if missing:
-            without.append(f"{env_label(e)} (without {', '.join(missing)})")
-    return judged, ((f" Judged against the working baselines only (no runs there yet, or degenerate by the signal "
-                     f"check; rule 6: the claim is then at best undecided): {'; '.join(without)}." if without else "")
-                    + (f" Not judged: {'; '.join(left)}." if left else ""))
-
-
 def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
     """Competitive with the NN baselines on every panel; no catastrophic failure. On each panel RFIG
     is compared with the best of the baselines that work there (rule 6)."""
     baselines = [b for b in BASELINES if b in p.coll.methods]
-    envs, named = _competitive_panels(p, norm)
+    envs, named = competitive_panels(p, norm)
     claims = []
     if envs:
         verdicts, rows = [], []
         for i, e in enumerate(envs):
-            working = _working_baselines(p, e)
+            working = working_baselines(p, e)
             samples = {(m,): norm.apply(e, p.runs(e, m)) for m in ("rfig", *working)}
             d = V.stratified(samples, lambda s, w=working: V.iqm_rows(s[("rfig",)]) - np.max(
                 [V.iqm_rows(s[(b,)]) for b in w], axis=0), reps, seed + i)
@@ -272,13 +243,13 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
         overall = V.judge_all(verdicts)
         absent, no_runs = _no_runs_at_all(p.coll)
         waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
-                   and (len(_working_baselines(p, e)) < len(BASELINES) or p.broken(e, "rfig"))]
+                   and (len(working_baselines(p, e)) < len(BASELINES) or p.broken(e, "rfig"))]
         if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
                 f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a working "
                 "baseline's runs"))
         shown = sum(v.kind == V.SUPPORTED for v in verdicts)
-        sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *_working_baselines(p, e))):.2g}" for e in envs]
+        sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *working_baselines(p, e))):.2g}" for e in envs]
         claims.append(Claim.judged(
             "RFIG is competitive with NN-based methods across all environments",
             f"per panel, IQM(RFIG) - best IQM of {', '.join(map(method_label, BASELINES))} (normalised; those that "

@@ -59,11 +59,8 @@ a test fails when a constant changes without an entry there.
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
-   A panel without runs of a method the claim needs, or where the signal check finds one of its bonuses
-   degenerate (``campaign.claims.signal``), is named; while one is, the claim is at best undecided.
-   A claim against the best of several methods (RFIG competitive with the NN baselines) judges such a
-   panel against the methods that work there: a baseline added later can only raise the best, so a
-   contradiction there stands, and support waits. A claim of one comparison leaves the panel out.
+   A panel lacking runs of a method the claim needs, or with one degenerate (the signal check), is named, the claim
+   at best undecided; a claim against the best of several methods judges it on those that work there, others skip it.
 
 ## The statistics
 
