@@ -229,11 +229,12 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
     is compared with the best of the baselines that work there (rule 6)."""
     baselines = [b for b in BASELINES if b in p.coll.methods]
     envs, named = competitive_panels(p, norm)
+    works = {e: working_baselines(p, e) for e in p.paper}   # each panel's working baselines, read once
     claims = []
     if envs:
         verdicts, rows = [], []
         for i, e in enumerate(envs):
-            working = working_baselines(p, e)
+            working = works[e]
             samples = {(m,): norm.apply(e, p.runs(e, m)) for m in ("rfig", *working)}
             d = V.stratified(samples, lambda s, w=working: V.iqm_rows(s[("rfig",)]) - np.max(
                 [V.iqm_rows(s[(b,)]) for b in w], axis=0), reps, seed + i)
@@ -243,13 +244,13 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
         overall = V.judge_all(verdicts)
         absent, no_runs = _no_runs_at_all(p.coll)
         waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
-                   and (len(working_baselines(p, e)) < len(BASELINES) or p.broken(e, "rfig"))]
+                   and (len(works[e]) < len(BASELINES) or p.broken(e, "rfig"))]
         if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
                 f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a working "
                 "baseline's runs"))
         shown = sum(v.kind == V.SUPPORTED for v in verdicts)
-        sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *working_baselines(p, e))):.2g}" for e in envs]
+        sds = [f"{env_label(e)} {_margin_in_sds(p, norm, e, ('rfig', *works[e])):.2g}" for e in envs]
         claims.append(Claim.judged(
             "RFIG is competitive with NN-based methods across all environments",
             f"per panel, IQM(RFIG) - best IQM of {', '.join(map(method_label, BASELINES))} (normalised; those that "
