@@ -76,3 +76,35 @@ def test_the_campaigns_folder_goes_first_on_a_sweeps_own_search_path(monkeypatch
         f"hydra.searchpath=['file://{presets.CONF_DIR}']", "sweep=repro"]
     assert presets.preset_values("repro_minatar", "env") == ["minatar_asterix", "minatar_freeway",
                                                              "minatar_space_invaders"]
+
+
+def test_a_users_search_path_in_extra_joins_the_campaigns_folder_instead_of_replacing_it(tmp_path, monkeypatch):
+    from campaign.repro.stages import with_extra
+
+    monkeypatch.chdir(ROOT)
+    stage = next(s for s in stages("baselines") if s.name == "hx-mountaincar-0").commands[0]
+    assert with_extra(stage, []) == stage and with_extra(stage, ["x=1"]) == f"{stage} x=1"
+    mine = f"hydra.searchpath=[file://{tmp_path}]"
+    line = with_extra(stage, ["results_dir=r", mine]).split()
+    assert line[0] == f"hydra.searchpath=['file://{presets.CONF_DIR}','file://{tmp_path}']"
+    assert line[1:] == [*stage.split()[1:], "results_dir=r"]
+    assert _plan(line)  # the stage's preset still composes
+    with pytest.raises(PreflightError, match="sweep=paper32 is not a known sweep preset"):
+        _plan([*stage.split(), mine])  # what Hydra makes of the words put side by side
+
+
+def test_repro_sh_passes_extra_with_a_search_path_and_the_stage_still_finds_its_preset(tmp_path):
+    """The stage runs for real up to launch.py's checks: an impossible value in EXTRA is what stops it
+    (exit 2, not retried), not a preset lost to the user's search path."""
+    import subprocess
+    import sys
+
+    env = {"PY": sys.executable, "PATH": "/usr/bin:/bin", "RESULTS": str(tmp_path / "results"), "TRIES": "1",
+           "NO_RESTORE": "1", "CAMPAIGN": "baselines",
+           "EXTRA": f"hydra.searchpath=[file://{tmp_path}] agent.total_timesteps=-5"}
+    out = subprocess.run(["bash", str(ROOT / "campaign/scripts/repro.sh"), "hx-mountaincar-0"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert "[repro] bad configuration: not retried" in out.stdout, out.stdout + out.stderr
+    assert "not a known sweep preset" not in out.stdout + out.stderr
+    assert "agent.total_timesteps" in out.stdout + out.stderr
+    assert f"'file://{tmp_path}'" in out.stdout  # the launched command, as the log shows it

@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaign.presets import SEARCHPATH, preset_values
+from campaign.presets import SEARCHPATH, preset_values, with_searchpath
 
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
@@ -117,6 +117,15 @@ def split_command(line: str) -> tuple[str, list[str]]:
     words = [w for w in line.split() if w != SEARCHPATH]
     preset = next(w.split("=", 1)[1] for w in words if w.startswith("sweep="))
     return preset, [w for w in words if not w.startswith("sweep=")]
+
+
+def with_extra(line: str, extra: list[str]) -> str:
+    """A stage's command with ``extra`` overrides after its own. Hydra keeps only the last
+    ``hydra.searchpath``, so a user's (``EXTRA="hydra.searchpath=[file://my_conf]"``) is merged with
+    the campaign's folder, which stays first: the stage's presets still compose."""
+    if not any(w.startswith("hydra.searchpath=") for w in extra):
+        return " ".join([line, *extra]) if extra else line
+    return " ".join(with_searchpath([*line.split(), *extra]))
 
 
 def preset_envs(preset: str) -> list[str]:
@@ -343,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
     c.add_argument("stage")
+    c.add_argument("--extra", default="", metavar="WORDS",
+                   help="overrides put after each sweep's own (repro.sh's COMMON and EXTRA); a hydra.searchpath "
+                        "among them joins the campaign's folder instead of replacing it")
     g = sub.add_parser("gpu-parts", help="the baselines stages a data folder lacks, as one GPU's sweeps: "
                                          "EXPERIMENT OVERRIDES... per line")
     g.add_argument("--left", metavar="DATA", required=True, help="the 32-seed data folder")
@@ -391,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage not in known:
         print(f"error: unknown stage {args.stage!r}; valid: {', '.join(known)}", file=sys.stderr)
         return 2
-    print("\n".join(known[args.stage].commands))
+    print("\n".join(with_extra(line, args.extra.split()) for line in known[args.stage].commands))
     return 0
 
 

@@ -11,6 +11,7 @@
 #   campaign/scripts/repro.sh --list                # the stages, in the order the lanes take them
 #   RESULTS=/data/rfig PY=python campaign/scripts/repro.sh deepsea-40
 #   EXTRA="hydra/launcher=slurm hydra.launcher.partition=cpu" campaign/scripts/repro.sh core   # on a cluster
+#   EXTRA="hydra.searchpath=[file://my_conf]" campaign/scripts/repro.sh core   # your folders after the campaign's
 #
 # CAMPAIGN=repro (the default) is the 8-seed reproduction: each stage one env (or one DeepSea size, or
 # one bonus's sensitivity knobs). CAMPAIGN=paper32 is the 32-seed grid: each stage one panel x one
@@ -45,9 +46,9 @@ STAGES=$($PY -m campaign.repro.stages list --campaign "$CAMPAIGN") || exit 2
 sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at most TRIES times)
     local try code
     for try in $(seq 1 "$TRIES"); do
-        echo "[repro] $(date -u +%FT%TZ) try $try/$TRIES: launch.py -m $* $COMMON $EXTRA"
+        echo "[repro] $(date -u +%FT%TZ) try $try/$TRIES: launch.py -m $*"
         # shellcheck disable=SC2086
-        nice -n "$NICE" $PY launch.py -m "$@" $COMMON $EXTRA
+        nice -n "$NICE" $PY launch.py -m "$@"
         code=$?
         echo "[repro] $(date -u +%FT%TZ) exit $code"
         case $code in
@@ -63,7 +64,8 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
 
 run_stage() {  # every sweep of one stage, in order; stops at the first that does not complete
     local commands line args
-    commands=$($PY -m campaign.repro.stages commands "$1") || return 2
+    # COMMON and EXTRA after the stage's own words; a search path in EXTRA joins the campaign's
+    commands=$($PY -m campaign.repro.stages commands "$1" --extra "$COMMON $EXTRA") || return 2
     while IFS= read -r line; do
         # one argument per word (the arguments hold no spaces), never a glob: the search path's
         # brackets (hydra.searchpath=[file://campaign/conf]) stay as written
