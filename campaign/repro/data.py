@@ -382,10 +382,10 @@ def refile_data(data_dir: str | Path, fixes=FIXES) -> str:
     stored = read_data(data_dir)
     moved = file_by_fixes(stored, fixes)
     counts = write_data(moved, data_dir)
-    arrived = sorted({(k[2], k[3]) for k in moved if k not in stored})
-    n = sum(1 for k in moved if k not in stored)
-    where = "; ".join(f"{bonus} -> {variant}" for bonus, variant in arrived) or "nothing to move"
-    return f"{n} runs of {data_dir} filed under the old values of a fix ({where}); it holds {counts['runs']} runs"
+    arrived = [k for k in moved if k not in stored]
+    where = "; ".join(f"{bonus} -> {variant}" for bonus, variant in sorted({(k[2], k[3]) for k in arrived}))
+    return (f"{len(arrived)} runs of {data_dir} filed under the old values of a fix ({where or 'nothing to move'}); "
+            f"it holds {counts['runs']} runs")
 
 
 def merge_relabelled(source: str | Path, data_dir: str | Path, from_experiment: str, to_experiment: str, envs,
