@@ -146,3 +146,24 @@ def test_a_cell_the_grid_cannot_measure_is_judged_on_the_audit_and_says_so():
     assert out[("acrobot", "hashexplo")].verdict == "not measured"
     filled = out[("acrobot", f"hashexplo/{old}")]
     assert filled.verdict == "degenerate" and filled.method == f"hashexplo/{old}" and filled.notes == (AUDIT_NOTE,)
+
+
+def test_where_the_fixed_baselines_have_runs_is_counted_from_the_data(tmp_path):
+    """The sentence the README's block and the report show: the most common seed count as a number of
+    panels, every other count with its panels named, a panel without runs as 'none yet'."""
+    from campaign.repro.baselines import fixed_runs_md
+    from campaign.repro.fixes import FIXES
+
+    envs = ["mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium"]
+    for env, n in (("mountaincar", 4), ("acrobot", 4), ("pointmaze_umaze", 4), ("pointmaze_medium", 2)):
+        for s in range(n):
+            write_run(tmp_path, "synth", env, "vime", s, STEPS, np.linspace(0, 1, T))
+    for s in range(3):
+        write_run(tmp_path, "synth", "mountaincar", "hashexplo", s, STEPS, np.linspace(0, 1, T))
+    write_run(tmp_path, "synth", "acrobot", "none", 0, STEPS, np.linspace(0, 1, T))
+    text = fixed_runs_md(collect(tmp_path, "synth"), envs)
+    assert "VIME: 4 seeds on 3 of 4 panels; 2 seeds on PointMaze-Medium." in text
+    assert "#Explo: none yet on 3 of 4 panels; 3 seeds on MountainCar." in text
+    full = fixed_runs_md(collect(tmp_path, "synth"), envs[:3], fixes=FIXES[:1])
+    assert "VIME: 4 seeds on all 3 panels.*" in full and "#Explo" not in full
+    assert fixed_runs_md(collect(tmp_path, "synth"), envs, fixes=()) == ""

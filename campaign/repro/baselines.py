@@ -24,7 +24,7 @@ from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
 from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
 
-from .fixes import fix_of
+from .fixes import FIXES, fix_of
 
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
 VIME_FIX = fix_of("vime")
@@ -37,6 +37,7 @@ class BaselinesSection:
     vime_md: str
     control_md: str
     degenerate: dict                      # (env, method) -> causes, in the main grid
+    fixed_md: str = ""                    # where the fixed baselines have runs (fixed_runs_md)
 
 
 def _vime_methods(every: Collection) -> dict[str, str]:
@@ -105,6 +106,30 @@ def degenerate_cells(main: Collection, audit: Collection | None = None) -> dict[
     return degenerate(with_audit(signal_cells(main), signal_cells(audit) if audit is not None else []))
 
 
+def fixed_runs_md(main: Collection, envs: list[str], fixes=FIXES) -> str:
+    """One sentence per fixed baseline (campaign/repro/fixes.py) saying on which of ``envs`` the main
+    grid holds its complete runs at the new defaults, and how many seeds: the most common count as a
+    number of panels, every other count with its panels named (``none yet`` where it has no runs)."""
+    parts = []
+    for fix in fixes:
+        method = next((m for m in main.methods if (info := main.method_info.get(m)) is not None
+                       and info.bonus == fix.bonus), None)
+        counts = {env: sum(1 for c in main.env_data[env].used(method) if c.scored)
+                  if method is not None and env in main.env_data else 0 for env in envs}
+        groups: dict[int, list[str]] = {}
+        for env, n in counts.items():
+            groups.setdefault(n, []).append(env)
+        ordered = sorted(groups, key=lambda n: (-len(groups[n]), -n))
+        said = []
+        for i, n in enumerate(ordered):
+            where = (f"all {len(envs)} panels" if len(groups[n]) == len(envs) else
+                     f"{len(groups[n])} of {len(envs)} panels" if i == 0 else ", ".join(map(env_label, groups[n])))
+            said.append(f"none yet on {where}" if n == 0 else f"{n} seeds on {where}")
+        parts.append(f"{main.names.label(fix.bonus)}: {'; '.join(said)}")
+    return ("*Baselines fixed after the signal check, runs at their new defaults (their runs at the old ones are "
+            "kept under variants of their own; campaign/repro/fixes.py): " + ". ".join(parts) + ".*") if parts else ""
+
+
 def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
@@ -113,7 +138,9 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     audited = signal_cells(audit) if audit is not None else []
     flagged = degenerate_cells(main, audit)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
-                            vime_before_after(every), control_md(panels, flagged), flagged)
+                            vime_before_after(every), control_md(panels, flagged), flagged,
+                            fixed_runs_md(main, panels.paper))
 
 
-__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "vime_before_after", "with_audit"]
+__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "fixed_runs_md",
+           "vime_before_after", "with_audit"]

@@ -233,7 +233,8 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         + f"\n*Our IQM final scores with 95% intervals over seeds, {parts['usual_n']} seeds per cell unless marked "
           f"(the paper shows curves only). Below, the paper's "
           f"claims on its own {len(preset_envs('paper'))} panels, judged by the rule book ([{rules}]({rules}): its "
-          f"rules, and when each was fixed against which data had been read).*\n\n" + judged)
+          f"rules, and when each was fixed against which data had been read).*\n\n"
+        + (f"{parts['baselines'].fixed_md}\n\n" if parts["baselines"].fixed_md else "") + judged)
     (out / "claims.json").write_text(json.dumps([c.__dict__ for c in claims], indent=1))
     (out / "sensitivity.json").write_text(json.dumps(parts["sens_summary"], indent=1, sort_keys=True))
     return index
@@ -355,7 +356,8 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
 
 def _baselines_md(section: BaselinesSection) -> list[str]:
     """Is every method a working one: the signal check, VIME before and after, the control."""
-    lines = ["## Working baselines: does every bonus carry a signal?", "", section.signal_md, "",
+    lines = ["## Working baselines: does every bonus carry a signal?", "",
+             *([section.fixed_md, ""] if section.fixed_md else []), section.signal_md, "",
              "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
              section.vime_md, ""]
     if section.control_md:
