@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,14 +108,20 @@ class Normalisation:
         return env in self.lo and env not in self.excluded
 
 
-def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax") -> Normalisation:
-    """Fit lo / hi per env (see the module docstring). scores: final_scores() output."""
+def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax",
+                      methods: Sequence[str] | None = None) -> Normalisation:
+    """Fit lo / hi per env (see the module docstring). scores: final_scores() output. methods: the
+    methods whose runs set the scale (default: every method of ``coll``)."""
     if kind not in NORMALISATIONS:
         raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {kind!r}")
+    unknown = sorted(set(methods or ()) - set(coll.methods))
+    if unknown:
+        raise ValueError(f"methods: {', '.join(unknown)} not in the collection; valid: {', '.join(coll.methods)}")
     lo, hi, excluded = {}, {}, {}
     for env in coll.envs:
         ed = coll.env_data[env]
-        vals = np.concatenate([c.values for b in coll.methods for c in ed.curves.get(b, []) if c.used] or [np.zeros(0)])
+        vals = np.concatenate([c.values for b in (coll.methods if methods is None else methods)
+                               for c in ed.curves.get(b, []) if c.used] or [np.zeros(0)])
         vals = vals[np.isfinite(vals)]
         if vals.size == 0:
             excluded[env] = "no finite return in any counted run"

@@ -315,6 +315,28 @@ def test_competitive_is_non_inferiority_to_the_best_baseline_within_the_margin(t
     assert _claims(tmp_path / "noisy")[1][words].kind == V.UNDECIDED
 
 
+def test_the_controls_runs_never_set_the_scale_of_a_claim(tmp_path):
+    """Rule 2's scale is the five methods' worst and best windows: a control far outside them (here its
+    windows reach 2000 where the others end by 100) would shrink RFIG's shortfall to 3% of the range
+    and turn a contradiction into support."""
+    far = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 40.0}
+    for i, env in enumerate(("mountaincar", "acrobot")):
+        _panel(tmp_path / "without", env, far, 1.0, seed=i)
+        _panel(tmp_path / "with", env, {**far, "noise": 2000.0}, 1.0, seed=i)
+    words = "RFIG is competitive with NN-based methods across all environments"
+    without, with_control = _claims(tmp_path / "without")[1][words], _claims(tmp_path / "with")[1][words]
+    assert without.kind == V.CONTRADICTED
+    assert with_control.kind == V.CONTRADICTED and with_control.deciding == without.deciding
+    failures = "RFIG maintains stable performance without catastrophic failures"
+    assert _claims(tmp_path / "with")[1][failures].detail == _claims(tmp_path / "without")[1][failures].detail
+    from analysis.aggregate import fit_normalisation
+    from analysis.collect import final_scores
+
+    coll = collect(tmp_path / "with", "repro")
+    with pytest.raises(ValueError, match="methods: rfgi not in the collection; valid: "):
+        fit_normalisation(coll, final_scores(coll), methods=["rfig", "rfgi"])
+
+
 def test_a_claim_on_every_panel_is_not_supported_while_a_baseline_has_no_runs_on_one(tmp_path):
     near = {"none": 0.0, "rnd": 100.0, "vime": 90.0, "hashexplo": 80.0, "rfig": 99.0}
     _panel(tmp_path, "mountaincar", near, 1.0, seed=1)

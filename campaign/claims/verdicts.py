@@ -15,9 +15,9 @@ a test fails when a constant changes without an entry there.
    verdict of a claim of the paper.
 2. A run's score is its final score: the mean return of the episodes that ended in its last
    evaluation window. Where a rule needs scores on a common scale they are min-max normalised per
-   panel as the report's aggregates are: 0 = the worst window and 1 = the best window of any run of
-   the five methods on that panel (the sensitivity claims: over the final scores of the sensitivity
-   runs on that panel).
+   panel: 0 = the worst window and 1 = the best window of any run of the five methods on that panel,
+   never the control's (the sensitivity claims: over the final scores of the sensitivity runs on
+   that panel).
 
 ## Panels that cannot tell methods apart
 
