@@ -121,6 +121,19 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "The 32-seed grid with #Explo's fixed runs on MountainCar (seeds 0-23) and none elsewhere; a report built "
         "from it had lost the claim's row. The claim's verdicts under this change had not been read.",
         _BOOK_2026_11_28),
+    RuleChange(
+        "2026-11-29T01:53Z", "2c79097",
+        "Rule 2's scale as the rule states it: the worst and best windows of the five methods' runs on a panel. "
+        "The code had fitted it on every method of the grid, so since the noise control joined (2026-11-28) its "
+        "windows had set an end of the range on MountainCar (best window -107.9, the five's -108.2), "
+        "PointMaze-UMaze (worst 0.14, the five's 0.25) and SpaceInvaders (best 111.0, the five's 109.6); the "
+        "rule's text no longer says 'as the report's aggregates are' (those keep every method). No constant "
+        "changed.",
+        "The 32-seed grid with the fixed VIME and the control on 11 panels and #Explo's fixed runs on the 8 "
+        "non-Brax ones; the report built from it had been read. Found reading why the competitive claim's margin "
+        "on Sparse-Ant moved (0.93 to 1.6 seed SDs): that one was the fixed VIME's best window (150), one of the "
+        "five methods, which the rule counts; the control's share was found checking every panel's range.",
+        _BOOK_2026_11_28),
 )
 
 
