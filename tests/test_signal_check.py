@@ -161,9 +161,18 @@ def test_where_the_fixed_baselines_have_runs_is_counted_from_the_data(tmp_path):
     for s in range(3):
         write_run(tmp_path, "synth", "mountaincar", "hashexplo", s, STEPS, np.linspace(0, 1, T))
     write_run(tmp_path, "synth", "acrobot", "none", 0, STEPS, np.linspace(0, 1, T))
-    text = fixed_runs_md(collect(tmp_path, "synth"), envs)
+    before = collect(tmp_path, "synth")
+    # data whose old runs were never filed apart: its base runs may be the old ones, so nothing is said
+    assert fixed_runs_md(before, envs, before) == ""
+    for bonus, old in (("vime", "bonus.init_sigma=0.5,bonus.kl_ratio_len=0"), ("hashexplo", "bonus.bin_penalty=10")):
+        fix = next(f for f in FIXES if f.bonus == bonus)
+        write_run(tmp_path, "synth", "acrobot", bonus, 0, STEPS, np.linspace(0, 1, T), variant=old,
+                  overrides=dict(fix.old_defaults))
+    every = collect(tmp_path, "synth", variants=None)
+    main = collect(tmp_path, "synth", variants=["base"])
+    text = fixed_runs_md(main, envs, every)
     assert "VIME: 4 seeds on 3 of 4 panels; 2 seeds on PointMaze-Medium." in text
     assert "#Explo: none yet on 3 of 4 panels; 3 seeds on MountainCar." in text
-    full = fixed_runs_md(collect(tmp_path, "synth"), envs[:3], fixes=FIXES[:1])
+    full = fixed_runs_md(main, envs[:3], every, fixes=FIXES[:1])
     assert "VIME: 4 seeds on all 3 panels.*" in full and "#Explo" not in full
-    assert fixed_runs_md(collect(tmp_path, "synth"), envs, fixes=()) == ""
+    assert fixed_runs_md(main, envs, every, fixes=()) == ""

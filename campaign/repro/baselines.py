@@ -106,12 +106,17 @@ def degenerate_cells(main: Collection, audit: Collection | None = None) -> dict[
     return degenerate(with_audit(signal_cells(main), signal_cells(audit) if audit is not None else []))
 
 
-def fixed_runs_md(main: Collection, envs: list[str], fixes=FIXES) -> str:
+def fixed_runs_md(main: Collection, envs: list[str], every: Collection, fixes=FIXES) -> str:
     """One sentence per fixed baseline (campaign/repro/fixes.py) saying on which of ``envs`` the main
     grid holds its complete runs at the new defaults, and how many seeds: the most common count as a
-    number of panels, every other count with its panels named (``none yet`` where it has no runs)."""
+    number of panels, every other count with its panels named (``none yet`` where it has no runs).
+    Only for a fix whose old runs ``every`` (every variant of the grid) files under their own variant:
+    elsewhere (data made before the fix, never refiled) the base variant's runs are the old ones."""
     parts = []
     for fix in fixes:
+        if not any((info := every.method_info.get(m)) is not None and info.bonus == fix.bonus
+                   and fix.is_old(info.overrides_dict) for m in every.methods):
+            continue
         method = next((m for m in main.methods if (info := main.method_info.get(m)) is not None
                        and info.bonus == fix.bonus), None)
         counts = {env: sum(1 for c in main.env_data[env].used(method) if c.scored)
@@ -139,7 +144,7 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     flagged = degenerate_cells(main, audit)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged,
-                            fixed_runs_md(main, panels.paper))
+                            fixed_runs_md(main, panels.paper, every))
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "fixed_runs_md",
