@@ -24,7 +24,7 @@ from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
 from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
 
-from .fixes import FIXES, fix_of
+from .fixes import FIXES, BaselineFix, fix_of
 
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
 VIME_FIX = fix_of("vime")
@@ -40,16 +40,17 @@ class BaselinesSection:
     fixed_md: str = ""                    # where the fixed baselines have runs (fixed_runs_md)
 
 
-def _vime_methods(every: Collection) -> dict[str, str]:
-    """"before" / "after" -> VIME's method key in ``every``: its runs at the old defaults (a
-    fix's old values, campaign/repro/fixes.py) and at the defaults (its base variant)."""
+def fix_methods(coll: Collection, fix: BaselineFix) -> dict[str, str]:
+    """"before" / "after" -> the method key in ``coll`` of ``fix``'s bonus at the fix's old values
+    (campaign/repro/fixes.py) and at the defaults (its base variant); a key is absent where
+    ``coll`` has no such runs."""
     out = {}
-    for m in every.methods:
-        info = every.method_info.get(m)
-        if info is None or info.bonus != "vime":
+    for m in coll.methods:
+        info = coll.method_info.get(m)
+        if info is None or info.bonus != fix.bonus:
             continue
         overrides = info.overrides_dict
-        if VIME_FIX is not None and VIME_FIX.is_old(overrides):
+        if fix.is_old(overrides):
             out["before"] = m
         elif not any(k.startswith("bonus.") for k in overrides):
             out["after"] = m
@@ -59,7 +60,7 @@ def _vime_methods(every: Collection) -> dict[str, str]:
 def vime_before_after(every: Collection) -> str:
     """Per panel, VIME's raw bonus over windows and runs before and after the fix: min, median, max
     of the window means, and the share of windows whose mean is the clip (every transition at it)."""
-    methods = _vime_methods(every)
+    methods = fix_methods(every, VIME_FIX) if VIME_FIX is not None else {}
     rows = []
     for env in every.envs:
         row = [env_label(env)]
@@ -114,8 +115,7 @@ def fixed_runs_md(main: Collection, envs: list[str], every: Collection, fixes=FI
     elsewhere (data made before the fix, never refiled) the base variant's runs are the old ones."""
     parts = []
     for fix in fixes:
-        if not any((info := every.method_info.get(m)) is not None and info.bonus == fix.bonus
-                   and fix.is_old(info.overrides_dict) for m in every.methods):
+        if "before" not in fix_methods(every, fix):
             continue
         method = next((m for m in main.methods if (info := main.method_info.get(m)) is not None
                        and info.bonus == fix.bonus), None)
