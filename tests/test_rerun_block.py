@@ -136,6 +136,58 @@ def test_reproducibility_statement_names_the_evidence_and_the_kinds():
     assert "| AMD EPYC, 2 cores (identity not recorded) | 3 |" in md
 
 
+def test_the_signal_audit_s_reruns_against_the_grid_name_identical_parted_and_the_machines():
+    """Four audit blocks with known answers: identical on one recorded kind (the grid's runs lack the
+    signal column, which is left out), parted between a GPU and a CPU, parted where neither side
+    records the CPU's identity, and parted on one recorded kind, which the sentence must flag."""
+    from campaign.repro.reproducible import audit_reruns, audit_reruns_md
+
+    old = {"backend": "cpu", "cores": 2, "cpu": "AMD EPYC"}
+    new = {**old, "cpu_id": {"family": "26", "model": "2", "stepping": "1"}, "isa": {"sha256_16": "25fc08b1fed3d885"}}
+    gpu = {"backend": "gpu", "device_kind": "NVIDIA H200"}
+
+    def run(exp, env, bonus, seed, returns, machine, extra=None, status="complete"):
+        record = {"experiment": exp, "env": env, "bonus": bonus, "variant": "base", "seed": seed,
+                  "summary": {"status": status, "machine": machine}}
+        return (exp, env, bonus, "base", seed), StoredRun(record, _rows(returns, extra=extra))
+
+    signal = {"signal/cv": [0.5, 0.6, 0.7]}
+    stored = dict([
+        *(run("paper32", "acrobot", "rnd", s, [1.0, 2.0, 3.0], new) for s in range(2)),
+        *(run("signal", "acrobot", "rnd", s, [1.0, 2.0, 3.0], new, signal) for s in range(2)),
+        *(run("paper32", "minatar_freeway", "rnd", s, [1.0, 2.0, 3.0], old) for s in range(2)),
+        *(run("signal", "minatar_freeway", "rnd", s, [1.0, 2.5, 3.0], gpu, signal) for s in range(2)),
+        *(run("paper32", "minatar_asterix", "rfig", s, [1.0, 2.0, 3.0], old) for s in range(2)),
+        *(run("signal", "minatar_asterix", "rfig", s, [1.0, 2.0, 3.5 + s], old) for s in range(2)),
+        *(run("paper32", "mountaincar", "rfig", s, [1.0, 2.0, 3.0], new) for s in range(2)),
+        *(run("signal", "mountaincar", "rfig", s, [1.5, 2.0, 3.0], new) for s in range(2)),
+        run("signal", "pointmaze_umaze", "rnd", 0, [1.0], new),   # no grid runs of it: not compared
+        run("paper32", "acrobot", "none", 0, [1.0], new),
+        run("signal", "acrobot", "none", 0, [9.0], new, status="failed"),   # incomplete: not compared
+    ])
+    by = {(r.env, r.bonus): r for r in audit_reruns(stored)}
+    assert set(by) == {("acrobot", "rnd"), ("minatar_freeway", "rnd"), ("minatar_asterix", "rfig"),
+                       ("mountaincar", "rfig")}
+    assert by[("acrobot", "rnd")].comparison.identical and by[("acrobot", "rnd")].machines == "same kind"
+    assert "signal/cv" not in by[("acrobot", "rnd")].comparison.columns
+    freeway = by[("minatar_freeway", "rnd")]
+    assert not freeway.comparison.identical and freeway.machines == "different kinds"
+    assert min(d.window for d in freeway.comparison.differences) == 2
+    assert by[("minatar_asterix", "rfig")].machines == "not told apart"
+    assert by[("mountaincar", "rfig")].machines == "same kind" and not by[("mountaincar", "rfig")].comparison.identical
+    sentence, table = audit_reruns_md(list(by.values()))
+    assert "**bit-identical** (every metrics column both record, to the stored digit) in 1 of 4 blocks" in sentence
+    assert "Of the 3 that part, 1 came from machine kinds their records tell apart" in sentence
+    assert "1 from machines whose records cannot tell" in sentence
+    assert "**1 part on one recorded machine kind**" in sentence
+    assert "| Freeway | RND | AMD EPYC, 2 cores (identity not recorded) | NVIDIA H200 (gpu) | different kinds | " \
+           "part from window 2 (episode_return), 2 of 2 seeds" in table
+    assert audit_reruns_md([]) == ("", "")
+    # without the parted block on one kind, the sentence says none parts there
+    assert "none parts where both sides record the same machine kind" in audit_reruns_md(
+        [r for r in by.values() if r.env != "mountaincar"])[0]
+
+
 TINY = ["agent.num_envs=8", "agent.num_steps=64", "agent.num_minibatches=4", "eval_frequency=2048"]
 
 

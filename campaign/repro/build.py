@@ -44,7 +44,7 @@ from .cells import compare_claims, forecasts_md, missing_cells, missing_md, orig
 from .data import read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .paper_table import REPORT_MAKERS
-from .reproducible import reproducibility_md
+from .reproducible import audit_reruns, audit_reruns_md, reproducibility_md
 from .sections import (
     NOT_RECORDED,
     SENS,
@@ -208,8 +208,9 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
                 if str(tree) in text:
                     path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
     index = out / "index.md"
+    parts["audit_md"], audit_table = audit_reruns_md(audit_reruns(stored, experiment))
     parts["provenance"] = (_provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
-                           + "\n\n" + reproducibility_md(stored))
+                           + "\n\n" + reproducibility_md(stored) + (f"\n\n{audit_table}" if audit_table else ""))
     presets = EXPECTED_PRESETS.get(experiment, [experiment])
     short = missing_cells(stored, experiment, presets)
     parts["missing"], parts["filling"] = missing_md(short, presets), bool(short)
@@ -323,7 +324,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "",
         parts["poi_md"],
         "",
-        *_baselines_md(parts["baselines"]),
+        *_baselines_md(parts["baselines"], parts.get("audit_md", "")),
         "## How the return is measured",
         "",
         return_measurement_md(main),
@@ -354,10 +355,12 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
     return "\n".join(lines)
 
 
-def _baselines_md(section: BaselinesSection) -> list[str]:
-    """Is every method a working one: the signal check, VIME before and after, the control."""
+def _baselines_md(section: BaselinesSection, audit_md: str = "") -> list[str]:
+    """Is every method a working one: the signal check (and whether the signal audit's reruns are
+    the grid's own runs: ``audit_md``), VIME before and after, the control."""
     lines = ["## Working baselines: does every bonus carry a signal?", "",
              *([section.fixed_md, ""] if section.fixed_md else []), section.signal_md, "",
+             *([audit_md, ""] if audit_md else []),
              "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
              section.vime_md, ""]
     if section.control_md:

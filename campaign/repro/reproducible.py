@@ -24,8 +24,9 @@ import numpy as np
 import scipy.stats
 
 from analysis.markdown import render_markdown
+from analysis.names import BUILT_IN, env_label
 
-from .stages import CAMPAIGNS, MAIN, stage_of, stages
+from .stages import CAMPAIGNS, MAIN, PAPER32, SIGNAL, stage_of, stages
 
 IGNORED_COLUMNS = ("wall_time_s",)  # the one column that is a time, not a number of the run
 RETURN = "episode_return"
@@ -287,3 +288,100 @@ def reproducibility_md(stored: dict | None = None, evidence: tuple[Evidence, ...
                   render_markdown(["machine kind", "runs"], [[k, str(n)] for k, n in kinds.most_common()],
                                   align="lr")]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the signal audit's reruns
+
+
+@dataclass(frozen=True)
+class AuditRerun:
+    """One block of the signal audit (experiment ``signal``: seeds 0-7 of a panel x bonus x variant
+    rerun so that they record the signal statistics) against the grid's own runs of those seeds:
+    the comparison, the machine kinds each side's runs record, and whether those records tell the
+    two sides' machines apart (``machines``: "same kind", "different kinds" or "not told apart",
+    where a side records no more than a CPU's model name and cores)."""
+
+    env: str
+    bonus: str
+    variant: str
+    comparison: BlockComparison
+    grid_kinds: tuple[str, ...]
+    audit_kinds: tuple[str, ...]
+    machines: str
+
+
+def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
+    """Whether two blocks' ``machine`` records name one machine kind, tell two apart (both record the
+    CPU's identity, or one side trained on an accelerator and the other on a CPU), or cannot tell."""
+    def accelerator(m: dict | None) -> bool | None:
+        return None if not m else m.get("backend") not in (None, "cpu")
+
+    def identified(m: dict | None) -> bool:
+        return bool(m) and (accelerator(m) or bool((m or {}).get("isa")))
+
+    kinds = ({machine_kind(m) for m in grid}, {machine_kind(m) for m in audit})
+    if all(identified(m) for m in grid + audit):
+        return "same kind" if kinds[0] == kinds[1] and len(kinds[0]) == 1 else "different kinds"
+    acc = ({accelerator(m) for m in grid}, {accelerator(m) for m in audit})
+    if None not in acc[0] | acc[1] and len(acc[0]) == len(acc[1]) == 1 and acc[0] != acc[1]:
+        return "different kinds"
+    return "not told apart"
+
+
+def audit_reruns(stored: dict, grid: str = PAPER32, audit: str = SIGNAL) -> list[AuditRerun]:
+    """Every block of ``audit`` in ``stored`` (campaign.repro.data.read_data) compared with ``grid``'s
+    runs of the same env, bonus, variant and seeds (:func:`compare_block`: the columns both record,
+    so the grid's runs made before the signal statistics are compared on the columns they have)."""
+    blocks: dict[tuple[str, str, str], dict[int, object]] = {}
+    for (exp, env, bonus, variant, seed), run in stored.items():
+        if exp == audit and run.complete:
+            blocks.setdefault((env, bonus, variant), {})[seed] = run
+    out = []
+    for (env, bonus, variant), runs in sorted(blocks.items()):
+        theirs = {s: stored.get((grid, env, bonus, variant, s)) for s in runs}
+        theirs = {s: r for s, r in theirs.items() if r is not None and r.complete}
+        if not theirs:
+            continue
+        machines = [[(r.record.get("summary") or {}).get("machine") for r in side.values()] for side in (theirs, runs)]
+        compared = compare_block({s: r.rows for s, r in theirs.items()}, {s: r.rows for s, r in runs.items()})
+        out.append(AuditRerun(env, bonus, variant, compared,
+                              *(tuple(sorted({machine_kind(m) for m in side})) for side in machines),
+                              _machines(*machines)))
+    return out
+
+
+def audit_reruns_md(reruns: list[AuditRerun], names=BUILT_IN) -> tuple[str, str]:
+    """(one sentence for the signal check's section, the table for the provenance section): in how
+    many of the audit's blocks its runs are the grid's own to the stored digit, and on which
+    machines the others were made. ('', '') without audit blocks."""
+    if not reruns:
+        return "", ""
+    same = sum(r.comparison.identical for r in reruns)
+    parted = [r for r in reruns if not r.comparison.identical]
+    count = {m: sum(r.machines == m for r in parted) for m in ("different kinds", "not told apart", "same kind")}
+    sentence = (f"*The signal audit's runs are the grid's own seeds 0-7 rerun at the same settings: **bit-identical** "
+                f"(every metrics column both record, to the stored digit) in {same} of {len(reruns)} blocks. Of the "
+                f"{len(parted)} that part, {count['different kinds']} came from machine kinds their records tell "
+                f"apart (a GPU and a CPU, or two CPU families) and {count['not told apart']} from machines whose "
+                f"records cannot tell (made before runs recorded the CPU's identity); "
+                + (f"**{count['same kind']} part on one recorded machine kind**" if count["same kind"] else
+                   "none parts where both sides record the same machine kind")
+                + ". Those that part are the same runs only statistically (Provenance: the signal audit's reruns).*")
+    rows = []
+    for r in reruns:
+        c = r.comparison
+        if c.identical:
+            result = f"**bit-identical**: {len(c.seeds)} seeds x {c.windows} windows, {len(c.columns)} columns"
+        else:
+            first = min(c.differences, key=lambda d: (d.window, d.seed)) if c.differences else None
+            result = ((f"part from window {first.window} ({first.column or 'windows'}), {len(c.differences)} of "
+                       f"{len(c.seeds)} seeds" if first else f"seeds missing: {c.missing}")
+                      + f"; final scores Mann-Whitney p = {c.mann_whitney()[1]:.2g}")
+        own = ",".join(p for p in r.variant.split(",") if p != "base" and not p.startswith("env."))
+        rows.append([env_label(r.env), names.label(r.bonus) + (f" ({own})" if own else ""), "; ".join(r.grid_kinds),
+                     "same" if r.audit_kinds == r.grid_kinds else "; ".join(r.audit_kinds), r.machines, result])
+    table = ("**The signal audit's reruns against the grid's own runs** (seeds 0-7 of each block; the columns both "
+             "record, wall time aside, as the data stores them; `campaign.repro.reproducible.audit_reruns`):\n\n"
+             + render_markdown(["Panel", "bonus", "grid's machine kind", "audit's", "machines", "result"], rows,
+                               align="llllll"))
+    return sentence, table
