@@ -54,7 +54,7 @@ sweep() {  # sweep ARGS...: run one launch.py -m command until it exits 0 (at mo
         case $code in
             0) return 0 ;;
             2) echo "[repro] bad configuration: not retried"; return 2 ;;
-            75) echo "[repro] a job stalled (its supervisor killed it): relaunching, it resumes from its checkpoint" ;;
+            75) echo "[repro] a job stalled (its supervisor killed it), or left runs to another process that trains them: relaunching, it resumes from its checkpoint" ;;
             *) echo "[repro] exit $code: relaunching (complete seeds are skipped, partial ones resume)" ;;
         esac
     done

@@ -19,7 +19,8 @@ class ExitCode(enum.IntEnum):
     DONE = 0
     RUN_FAILED = 1
     BAD_CONFIG = 2
-    STALLED = 75        # EX_TEMPFAIL: try again (the relaunch resumes from the last checkpoint)
+    STALLED = 75        # EX_TEMPFAIL: try again (the relaunch resumes from the last checkpoint, or finds
+                        # complete the runs another process was training)
     INTERRUPTED = 130   # 128 + SIGINT, as a shell reports Ctrl-C
     TERMINATED = 143    # 128 + SIGTERM
 
@@ -32,8 +33,9 @@ _MEANINGS = {
     ExitCode.DONE: "done, or already complete (a relaunch skips complete seeds)",
     ExitCode.RUN_FAILED: "a run failed (e.g. diverged to NaN); in a sweep, some job failed and the others ran",
     ExitCode.BAD_CONFIG: "bad config: one line per error, every bad job of a sweep at once, nothing created",
-    ExitCode.STALLED: ("stalled: the job's supervisor killed its wedged process (README, XLA CPU wedges); relaunch "
-                       "to resume"),
+    ExitCode.STALLED: ("not finished here: stalled (the job's supervisor killed its wedged process; README, XLA CPU "
+                       "wedges), or runs left to another live process that trains them (the same sweep launched "
+                       "twice); relaunch to resume or to check them"),
     ExitCode.INTERRUPTED: "interrupted by Ctrl-C (one line says at which window); relaunch to resume",
     ExitCode.TERMINATED: "terminated by SIGTERM after checkpointing the current window; relaunch to resume",
 }

@@ -42,7 +42,8 @@ class JobOutcome:
     """What a sweep job tells the sweep's runner: whether everything was complete already, whether
     it resumed from a checkpoint, the stall retries it used, and why it failed (None: it did not;
     ``error_type`` the exception's class name, ``stalled`` when its supervisor ended it as stalled
-    with no retry left)."""
+    with no retry left; ``left``: runs it left to another live process that trains them, not
+    complete when it ended)."""
 
     skipped: bool = False
     resumed: bool = False
@@ -50,6 +51,7 @@ class JobOutcome:
     error: str | None = None
     error_type: str | None = None
     stalled: bool = False
+    left: tuple[str, ...] = ()
 
 
 def parse_overrides(overrides: Sequence[str]) -> list:

@@ -6,8 +6,10 @@ config: in this process one after another (Hydra's basic launcher, the default),
 tasks on this machine (``local``) or on SLURM (``slurm``), each task given its job as a value
 (``rfig_exp.launch.task.SubmititTask``). Each failed job is reported as its result comes back, with
 the path of its log; every other job runs, and the sweep ends with one summary: jobs completed,
-skipped (already complete), resumed and failed, and the stall retries. It exits 1 when a job
-failed, 0 otherwise.
+skipped (already complete), resumed, failed, and those that left runs to another live process
+that trains them (a sweep launched twice), and the stall retries. It exits 1 when a job failed,
+75 when none failed but some runs were left to another process (not complete: relaunch once it
+ends), 0 otherwise.
 
 Each job trains in a process of its own under a supervisor (``rfig_exp.launch.task``: this
 process for an in-process job, the task's for a submitit one), which kills a stalled one and starts
@@ -28,7 +30,7 @@ from rfig_exp.config.errors import ExitCode
 from rfig_exp.launch import hydra_adapter
 from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
 from rfig_exp.launch.sweep_plan import LaunchPlan
-from rfig_exp.launch.task import JobContext, SubmititTask, run_in_sweep
+from rfig_exp.launch.task import JobContext, SubmititTask, left_message, run_in_sweep
 from rfig_exp.spec.stack import Job
 
 log = logging.getLogger("rfig_exp")
@@ -39,13 +41,20 @@ class Tally:
 
     def __init__(self, sweep_dir: Path, budget: int):
         self.sweep_dir, self.budget = sweep_dir, budget
-        self.counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "stall_retries": 0}
+        self.counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "left": 0, "stall_retries": 0}
         self.failures: list[str] = []
+        self.left: list[str] = []
 
     def add(self, index: int, job: Job, outcome: JobOutcome) -> None:
         """Count ``outcome`` of job ``index``."""
         c = self.counts
         c["stall_retries"] += outcome.stall_retries
+        if outcome.error is None and outcome.left:
+            c["left"] += 1
+            c["resumed"] += outcome.resumed
+            self.left.append(f"{describe(job)}: {left_message(outcome.left)}")
+            log.warning("[sweep] job not finished here: %s", self.left[-1])
+            return
         if outcome.error is None:
             c["skipped" if outcome.skipped else "completed"] += 1
             c["resumed"] += outcome.resumed
@@ -66,17 +75,22 @@ class Tally:
 
     def finish(self, seconds: float, cancelled: str | None = None) -> None:
         c = self.counts
-        total = c["completed"] + c["skipped"] + c["failed"]
+        total = c["completed"] + c["skipped"] + c["failed"] + c["left"]
         log.info("[sweep] %d job(s) in %.0fs: %d completed (%d of them resumed), %d skipped (already complete), "
-                 "%d failed, %d stall retr%s (stall_retries=%d)", total, seconds, c["completed"], c["resumed"],
-                 c["skipped"], c["failed"], c["stall_retries"], "y" if c["stall_retries"] == 1 else "ies",
-                 self.budget)
+                 "%d failed, %s%d stall retr%s (stall_retries=%d)", total, seconds, c["completed"], c["resumed"],
+                 c["skipped"], c["failed"],
+                 f"{c['left']} left runs to another process (not complete), " if c["left"] else "",
+                 c["stall_retries"], "y" if c["stall_retries"] == 1 else "ies", self.budget)
         for line in self.failures:
             log.info("[sweep]   failed: %s", line)
+        for line in self.left:
+            log.info("[sweep]   not finished here: %s", line)
         if cancelled:
             log.error("[sweep] SLURM jobs were cancelled: %s", cancelled)
         if self.failures:
             sys.exit(ExitCode.RUN_FAILED)
+        if self.left:
+            sys.exit(ExitCode.STALLED)
 
 
 def describe(job: Job) -> str:

@@ -71,8 +71,9 @@ class JobContext:
 class Ended:
     """How a supervised job ended: ``kind`` (:data:`DONE`, :data:`FAILED`, :data:`STOPPED` by a
     signal, :data:`STALLED` with no retry left, :data:`DIED` without saying why), its one line and
-    exit code, whether all was complete already or it resumed, the stall retries it used and, for
-    a process killed by a signal, that signal."""
+    exit code, whether all was complete already or it resumed, the stall retries it used, for
+    a process killed by a signal, that signal, and the runs it left to another live process that
+    trains them (``left``: not complete when it ended)."""
 
     kind: str
     message: str = ""
@@ -82,6 +83,7 @@ class Ended:
     resumed: bool = False
     retries: int = 0
     signum: int | None = None
+    left: tuple[str, ...] = ()
 
 
 def _message(err: BaseException, job: Job) -> tuple[str, int]:
@@ -105,6 +107,9 @@ def run_single(job: Job, config: DictConfig) -> None:
     logging_config = hydra_adapter.job_logging(config, Path(str(config.hydra.run.dir)))
     hydra_adapter.configure_logging(logging_config)
     ended = supervise(job, JobContext(logging=logging_config), 0, STALL_ENDS)
+    if ended.kind == DONE and ended.left:
+        print(f"error: {left_message(ended.left)}", file=sys.stderr)
+        sys.exit(ExitCode.STALLED)
     if ended.kind == DONE:
         return
     if ended.kind != STALLED:
@@ -135,7 +140,8 @@ def run_in_sweep(job: Job, context: JobContext) -> JobOutcome:
                       f"no stall retry left (stall_retries={context.stall_retries}): the job counts failed; "
                       "relaunch the sweep to resume it")
     if ended.kind == DONE:
-        return JobOutcome(skipped=ended.skipped, resumed=ended.resumed, stall_retries=ended.retries)
+        return JobOutcome(skipped=ended.skipped and not ended.left, resumed=ended.resumed, stall_retries=ended.retries,
+                          left=ended.left)
     return JobOutcome(error=ended.message, error_type=ended.error_type, stalled=ended.kind == STALLED,
                       stall_retries=ended.retries)
 
@@ -263,13 +269,14 @@ def _die_with_parent() -> None:
 
 def _train(job: Job, varying: Sequence[str], submitit: bool, pulse: Callable[[tuple], Any]) -> Ended:
     """``run_job`` in this process with its stop signals; how it ended."""
-    from rfig_exp.run.experiment import run_job
+    from rfig_exp.run.experiment import run_job, runs_not_complete
     from rfig_exp.run.observers import StopSignals
 
     try:
         with StopSignals(submitit=submitit) as signals:
             summaries = run_job(job, tuple(varying), signals=signals, pulse=pulse)
-        return Ended(DONE, skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries))
+        return Ended(DONE, skipped=not summaries, resumed=any(s.resumed_from_windows for s in summaries),
+                     left=tuple(map(str, runs_not_complete(job))))
     except (ConfigError, RunFailed, OSError) as err:
         message, code = _message(err, job)
         return Ended(FAILED, message, int(code), type(err).__name__)
@@ -278,6 +285,12 @@ def _train(job: Job, varying: Sequence[str], submitit: bool, pulse: Callable[[tu
     except Exception as err:  # noqa: BLE001 - a bug in one job: reported, and a sweep goes on
         log.exception("the job raised")
         return Ended(FAILED, str(err) or type(err).__name__, int(ExitCode.RUN_FAILED), type(err).__name__)
+
+
+def left_message(left: Sequence[str]) -> str:
+    """Why a job that ended without error did not finish: runs another live process trains."""
+    return (f"{len(left)} run(s) left to another process that trains them, not complete when this job ended "
+            f"({left[0]}{', ...' if len(left) > 1 else ''}); relaunch once it ends to check them (exit 75)")
 
 
 class SubmititTask:

@@ -109,6 +109,15 @@ def run_job(job: Job, sweep_varies: Sequence[str] = (), signals: StopSignals | N
             lock.release()
 
 
+def runs_not_complete(job: Job) -> list[Path]:
+    """The run folders of ``job`` that are not complete: after :func:`run_job` returned, those it
+    left to another live process that trains them (``_claim``), which a relaunch must check."""
+    return [path for part in job.parts for s in part.spec.seeds
+            if not results.is_complete(path := results.run_dir(part.spec.results_dir, part.spec.experiment,
+                                                               part.spec.env_name, part.spec.bonus_name,
+                                                               part.spec.variant, s))]
+
+
 def in_turns(members: list[Member], env, bonus, name: str) -> list[list[Member]]:
     """The members of a stacked job in turns: those whose checkpoints resume at the same window
     together (a sweep extended by a setting, or a member resumed alone before: each resumes from
