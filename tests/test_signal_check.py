@@ -176,3 +176,21 @@ def test_where_the_fixed_baselines_have_runs_is_counted_from_the_data(tmp_path):
     full = fixed_runs_md(main, envs[:3], every, fixes=FIXES[:1])
     assert "VIME: 4 seeds on all 3 panels.*" in full and "#Explo" not in full
     assert fixed_runs_md(main, envs, every, fixes=()) == ""
+
+
+def test_the_degenerate_cells_at_the_defaults_are_named_with_where_each_bonus_says_why(cells, tmp_path):
+    """Every degenerate cell by bonus, its causes in short, the bonus's page where it has one; the
+    noise control's cells (blind, as it must be) are not named."""
+    from campaign.claims.signal import degenerate
+    from campaign.repro.baselines import degenerate_md
+
+    coll, by = cells
+    flagged = degenerate(list(by.values()))
+    assert ("mountaincar", "noise") in flagged           # the control is blind there, as it must be
+    (tmp_path / "constant.md").write_text("why it is constant")
+    text = degenerate_md(flagged, coll, docs=tmp_path)
+    assert ("constant on Breakout (at its clip; constant within a batch), MountainCar (at its clip; constant within "
+            "a batch; blind to visits); why: [docs/bonuses/constant.md](../../bonuses/constant.md)") in text
+    assert "saturated on Breakout (at its clip), MountainCar (at its clip)." in text
+    assert "noise" not in text.lower().replace("no verdict", "")
+    assert degenerate_md({}, coll) == "*No bonus is degenerate at its defaults on any panel.*"

@@ -14,12 +14,13 @@ its fix, and every bonus against the control as well as PPO.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from analysis.collect import Collection
 from analysis.markdown import render_markdown
-from analysis.names import env_label
+from analysis.names import CONTROLS, env_label
 from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
 from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
@@ -38,6 +39,7 @@ class BaselinesSection:
     control_md: str
     degenerate: dict                      # (env, method) -> causes, in the main grid
     fixed_md: str = ""                    # where the fixed baselines have runs (fixed_runs_md)
+    degenerate_md: str = ""               # the degenerate cells at the defaults, and where each bonus says why
 
 
 def fix_methods(coll: Collection, fix: BaselineFix) -> dict[str, str]:
@@ -135,6 +137,30 @@ def fixed_runs_md(main: Collection, envs: list[str], every: Collection, fixes=FI
             "kept under variants of their own; campaign/repro/fixes.py): " + ". ".join(parts) + ".*") if parts else ""
 
 
+BONUS_DOCS = Path(__file__).resolve().parents[2] / "docs" / "bonuses"  # docs/bonuses/<bonus>.md
+
+
+def degenerate_md(flagged: dict[tuple[str, str], tuple[str, ...]], main: Collection, docs: Path = BONUS_DOCS) -> str:
+    """One sentence naming every degenerate cell of the main grid (``flagged``: degenerate_cells)
+    by bonus, each panel with its causes in short, and the bonus's page that says why, where it
+    has one (``docs``); the control's cells (blind as it must be) left out."""
+    by_method: dict[str, list[str]] = {}
+    for (env, method), causes in flagged.items():
+        if main.bonus_of(method) in CONTROLS:
+            continue
+        short = "; ".join(dict.fromkeys(c.split(" (")[0] for c in causes))
+        by_method.setdefault(method, []).append(f"{env_label(env)} ({short})")
+    if not by_method:
+        return "*No bonus is degenerate at its defaults on any panel.*"
+    parts = []
+    for method in sorted(by_method, key=main.label):
+        page = docs / f"{main.bonus_of(method)}.md"
+        why = f"; why: [docs/bonuses/{page.name}](../../bonuses/{page.name})" if page.is_file() else ""
+        parts.append(f"{main.label(method)} on {', '.join(sorted(by_method[method]))}{why}")
+    return ("*Degenerate at the defaults, so no verdict compares against them (rule 6): " + ". ".join(parts)
+            + ".*")
+
+
 def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
@@ -144,8 +170,8 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     flagged = degenerate_cells(main, audit)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged,
-                            fixed_runs_md(main, panels.paper, every))
+                            fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main))
 
 
-__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "fixed_runs_md",
+__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "degenerate_md", "fixed_runs_md",
            "vime_before_after", "with_audit"]

@@ -360,6 +360,7 @@ def _baselines_md(section: BaselinesSection, audit_md: str = "") -> list[str]:
     the grid's own runs: ``audit_md``), VIME before and after, the control."""
     lines = ["## Working baselines: does every bonus carry a signal?", "",
              *([section.fixed_md, ""] if section.fixed_md else []), section.signal_md, "",
+             *([section.degenerate_md, ""] if section.degenerate_md else []),
              *([audit_md, ""] if audit_md else []),
              "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
              section.vime_md, ""]
