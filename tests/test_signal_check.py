@@ -194,3 +194,4 @@ def test_the_degenerate_cells_at_the_defaults_are_named_with_where_each_bonus_sa
     assert "saturated on Breakout (at its clip), MountainCar (at its clip)." in text
     assert "noise" not in text.lower().replace("no verdict", "")
     assert degenerate_md({}, coll) == "*No bonus is degenerate at its defaults on any panel.*"
+    assert degenerate_md({}, coll, measured=False) == ""   # runs without the statistics: nothing to say

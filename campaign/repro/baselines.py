@@ -140,10 +140,14 @@ def fixed_runs_md(main: Collection, envs: list[str], every: Collection, fixes=FI
 BONUS_DOCS = Path(__file__).resolve().parents[2] / "docs" / "bonuses"  # docs/bonuses/<bonus>.md
 
 
-def degenerate_md(flagged: dict[tuple[str, str], tuple[str, ...]], main: Collection, docs: Path = BONUS_DOCS) -> str:
+def degenerate_md(flagged: dict[tuple[str, str], tuple[str, ...]], main: Collection, measured: bool = True,
+                  docs: Path = BONUS_DOCS) -> str:
     """One sentence naming every degenerate cell of the main grid (``flagged``: degenerate_cells)
     by bonus, each panel with its causes in short, and the bonus's page that says why, where it
-    has one (``docs``); the control's cells (blind as it must be) left out."""
+    has one (``docs``); the control's cells (blind as it must be) left out. Nothing where the check
+    ``measured`` no cell (runs made before the statistics): there "none" would say too much."""
+    if not measured:
+        return ""
     by_method: dict[str, list[str]] = {}
     for (env, method), causes in flagged.items():
         if main.bonus_of(method) in CONTROLS:
@@ -167,10 +171,12 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
     (experiment ``signal``) if any."""
     audited = signal_cells(audit) if audit is not None else []
-    flagged = degenerate_cells(main, audit)
+    judged = with_audit(signal_cells(main), audited)
+    flagged = degenerate(judged)
+    measured = any(c.verdict != "not measured" and not c.control for c in judged)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged,
-                            fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main))
+                            fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured))
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "degenerate_md", "fixed_runs_md",
