@@ -148,6 +148,11 @@ class BlockComparison:
     def identical(self) -> bool:
         return not self.differences and not self.missing and bool(self.seeds)
 
+    @property
+    def first(self) -> Difference | None:
+        """The earliest difference over the seeds (by window, then seed)."""
+        return min(self.differences, key=lambda d: (d.window, d.seed)) if self.differences else None
+
     def mann_whitney(self) -> tuple[float, float]:
         """(U, p) of the final scores, committed against rerun (p = 1 when they are equal)."""
         a, b = self.committed_final, self.rerun_final
@@ -166,7 +171,7 @@ class BlockComparison:
             return (f"BIT-IDENTICAL: {len(self.seeds)} seeds x {self.windows} windows, every one of "
                     f"{len(self.columns)} columns equal (wall time aside)")
         u, p = self.mann_whitney()
-        first = min(self.differences, key=lambda d: (d.window, d.seed)) if self.differences else None
+        first = self.first
         where = f"first at {first.text()}" if first else "seeds missing: " + ", ".join(map(str, self.missing))
         return (f"DIFFERENT: {len(self.differences)} of {len(self.seeds)} seeds differ, {where}; final scores "
                 f"median {np.median(self.committed_final):.4g} (committed) vs {np.median(self.rerun_final):.4g} "
@@ -191,6 +196,13 @@ def compare_block(committed: dict[int, str], rerun: dict[int, str]) -> BlockComp
 # --------------------------------------------------------------------------- machine kinds and the statement
 
 
+def cpu_identified(machine: dict | None) -> bool:
+    """Whether a CPU machine record holds what tells two CPUs apart (its family/model/stepping or
+    its instruction-set hash), not only the model name and cores that older runs recorded."""
+    m = machine or {}
+    return bool(m.get("cpu_id") or m.get("isa"))
+
+
 def machine_kind(machine: dict | None) -> str:
     """What decides a run's rounding, as its summary's ``machine`` records it: the accelerator, or
     the CPU with its family/model/stepping and a hash of its instruction-set features (XLA
@@ -205,7 +217,7 @@ def machine_kind(machine: dict | None) -> str:
         return f"{m.get('device_kind')} ({m['backend']}" + (f", {build.splitlines()[-1]}" if build else "") + ")"
     ident, isa = m.get("cpu_id") or {}, m.get("isa") or {}
     cpu = f"{m.get('cpu') or 'CPU'}, {m.get('cores')} cores"
-    if not ident and not isa:
+    if not cpu_identified(m):
         return f"{cpu} (identity not recorded)"
     fam = " ".join(f"{k} {ident[k]}" for k in ("family", "model", "stepping", "part") if k in ident)
     jaxlib = (m.get("jax_build") or {}).get("jaxlib")
@@ -317,7 +329,7 @@ def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
         return None if not m else m.get("backend") not in (None, "cpu")
 
     def identified(m: dict | None) -> bool:
-        return bool(m) and (accelerator(m) or bool((m or {}).get("isa")))
+        return bool(m) and (bool(accelerator(m)) or cpu_identified(m))
 
     kinds = ({machine_kind(m) for m in grid}, {machine_kind(m) for m in audit})
     if all(identified(m) for m in grid + audit):
@@ -373,7 +385,7 @@ def audit_reruns_md(reruns: list[AuditRerun], names=BUILT_IN) -> tuple[str, str]
         if c.identical:
             result = f"**bit-identical**: {len(c.seeds)} seeds x {c.windows} windows, {len(c.columns)} columns"
         else:
-            first = min(c.differences, key=lambda d: (d.window, d.seed)) if c.differences else None
+            first = c.first
             result = ((f"part from window {first.window} ({first.column or 'windows'}), {len(c.differences)} of "
                        f"{len(c.seeds)} seeds" if first else f"seeds missing: {c.missing}")
                       + f"; final scores Mann-Whitney p = {c.mann_whitney()[1]:.2g}")

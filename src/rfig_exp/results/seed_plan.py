@@ -43,6 +43,11 @@ def seed_config_yaml(spec: RunSpec, seed: int) -> str:
     return OmegaConf.to_yaml(OmegaConf.create({**spec.resolved_config, "seed": seed, "num_seeds": 1}))
 
 
+def seed_run_dir(spec: RunSpec, seed: int) -> Path:
+    """The run folder of ``seed`` of ``spec``."""
+    return results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, seed)
+
+
 def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
     """Decide, from the results tree alone, what each seed of the job does.
 
@@ -51,7 +56,7 @@ def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
     """
     plans, conflicts = [], []
     for s in spec.seeds:
-        path = results.run_dir(spec.results_dir, spec.experiment, spec.env_name, spec.bonus_name, spec.variant, s)
+        path = seed_run_dir(spec, s)
         plan = SeedPlan(s, path, spec, "run")
         saved = path / results.CONFIG
         damaged = None if spec.overwrite else results.damaged_config(path)

@@ -22,7 +22,7 @@ from rfig_exp.config import variants
 from rfig_exp.envs import make_env
 from rfig_exp.results import contract as results
 from rfig_exp.results import ownership
-from rfig_exp.results.seed_plan import SeedPlan, plan_seeds
+from rfig_exp.results.seed_plan import SeedPlan, plan_seeds, seed_run_dir
 from rfig_exp.run import checkpoint
 from rfig_exp.run.observers import StopSignals
 from rfig_exp.run.run_loop import JobRun, Member, run_label
@@ -113,9 +113,7 @@ def runs_not_complete(job: Job) -> list[Path]:
     """The run folders of ``job`` that are not complete: after :func:`run_job` returned, those it
     left to another live process that trains them (``_claim``), which a relaunch must check."""
     return [path for part in job.parts for s in part.spec.seeds
-            if not results.is_complete(path := results.run_dir(part.spec.results_dir, part.spec.experiment,
-                                                               part.spec.env_name, part.spec.bonus_name,
-                                                               part.spec.variant, s))]
+            if not results.is_complete(path := seed_run_dir(part.spec, s))]
 
 
 def in_turns(members: list[Member], env, bonus, name: str) -> list[list[Member]]:
