@@ -409,6 +409,7 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
 
     from campaign.repro.stages import (
         AUDIT_AFTER,
+        AUDIT_BLOCK_ORDER,
         AUDITED_BONUSES,
         BASELINE_BONUSES,
         BASELINES_ORDER,
@@ -426,12 +427,24 @@ def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audit
     bl = stages("baselines")
     names = [s.name for s in bl]
     blocks = [s for s in bl if s.name.startswith("bl-")]
-    audit = [s for s in bl if s.name.startswith("sig-")]
+    audit = [s for s in bl if s.name.startswith("sig-") and not s.name.rsplit("-", 1)[-1].isdigit()]
+    audit_blocks = [s for s in bl if s.name.startswith("sig-") and s not in audit]
     fixed = [s for s in bl if s.name.startswith("hx-")]
-    assert len(names) == len(set(names)) == 12 * 4 * 2 + 12 and len(blocks) == len(fixed) == 48
-    # the fixed #Explo's blocks come after every other stage, panel by panel, one job of 8 seeds each
-    assert names[-48:] == [s.name for s in fixed] and [s.name for s in fixed[:4]] == [
+    assert len(names) == len(set(names)) == 12 * 4 * 2 + 12 + 12 * 3 and len(blocks) == len(fixed) == 48
+    # the fixed #Explo's blocks come after the VIME and audit stages, panel by panel, one job of 8 seeds each
+    assert names[-84:-36] == [s.name for s in fixed] and [s.name for s in fixed[:4]] == [
         f"hx-{panel_name(BASELINES_ORDER[0])}-{b}" for b in (0, 8, 16, 24)]
+    # last, the audit's blocks of seeds 8-31: RFIG and RND, two jobs of 8 seeds, panel by panel
+    assert names[-36:] == [s.name for s in audit_blocks] and [s.name for s in audit_blocks[:3]] == [
+        f"sig-{panel_name(AUDIT_BLOCK_ORDER[0])}-{b}" for b in (8, 16, 24)]
+    assert sorted(AUDIT_BLOCK_ORDER) == sorted(paper32_envs())
+    for stage in audit_blocks:
+        words = dict(w.split("=", 1) for w in stage.commands[0].split())
+        assert (words["bonus"], words["num_seeds"], words["experiment"]) == ("rfig,rnd", "8", SIGNAL)
+        assert stage_sizes()[stage.name] == 16 and int(words["seed"]) in (8, 16, 24)
+        for s in range(int(words["seed"]), int(words["seed"]) + 8):
+            assert stage_of(SIGNAL, words["env"], "rfig", {}, seed=s) == stage.name
+    assert stage_of(SIGNAL, "minatar_breakout", "rnd", {}, seed=32) is None
     for stage in fixed:
         words = dict(w.split("=", 1) for w in stage.commands[0].split())
         assert (words["bonus"], words["num_seeds"]) == (FIXED_BONUS, "8") and stage_sizes()[stage.name] == 8

@@ -92,6 +92,14 @@ FIXED_BONUS = "hashexplo"
 # control draws one number per transition, so its job is PPO's (the second value head is the rest).
 COST_STAND_IN = {"noise": "none"}
 AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
+# Then the audit's other blocks: RFIG's and RND's seeds 8-31 of each panel again in experiment
+# ``signal`` (sig-<panel>-<block>, two jobs of 8 vmapped seeds), so every seed of the two bonuses the
+# verdicts use carries the signal statistics (#Explo's grid runs at its fixed default already do), the
+# cheapest panels first (the reproduction's cost of the two jobs).
+AUDIT_BLOCK_BONUSES = ("rfig", "rnd")
+AUDIT_BLOCK_ORDER = ("pointmaze_medium", "pointmaze_umaze", "acrobot", "mountaincar", "minatar_breakout",
+                     "sparse_hopper", "sparse_walker2d", "minatar_asterix", "minatar_space_invaders", "sparse_ant",
+                     "sparse_halfcheetah", "minatar_freeway")
 AUDIT_AFTER = "minatar_breakout"  # the audit's stages go in after this panel's baselines stages
 BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium", "minatar_breakout",
                    "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
@@ -170,10 +178,12 @@ def paper32_stages() -> list[Stage]:
 
 def baselines_stages() -> list[Stage]:
     """One stage per panel x block of 8 seeds (0-31) of :data:`BASELINE_BONUSES`, panel by panel in
-    :data:`BASELINES_ORDER`, the signal audit's stages (one per panel) after :data:`AUDIT_AFTER`, and
-    last :data:`FIXED_BONUS`'s blocks in the same order."""
+    :data:`BASELINES_ORDER`, the signal audit's stages (one per panel, seeds 0-7) after
+    :data:`AUDIT_AFTER`, then :data:`FIXED_BONUS`'s blocks in the same order, and last the audit's
+    blocks of seeds 8-31 (:data:`AUDIT_BLOCK_BONUSES`) in :data:`AUDIT_BLOCK_ORDER`."""
     brax = set(preset_envs("paper32_brax"))
-    assert sorted(BASELINES_ORDER) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in the order"
+    for order in (BASELINES_ORDER, AUDIT_BLOCK_ORDER):
+        assert sorted(order) == sorted(paper32_envs()), "a panel of the 32-seed presets has no place in an order"
 
     def sweep(e: str) -> str:
         return command(f"sweep={'paper32_brax' if e in brax else 'paper32'} env={e}")
@@ -185,8 +195,11 @@ def baselines_stages() -> list[Stage]:
                                             f"num_seeds={SEED_BLOCK} experiment={SIGNAL}",)) for e in BASELINES_ORDER]
     fixed = [Stage(f"hx-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={FIXED_BONUS} seed={b} num_seeds={SEED_BLOCK}",))
              for e in BASELINES_ORDER for b in range(0, PAPER_SEEDS, SEED_BLOCK)]
+    audit_blocks = [Stage(f"sig-{panel_name(e)}-{b}", (f"{sweep(e)} bonus={','.join(AUDIT_BLOCK_BONUSES)} seed={b} "
+                                                       f"num_seeds={SEED_BLOCK} experiment={SIGNAL}",))
+                    for e in AUDIT_BLOCK_ORDER for b in range(SEED_BLOCK, PAPER_SEEDS, SEED_BLOCK)]
     cut = (BASELINES_ORDER.index(AUDIT_AFTER) + 1) * PAPER_SEEDS // SEED_BLOCK
-    return blocks[:cut] + audit + blocks[cut:] + fixed
+    return blocks[:cut] + audit + blocks[cut:] + fixed + audit_blocks
 
 
 def stage_sizes() -> dict[str, int]:
@@ -202,7 +215,7 @@ def stage_sizes() -> dict[str, int]:
 def baselines_stage_bonuses(name: str) -> tuple[str, ...]:
     """The bonuses a stage of the baselines campaign runs, from its name."""
     if name.startswith("sig-"):
-        return AUDITED_BONUSES
+        return AUDIT_BLOCK_BONUSES if name.rsplit("-", 1)[-1].isdigit() else AUDITED_BONUSES
     return (FIXED_BONUS,) if name.startswith("hx-") else BASELINE_BONUSES
 
 
@@ -234,7 +247,10 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
             return None
         return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
     if experiment == SIGNAL:
-        return f"sig-{panel_name(env)}" if env in paper32_envs() else None
+        if env not in paper32_envs() or (seed is not None and not 0 <= seed < PAPER_SEEDS):
+            return None
+        block = 0 if seed is None else seed - seed % SEED_BLOCK
+        return f"sig-{panel_name(env)}" + (f"-{block}" if block else "")
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
     if experiment == BACKEND:
