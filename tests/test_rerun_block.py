@@ -162,12 +162,19 @@ def test_the_signal_audit_s_reruns_against_the_grid_name_identical_parted_and_th
         *(run("paper32", "mountaincar", "rfig", s, [1.0, 2.0, 3.0], new) for s in range(2)),
         *(run("signal", "mountaincar", "rfig", s, [1.5, 2.0, 3.0], new) for s in range(2)),
         run("signal", "pointmaze_umaze", "rnd", 0, [1.0], new),   # no grid runs of it: not compared
+        # a second block of seeds (8-9) of the same cell: a block of its own
+        *(run("paper32", "acrobot", "rnd", s, [1.0, 2.0, 3.0], new) for s in (8, 9)),
+        *(run("signal", "acrobot", "rnd", s, [1.0, 2.0, 3.0], new, signal) for s in (8, 9)),
         run("paper32", "acrobot", "none", 0, [1.0], new),
         run("signal", "acrobot", "none", 0, [9.0], new, status="failed"),   # incomplete: not compared
     ])
-    by = {(r.env, r.bonus): r for r in audit_reruns(stored)}
+    reruns = audit_reruns(stored)
+    later = [r for r in reruns if r.comparison.seeds == [8, 9]]
+    assert len(later) == 1 and later[0].comparison.identical and (later[0].env, later[0].bonus) == ("acrobot", "rnd")
+    by = {(r.env, r.bonus): r for r in reruns if r not in later}
     assert set(by) == {("acrobot", "rnd"), ("minatar_freeway", "rnd"), ("minatar_asterix", "rfig"),
-                       ("mountaincar", "rfig")}
+                       ("mountaincar", "rfig")} and by[("acrobot", "rnd")].comparison.seeds == [0, 1]
+    assert "in 2 of 5 blocks" in audit_reruns_md(reruns)[0] and "| Acrobot | RND | 8-9 |" in audit_reruns_md(reruns)[1]
     assert by[("acrobot", "rnd")].comparison.identical and by[("acrobot", "rnd")].machines == "same kind"
     assert "signal/cv" not in by[("acrobot", "rnd")].comparison.columns
     freeway = by[("minatar_freeway", "rnd")]
@@ -180,8 +187,8 @@ def test_the_signal_audit_s_reruns_against_the_grid_name_identical_parted_and_th
     assert "Of the 3 that part, 1 came from machine kinds their records tell apart" in sentence
     assert "1 from machines whose records cannot tell" in sentence
     assert "**1 part on one recorded machine kind**" in sentence
-    assert "| Freeway | RND | AMD EPYC, 2 cores (identity not recorded) | NVIDIA H200 (gpu) | different kinds | " \
-           "part from window 2 (episode_return), 2 of 2 seeds" in table
+    assert ("| Freeway | RND | 0-1 | AMD EPYC, 2 cores (identity not recorded) | NVIDIA H200 (gpu) | different kinds "
+            "| part from window 2 (episode_return), 2 of 2 seeds") in table
     assert audit_reruns_md([]) == ("", "")
     # without the parted block on one kind, the sentence says none parts there
     assert "none parts where both sides record the same machine kind" in audit_reruns_md(

@@ -195,3 +195,33 @@ def test_the_degenerate_cells_at_the_defaults_are_named_with_where_each_bonus_sa
     assert "noise" not in text.lower().replace("no verdict", "")
     assert degenerate_md({}, coll) == "*No bonus is degenerate at its defaults on any panel.*"
     assert degenerate_md({}, coll, measured=False) == ""   # runs without the statistics: nothing to say
+
+
+def test_which_runs_carry_the_statistics_is_counted_seed_by_seed_with_the_audit_s_reruns(tmp_path):
+    """A run carries the statistics itself or through the audit's rerun of the same panel, variant and
+    seed; a seed with neither is named, and a rerun of a seed the grid lacks counts for nothing."""
+    from campaign.repro.baselines import signal_coverage, signal_coverage_md
+
+    stats = columns(1 / 4096, 1.5, -0.6)
+    for env in ("mountaincar", "acrobot"):
+        for s in range(4):
+            write_run(tmp_path, "grid", env, "rfig", s, STEPS, np.linspace(0, 1, T))       # made before the statistics
+            write_run(tmp_path, "grid", env, "vime", s, STEPS, np.linspace(0, 1, T), extra=stats)
+            write_run(tmp_path, "grid", env, "none", s, STEPS, np.linspace(0, 1, T))
+    for s in (0, 1, 2, 3, 9):   # the audit: every rfig seed of MountainCar (and one the grid lacks), Acrobot's 0-1
+        write_run(tmp_path, "signal", "mountaincar", "rfig", s, STEPS, np.linspace(0, 1, T), extra=stats)
+    for s in (0, 1):
+        write_run(tmp_path, "signal", "acrobot", "rfig", s, STEPS, np.linspace(0, 1, T), extra=stats)
+    main, audit = collect(tmp_path, "grid"), collect(tmp_path, "signal")
+    by = {c.method: c for c in signal_coverage(main, audit, list(main.envs))}
+    assert set(by) == {"rfig", "vime"}                                         # PPO has no reward to check
+    assert (by["vime"].runs, by["vime"].own, by["vime"].audited, by["vime"].missing) == (8, 8, 0, {})
+    assert (by["rfig"].runs, by["rfig"].own, by["rfig"].audited) == (8, 0, 6)
+    assert by["rfig"].missing == {"acrobot": [2, 3]}
+    text = signal_coverage_md(list(by.values()), main)
+    assert "14 of 16" in text and "RFIG 6 of 8 (6 through the audit's rerun)" in text
+    assert "VIME 8 of 8 (8 their own)" in text and "Without them: RFIG seeds 2-3 on Acrobot.*" in text
+    none = signal_coverage(main, None, list(main.envs))
+    assert "RFIG seeds 0-3 on all 2 panels" in signal_coverage_md(none, main)
+    full = signal_coverage(main, audit, ["mountaincar"])
+    assert signal_coverage_md(full, main).endswith("Every run carries them.*")

@@ -4,11 +4,12 @@ its fix, and every bonus against the control as well as PPO.
 - the signal check (``campaign.claims.signal``) of every bonus on every panel, every variant in the data
   (VIME's runs at its old defaults included: they predate the statistics, so only their raw bonus
   can speak for them, in the next table); a bonus whose grid runs predate the statistics is judged
-  on the signal audit's runs (experiment ``signal``: seeds 0-7 of it rerun), and says so;
+  on the signal audit's runs (experiment ``signal``: the grid's seeds of it rerun), and says so;
 - VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
   window means of its reward) and after (the window means of its clipped information gain, before
   the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
-- the control table (``campaign.claims.control``), the degenerate cells of the main grid flagged.
+- the control table (``campaign.claims.control``), the degenerate cells of the main grid flagged;
+- which of the main grid's runs carry the statistics, their own or their rerun's in the audit.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from analysis.markdown import render_markdown
 from analysis.names import CONTROLS, env_label
 from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
-from campaign.claims.signal import CellSignal, degenerate, signal_cells, signal_md
+from campaign.claims.signal import AT_MAX, CellSignal, degenerate, signal_cells, signal_md
+from rfig_exp.results.status import seed_ranges
 
 from .fixes import FIXES, BaselineFix, fix_of
 
@@ -40,6 +42,7 @@ class BaselinesSection:
     degenerate: dict                      # (env, method) -> causes, in the main grid
     fixed_md: str = ""                    # where the fixed baselines have runs (fixed_runs_md)
     degenerate_md: str = ""               # the degenerate cells at the defaults, and where each bonus says why
+    coverage_md: str = ""                 # which runs at the defaults carry the statistics (signal_coverage_md)
 
 
 def fix_methods(coll: Collection, fix: BaselineFix) -> dict[str, str]:
@@ -85,7 +88,7 @@ def vime_before_after(every: Collection) -> str:
               "[docs/bonuses/vime.md](../../bonuses/vime.md).*\n")
 
 
-AUDIT_NOTE = "signal audit, seeds 0-7 rerun"
+AUDIT_NOTE = "signal audit: the grid's seeds rerun"
 
 
 def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSignal]:
@@ -165,6 +168,74 @@ def degenerate_md(flagged: dict[tuple[str, str], tuple[str, ...]], main: Collect
             + ".*")
 
 
+@dataclass(frozen=True)
+class SignalCoverage:
+    """Of one method's scored runs in the main grid: how many carry the signal statistics themselves,
+    how many through the signal audit's rerun of the same panel, variant and seed, and the seeds of
+    each panel that carry them neither way."""
+
+    method: str
+    runs: int
+    own: int
+    audited: int
+    missing: dict[str, list[int]]
+    panels: int                           # the panels counted
+
+
+def _seeds_with(coll: Collection, env: str, method: str | None) -> set[int]:
+    """The seeds of ``method``'s scored runs on ``env`` whose windows record the signal statistics."""
+    if method is None or env not in coll.env_data:
+        return set()
+    seeds, values = coll.column(env, method, AT_MAX, scored=True)
+    return {int(s) for s, row in zip(seeds, values) if row.size and not np.all(np.isnan(row))}
+
+
+def signal_coverage(main: Collection, audit: Collection | None, envs: list[str]) -> list[SignalCoverage]:
+    """For each method of ``main`` with a reward (PPO has none), over ``envs``: which scored runs
+    carry the signal statistics (:class:`SignalCoverage`)."""
+    out = []
+    for method in main.methods:
+        if main.bonus_of(method) == "none":
+            continue
+        info = main.method_info.get(method)
+        twin = (audit.method_key(main.bonus_of(method), info.variant if info else None)
+                if audit is not None else None)
+        runs = own = audited = 0
+        missing: dict[str, list[int]] = {}
+        envs = [e for e in envs if e in main.env_data]
+        for env in envs:
+            seeds = {int(c.seed) for c in main.env_data[env].used(method) if c.scored}
+            mine = _seeds_with(main, env, method) & seeds
+            rerun = (_seeds_with(audit, env, twin) & seeds) - mine if audit is not None else set()
+            runs, own, audited = runs + len(seeds), own + len(mine), audited + len(rerun)
+            if seeds - mine - rerun:
+                missing[env] = sorted(seeds - mine - rerun)
+        out.append(SignalCoverage(method, runs, own, audited, missing, len(envs)))
+    return out
+
+
+def signal_coverage_md(coverage: list[SignalCoverage], main: Collection) -> str:
+    """One sentence: per method, how many of its runs at the defaults carry the statistics and how,
+    then every panel's seeds that carry none (or that every run does)."""
+    if not coverage:
+        return ""
+    said, gaps = [], []
+    for c in coverage:
+        how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
+        said.append(f"{main.label(c.method)} {c.own + c.audited} of {c.runs} ({', '.join(h for h in how if h)})"
+                    if c.own + c.audited else f"{main.label(c.method)} 0 of {c.runs}")
+        by_seeds: dict[str, list[str]] = {}
+        for env, seeds in c.missing.items():
+            by_seeds.setdefault(seed_ranges(seeds), []).append(env)
+        gaps += [f"{main.label(c.method)} seeds {seeds} on "
+                 + (f"all {c.panels} panels" if len(envs) == c.panels else ", ".join(map(env_label, envs)))
+                 for seeds, envs in by_seeds.items()]
+    total, carried = sum(c.runs for c in coverage), sum(c.own + c.audited for c in coverage)
+    head = (f"*Runs at the defaults that carry the signal statistics, their own or their rerun's in the signal "
+            f"audit (same panel, settings and seed): {carried} of {total}; " + "; ".join(said) + ". ")
+    return head + (f"Without them: {'; '.join(gaps)}.*" if gaps else "Every run carries them.*")
+
+
 def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
@@ -176,8 +247,10 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     measured = any(c.verdict != "not measured" and not c.control for c in judged)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged,
-                            fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured))
+                            fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured),
+                            signal_coverage_md(signal_coverage(main, audit, panels.paper), main))
 
 
-__all__ = ["AUDIT_NOTE", "BaselinesSection", "baselines_section", "degenerate_cells", "degenerate_md", "fixed_runs_md",
+__all__ = ["AUDIT_NOTE", "BaselinesSection", "SignalCoverage", "baselines_section", "degenerate_cells", "degenerate_md",
+           "fixed_runs_md", "signal_coverage", "signal_coverage_md",
            "vime_before_after", "with_audit"]

@@ -361,6 +361,7 @@ def _baselines_md(section: BaselinesSection, audit_md: str = "") -> list[str]:
     lines = ["## Working baselines: does every bonus carry a signal?", "",
              *([section.fixed_md, ""] if section.fixed_md else []), section.signal_md, "",
              *([section.degenerate_md, ""] if section.degenerate_md else []),
+             *([section.coverage_md, ""] if section.coverage_md else []),
              *([audit_md, ""] if audit_md else []),
              "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
              section.vime_md, ""]

@@ -25,8 +25,9 @@ import scipy.stats
 
 from analysis.markdown import render_markdown
 from analysis.names import BUILT_IN, env_label
+from rfig_exp.results.status import seed_ranges
 
-from .stages import CAMPAIGNS, MAIN, PAPER32, SIGNAL, stage_of, stages
+from .stages import CAMPAIGNS, MAIN, PAPER32, SEED_BLOCK, SIGNAL, stage_of, stages
 
 IGNORED_COLUMNS = ("wall_time_s",)  # the one column that is a time, not a number of the run
 RETURN = "episode_return"
@@ -307,8 +308,8 @@ def reproducibility_md(stored: dict | None = None, evidence: tuple[Evidence, ...
 
 @dataclass(frozen=True)
 class AuditRerun:
-    """One block of the signal audit (experiment ``signal``: seeds 0-7 of a panel x bonus x variant
-    rerun so that they record the signal statistics) against the grid's own runs of those seeds:
+    """One block of the signal audit (experiment ``signal``: a block of 8 seeds of a panel x bonus x
+    variant rerun so that they record the signal statistics) against the grid's own runs of those seeds:
     the comparison, the machine kinds each side's runs record, and whether those records tell the
     two sides' machines apart (``machines``: "same kind", "different kinds" or "not told apart",
     where a side records no more than a CPU's model name and cores)."""
@@ -341,15 +342,16 @@ def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
 
 
 def audit_reruns(stored: dict, grid: str = PAPER32, audit: str = SIGNAL) -> list[AuditRerun]:
-    """Every block of ``audit`` in ``stored`` (campaign.repro.data.read_data) compared with ``grid``'s
-    runs of the same env, bonus, variant and seeds (:func:`compare_block`: the columns both record,
-    so the grid's runs made before the signal statistics are compared on the columns they have)."""
-    blocks: dict[tuple[str, str, str], dict[int, object]] = {}
+    """Every block of 8 seeds (the jobs of ``sweep=paper``) of ``audit`` in ``stored``
+    (campaign.repro.data.read_data) compared with ``grid``'s runs of the same env, bonus, variant and
+    seeds (:func:`compare_block`: the columns both record, so the grid's runs made before the signal
+    statistics are compared on the columns they have)."""
+    blocks: dict[tuple[str, str, str, int], dict[int, object]] = {}
     for (exp, env, bonus, variant, seed), run in stored.items():
         if exp == audit and run.complete:
-            blocks.setdefault((env, bonus, variant), {})[seed] = run
+            blocks.setdefault((env, bonus, variant, seed // SEED_BLOCK), {})[seed] = run
     out = []
-    for (env, bonus, variant), runs in sorted(blocks.items()):
+    for (env, bonus, variant, _), runs in sorted(blocks.items()):
         theirs = {s: stored.get((grid, env, bonus, variant, s)) for s in runs}
         theirs = {s: r for s, r in theirs.items() if r is not None and r.complete}
         if not theirs:
@@ -371,7 +373,7 @@ def audit_reruns_md(reruns: list[AuditRerun], names=BUILT_IN) -> tuple[str, str]
     same = sum(r.comparison.identical for r in reruns)
     parted = [r for r in reruns if not r.comparison.identical]
     count = {m: sum(r.machines == m for r in parted) for m in ("different kinds", "not told apart", "same kind")}
-    sentence = (f"*The signal audit's runs are the grid's own seeds 0-7 rerun at the same settings: **bit-identical** "
+    sentence = (f"*The signal audit's runs are the grid's own seeds rerun at the same settings: **bit-identical** "
                 f"(every metrics column both record, to the stored digit) in {same} of {len(reruns)} blocks. Of the "
                 f"{len(parted)} that part, {count['different kinds']} came from machine kinds their records tell "
                 f"apart (a GPU and a CPU, or two CPU families) and {count['not told apart']} from machines whose "
@@ -390,10 +392,11 @@ def audit_reruns_md(reruns: list[AuditRerun], names=BUILT_IN) -> tuple[str, str]
                        f"{len(c.seeds)} seeds" if first else f"seeds missing: {c.missing}")
                       + f"; final scores Mann-Whitney p = {c.mann_whitney()[1]:.2g}")
         own = ",".join(p for p in r.variant.split(",") if p != "base" and not p.startswith("env."))
-        rows.append([env_label(r.env), names.label(r.bonus) + (f" ({own})" if own else ""), "; ".join(r.grid_kinds),
+        rows.append([env_label(r.env), names.label(r.bonus) + (f" ({own})" if own else ""),
+                     seed_ranges(r.comparison.seeds), "; ".join(r.grid_kinds),
                      "same" if r.audit_kinds == r.grid_kinds else "; ".join(r.audit_kinds), r.machines, result])
-    table = ("**The signal audit's reruns against the grid's own runs** (seeds 0-7 of each block; the columns both "
+    table = ("**The signal audit's reruns against the grid's own runs** (each block of 8 seeds; the columns both "
              "record, wall time aside, as the data stores them; `campaign.repro.reproducible.audit_reruns`):\n\n"
-             + render_markdown(["Panel", "bonus", "grid's machine kind", "audit's", "machines", "result"], rows,
-                               align="llllll"))
+             + render_markdown(["Panel", "bonus", "seeds", "grid's machine kind", "audit's", "machines", "result"],
+                               rows, align="lllllll"))
     return sentence, table

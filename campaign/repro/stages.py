@@ -285,9 +285,9 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
     what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
-    control (its bonus is free; the second value head is the rest); for an audit stage, the three
-    audited bonuses' jobs there; for a #Explo block, its job there (nor does its fix). None where that is not known
-    (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
+    control (its bonus is free; the second value head is the rest); for an audit stage, the jobs
+    there of the bonuses it reruns; for a #Explo block, its job there (nor does its fix). None where
+    that is not known (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
