@@ -647,6 +647,31 @@ def test_the_made_by_table_gives_a_gpu_its_own_row_and_each_gpu_process_once():
     assert (gpu["runs"], gpu["wall_s"], gpu["finished"]) == (16, 30.0, "2026-11-27T18:31:00Z")
 
 
+def test_a_resumed_job_counts_the_training_time_of_every_attempt_and_is_marked():
+    """A job cut short and resumed records only its last process's wall time; its checkpoint carries
+    the training time of every attempt, so the stage counts that plus the last compile, and the table
+    marks the stage, while a job that ran once counts its wall time."""
+    from campaign.repro.made_by import process_seconds, stage_costs, stage_coverage, stage_rows
+
+    def run(bonus, seed, wall, resumed=(), train=0.0, compile_s=0.0):
+        summary = {"status": "complete", "wall_time_s": wall, "train_time_s": train, "compile_time_s": compile_s,
+                   "resumed_from_windows": list(resumed), "finished_at": "2026-11-27T18:00:00Z",
+                   "machine": {"backend": "cpu", "device_kind": "cpu"}}
+        return stored_run("mountaincar", bonus, seed, summary, {"commit": "aaaaaaa", "machine": "cpu"})
+
+    once = [run(b, s, 120.0, train=100.0, compile_s=15.0) for b in PAPER_BONUSES[:-1] for s in range(8, 16)]
+    cut = [run(PAPER_BONUSES[-1], s, 300.0, resumed=[28], train=900.0, compile_s=50.0) for s in range(8, 16)]
+    assert process_seconds(once[0].record["summary"]) == 120.0 and process_seconds(cut[0].record["summary"]) == 950.0
+    stored = {r.key: r for r in once + cut}
+    (cost,) = stage_costs(stored).values()
+    assert (cost["wall_s"], cost["resumed"]) == (4 * 120.0 + 950.0, 1)
+    meta = {"campaigns": [{"commit": "aaaaaaa", "machine": "cpu", "stages": {"p32-mountaincar-8": {"before": 20.0}}}]}
+    (row,) = stage_rows(meta, stage_costs(stored), stage_coverage(stored))
+    assert row[7] == f"{(4 * 120 + 950) / 60:.0f} ‡"
+    (plain,) = stage_rows(meta, stage_costs({r.key: r for r in once}), stage_coverage(stored))
+    assert "‡" not in plain[7]
+
+
 def test_a_stage_that_made_part_of_its_runs_gets_no_ratio_and_the_data_counts_a_gpus_runs():
     """The stage table's estimate is of a whole stage: a stage measured on part of its runs (cut
     short, or its other runs made on a GPU) must not show measured / estimated, and its

@@ -134,7 +134,9 @@ def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dic
              "table before the runs" + (", and after adding the rows they measured" if after else "") +
              "; in the data = the stage's runs the data holds from any machine, a GPU's included, of all it "
              "makes; a stage that made only part of its runs itself has no finish time and no ratio; a stage "
-             "that made none names no machine):", "",
+             "that made none names no machine; ‡: a job of the stage was cut and resumed from its checkpoint, "
+             "counted as the training time of all its attempts plus its last compile, so the earlier attempts' "
+             "compile and start-up are missing):", "",
              render_markdown(header[:keep], [r[:keep] for r in rows], align="lrrllllrrrr"[:keep])]
     for camp in meta.get("campaigns", []):
         commits = camp.get("commits") or [camp.get("commit")]

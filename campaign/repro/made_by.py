@@ -2,14 +2,18 @@
 
 A run belongs to the stage that makes it (:func:`campaign.repro.stages.stage_of`), or, when a GPU
 made it, to one row per experiment and device. Each stage's measured cost (the wall time of its
-processes, each counted once) stands beside its estimate from the campaign's ``meta.json``.
+processes, each counted once) stands beside its estimate from the campaign's ``meta.json``. A job
+cut short and resumed from its checkpoint records only its last process's wall time; its checkpoint
+carries the training time of the earlier attempts, so such a process counts as that training time
+plus its own compile time (:func:`process_seconds`), a lower bound: the earlier attempts' compile
+and start-up are not recorded anywhere.
 """
 
 from __future__ import annotations
 
 from .stages import block_stage, stage_coverage, stage_sizes
 
-__all__ = ["made_in", "stage_costs", "stage_coverage", "stage_rows"]
+__all__ = ["made_in", "process_seconds", "stage_costs", "stage_coverage", "stage_rows"]
 
 
 def made_in(rec: dict, summary: dict) -> str | None:
@@ -21,12 +25,23 @@ def made_in(rec: dict, summary: dict) -> str | None:
     return block_stage(rec)
 
 
+def process_seconds(summary: dict) -> float:
+    """What a run's process cost, in seconds: its wall time, or, for a job resumed from a checkpoint
+    (``resumed_from_windows``), the training time its checkpoints carried over every attempt plus
+    this process's compile time where that is more (its wall time covers only the last attempt)."""
+    wall = float(summary.get("wall_time_s") or 0.0)
+    if not summary.get("resumed_from_windows"):
+        return wall
+    return max(wall, float(summary.get("train_time_s") or 0.0) + float(summary.get("compile_time_s") or 0.0))
+
+
 def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
     """(stage, commit) -> what the data says of the runs that stage made at that commit: runs,
-    summed wall time of their processes (s; the seeds of a process share one), the machines,
-    and the latest finish. ``stored``: the data folder's runs (campaign.repro.data.read_data)."""
+    summed cost of their processes (s, :func:`process_seconds`; the seeds of a process share one),
+    how many of those processes resumed a cut job, the machines, and the latest finish.
+    ``stored``: the data folder's runs (campaign.repro.data.read_data)."""
     out: dict[tuple[str, str], dict] = {}
-    processes: dict[tuple, float] = {}
+    processes: dict[tuple, tuple[float, bool]] = {}
     for key, run in stored.items():
         rec, summary = run.record, run.record.get("summary") or {}
         stage = made_in(rec, summary)
@@ -34,16 +49,19 @@ def stage_costs(stored: dict) -> dict[tuple[str, str], dict]:
             continue
         origin = rec.get("origin") or {}
         commit = origin.get("commit") or "unknown"
-        row = out.setdefault((stage, commit), {"runs": 0, "wall_s": 0.0, "machines": set(), "finished": None})
+        row = out.setdefault((stage, commit), {"runs": 0, "wall_s": 0.0, "resumed": 0, "machines": set(),
+                                               "finished": None})
         row["runs"] += 1
         if origin.get("machine"):
             row["machines"].add(origin["machine"])
         if summary.get("finished_at") and (row["finished"] is None or summary["finished_at"] > row["finished"]):
             row["finished"] = summary["finished_at"]
         if summary.get("wall_time_s"):
-            processes[(stage, commit, *key[:4], summary["wall_time_s"])] = float(summary["wall_time_s"])
-    for (stage, commit, *_), wall in processes.items():
-        out[(stage, commit)]["wall_s"] += wall
+            processes[(stage, commit, *key[:4], summary["wall_time_s"])] = (
+                process_seconds(summary), bool(summary.get("resumed_from_windows")))
+    for (stage, commit, *_), (cost, resumed) in processes.items():
+        out[(stage, commit)]["wall_s"] += cost
+        out[(stage, commit)]["resumed"] += resumed
     return out
 
 
@@ -82,15 +100,17 @@ def stage_rows(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[st
             whole = size is None or runs == size
             before, after = est.get("before"), est.get("after")
             made_at = [c for c in commits if any((s, c) in costs for s in stages)] or commits[-1:]
+            resumed = " ‡" if any(c["resumed"] for c in found) else ""
             rows.append([key.replace("+", " + "), str(runs), _in_data(stages, coverage, size), ", ".join(made_at),
-                         "; ".join(machines), finished if runs and whole else "—", _minutes(before), _minutes(wall),
+                         "; ".join(machines), finished if runs and whole else "—", _minutes(before),
+                         _minutes(wall) + resumed,
                          _ratio(wall, before) if whole else "—", _minutes(after),
                          _ratio(wall, after) if whole else "—"])
     for (stage, commit), c in sorted(costs.items()):
         if (stage, commit) not in named:
             rows.append([stage, str(c["runs"]), _in_data([stage], coverage, sizes.get(stage)), commit,
                          "; ".join(sorted(c["machines"])) or "—", c["finished"] or "—",
-                         "—", _minutes(c["wall_s"] / 60), "—", "—", "—"])
+                         "—", _minutes(c["wall_s"] / 60) + (" ‡" if c["resumed"] else ""), "—", "—", "—"])
     return rows
 
 
