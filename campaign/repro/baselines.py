@@ -194,6 +194,7 @@ def signal_coverage(main: Collection, audit: Collection | None, envs: list[str])
     """For each method of ``main`` with a reward (PPO has none), over ``envs``: which scored runs
     carry the signal statistics (:class:`SignalCoverage`)."""
     out = []
+    envs = [e for e in envs if e in main.env_data]
     for method in main.methods:
         if main.bonus_of(method) == "none":
             continue
@@ -202,7 +203,6 @@ def signal_coverage(main: Collection, audit: Collection | None, envs: list[str])
                 if audit is not None else None)
         runs = own = audited = 0
         missing: dict[str, list[int]] = {}
-        envs = [e for e in envs if e in main.env_data]
         for env in envs:
             seeds = {int(c.seed) for c in main.env_data[env].used(method) if c.scored}
             mine = _seeds_with(main, env, method) & seeds
@@ -224,12 +224,12 @@ def signal_coverage_md(coverage: list[SignalCoverage], main: Collection) -> str:
         how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
         said.append(f"{main.label(c.method)} {c.own + c.audited} of {c.runs} ({', '.join(h for h in how if h)})"
                     if c.own + c.audited else f"{main.label(c.method)} 0 of {c.runs}")
-        by_seeds: dict[str, list[str]] = {}
+        panels_by_seeds: dict[str, list[str]] = {}
         for env, seeds in c.missing.items():
-            by_seeds.setdefault(seed_ranges(seeds), []).append(env)
+            panels_by_seeds.setdefault(seed_ranges(seeds), []).append(env)
         gaps += [f"{main.label(c.method)} seeds {seeds} on "
-                 + (f"all {c.panels} panels" if len(envs) == c.panels else ", ".join(map(env_label, envs)))
-                 for seeds, envs in by_seeds.items()]
+                 + (f"all {c.panels} panels" if len(where) == c.panels else ", ".join(map(env_label, where)))
+                 for seeds, where in panels_by_seeds.items()]
     total, carried = sum(c.runs for c in coverage), sum(c.own + c.audited for c in coverage)
     head = (f"*Runs at the defaults that carry the signal statistics, their own or their rerun's in the signal "
             f"audit (same panel, settings and seed): {carried} of {total}; " + "; ".join(said) + ". ")
