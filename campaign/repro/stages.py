@@ -235,6 +235,11 @@ def repro_stages() -> list[Stage]:
     return order
 
 
+def block_of(seed: int) -> int:
+    """The first seed of ``seed``'s block of :data:`SEED_BLOCK` (the jobs of ``sweep=paper``)."""
+    return seed - seed % SEED_BLOCK
+
+
 def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, seed: int | None = None) -> str | None:
     """The stage that makes a run (folder names, its variant's overrides and its seed); None for a
     run that no stage makes (a 32-seed run of seeds 0-7 is the reproduction's)."""
@@ -242,14 +247,14 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
             return None
         if bonus in (*BASELINE_BONUSES, FIXED_BONUS) and not any(k.startswith("bonus.") for k in variant_overrides):
-            return f"{'hx' if bonus == FIXED_BONUS else 'bl'}-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+            return f"{'hx' if bonus == FIXED_BONUS else 'bl'}-{panel_name(env)}-{block_of(seed)}"
         if seed < SEED_BLOCK:
             return None
-        return f"p32-{panel_name(env)}-{seed - seed % SEED_BLOCK}"
+        return f"p32-{panel_name(env)}-{block_of(seed)}"
     if experiment == SIGNAL:
         if env not in paper32_envs() or (seed is not None and not 0 <= seed < PAPER_SEEDS):
             return None
-        block = 0 if seed is None else seed - seed % SEED_BLOCK
+        block = 0 if seed is None else block_of(seed)
         return f"sig-{panel_name(env)}" + (f"-{block}" if block else "")
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
