@@ -833,3 +833,28 @@ def test_gpu_parts_are_the_stages_left_as_whole_cells_one_sweep_per_argument_set
     assert gpu_parts([], "paper32") == []
     with pytest.raises(ValueError, match="p32-ant-8"):
         gpu_parts(["p32-ant-8"], "paper32")
+
+
+def test_a_stage_s_bonuses_come_from_its_commands():
+    """A stage's bonuses (and so its size and its estimate) are read from its own commands: a
+    ``bonus=`` override where it has one, else its preset's bonus values."""
+    from campaign.presets import preset_values
+    from campaign.repro.stages import (
+        AUDIT_BLOCK_BONUSES,
+        AUDITED_BONUSES,
+        BASELINE_BONUSES,
+        FIXED_BONUS,
+        Stage,
+        command,
+        stage_bonuses,
+        stages,
+    )
+
+    by_name = {s.name: s for s in stages("baselines") + stages("paper32")}
+    assert stage_bonuses(by_name["bl-acrobot-8"]) == BASELINE_BONUSES
+    assert stage_bonuses(by_name["hx-acrobot-8"]) == (FIXED_BONUS,)
+    assert stage_bonuses(by_name["sig-acrobot"]) == AUDITED_BONUSES
+    assert stage_bonuses(by_name["sig-acrobot-16"]) == AUDIT_BLOCK_BONUSES
+    assert stage_bonuses(by_name["p32-acrobot-8"]) == tuple(preset_values("paper32", "bonus"))
+    two = Stage("two", (command("sweep=paper32 env=acrobot bonus=rnd,none"), command("sweep=paper32 bonus=none,vime")))
+    assert stage_bonuses(two) == ("rnd", "none", "vime")

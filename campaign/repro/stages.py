@@ -202,21 +202,22 @@ def baselines_stages() -> list[Stage]:
     return blocks[:cut] + audit + blocks[cut:] + fixed + audit_blocks
 
 
+def stage_bonuses(stage: Stage) -> tuple[str, ...]:
+    """The bonuses a stage runs, from its commands: each sweep's ``bonus=`` override, else its
+    preset's bonus values, in order, each once."""
+    out: list[str] = []
+    for line in stage.commands:
+        preset, rest = split_command(line)
+        given = next((w.split("=", 1)[1].split(",") for w in rest if w.startswith("bonus=")), None)
+        out += [b for b in (given or preset_values(preset, "bonus")) if b not in out]
+    return tuple(out)
+
+
 def stage_sizes() -> dict[str, int]:
-    """stage -> how many runs it makes, where that is fixed by its name: a 32-seed stage makes
-    :data:`SEED_BLOCK` seeds of each bonus of its preset. (A reproduction stage's size depends
-    on its presets' full grids; it is not listed.)"""
-    bonuses = {preset: len(preset_values(preset, "bonus")) for preset in PAPER32_PRESETS}
-    return {**{stage.name: SEED_BLOCK * bonuses[split_command(stage.commands[0])[0]]
-               for stage in paper32_stages()},
-            **{stage.name: SEED_BLOCK * len(baselines_stage_bonuses(stage.name)) for stage in baselines_stages()}}
-
-
-def baselines_stage_bonuses(name: str) -> tuple[str, ...]:
-    """The bonuses a stage of the baselines campaign runs, from its name."""
-    if name.startswith("sig-"):
-        return AUDIT_BLOCK_BONUSES if name.rsplit("-", 1)[-1].isdigit() else AUDITED_BONUSES
-    return (FIXED_BONUS,) if name.startswith("hx-") else BASELINE_BONUSES
+    """stage -> how many runs it makes, where that is fixed by its commands: a 32-seed stage makes
+    :data:`SEED_BLOCK` seeds of each of its bonuses. (A reproduction stage's size depends on its
+    presets' full grids; it is not listed.)"""
+    return {stage.name: SEED_BLOCK * len(stage_bonuses(stage)) for stage in paper32_stages() + baselines_stages()}
 
 
 def repro_stages() -> list[Stage]:
@@ -298,7 +299,7 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
         env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
         cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
         if campaign == BASELINES:
-            bonuses = tuple(COST_STAND_IN.get(b, b) for b in baselines_stage_bonuses(stage.name))
+            bonuses = tuple(COST_STAND_IN.get(b, b) for b in stage_bonuses(stage))
             cost = {b: cost[b] for b in bonuses if b in cost}
             out[stage.name] = round(sum(cost.values()), 1) if len(cost) == len(bonuses) else None
         else:
