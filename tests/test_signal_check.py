@@ -225,3 +225,35 @@ def test_which_runs_carry_the_statistics_is_counted_seed_by_seed_with_the_audit_
     assert "RFIG seeds 0-3 on all 2 panels" in signal_coverage_md(none, main)
     full = signal_coverage(main, audit, ["mountaincar"])
     assert signal_coverage_md(full, main).endswith("Every run carries them.*")
+
+
+def test_the_runs_at_a_fixed_baseline_s_old_defaults_are_counted_apart(tmp_path):
+    """The runs kept at a fixed baseline's old defaults are not in the count of the defaults' runs;
+    one more sentence counts them (their own statistics, the audit's reruns of the same variant) and
+    PPO's runs, which have no bonus; data that files no old runs apart says nothing."""
+    from campaign.repro.baselines import old_defaults_coverage_md
+    from campaign.repro.fixes import FIXES
+
+    stats = columns(1 / 4096, 1.5, -0.6)
+    envs = ["mountaincar", "acrobot"]
+    fixes = {f.bonus: f for f in FIXES}
+    for env in envs:
+        for s in range(3):
+            write_run(tmp_path, "grid", env, "vime", s, STEPS, np.linspace(0, 1, T), extra=stats)
+            write_run(tmp_path, "grid", env, "none", s, STEPS, np.linspace(0, 1, T))
+    assert old_defaults_coverage_md(collect(tmp_path, "grid"), None, envs) == ""
+    for env in envs:
+        for s in range(3):
+            for bonus in ("vime", "hashexplo"):
+                old = fixes[bonus].old_defaults
+                write_run(tmp_path, "grid", env, bonus, s, STEPS, np.linspace(0, 1, T), overrides=dict(old))
+    old = dict(fixes["hashexplo"].old_defaults)
+    for s in (0, 1, 7):   # the audit reruns #Explo's old runs of seeds 0-1 on MountainCar (and a seed the grid lacks)
+        write_run(tmp_path, "signal", "mountaincar", "hashexplo", s, STEPS, np.linspace(0, 1, T), extra=stats,
+                  overrides=old)
+    every, audit = collect(tmp_path, "grid"), collect(tmp_path, "signal")
+    text = old_defaults_coverage_md(every, audit, envs)
+    assert "VIME (init_sigma=0.5, kl_ratio_len=0) 0 of 6;" in text
+    assert "#Explo (bin_penalty=10) 2 of 6 (2 through the audit's rerun)." in text
+    assert "PPO's 6 runs have no bonus to measure" in text and "VIME 6" not in text
+    assert "2 of 6" not in old_defaults_coverage_md(every, None, envs)

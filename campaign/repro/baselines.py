@@ -190,12 +190,13 @@ def _seeds_with(coll: Collection, env: str, method: str | None) -> set[int]:
     return {int(s) for s, row in zip(seeds, values) if row.size and not np.all(np.isnan(row))}
 
 
-def signal_coverage(main: Collection, audit: Collection | None, envs: list[str]) -> list[SignalCoverage]:
-    """For each method of ``main`` with a reward (PPO has none), over ``envs``: which scored runs
-    carry the signal statistics (:class:`SignalCoverage`)."""
+def signal_coverage(main: Collection, audit: Collection | None, envs: list[str],
+                    methods: list[str] | None = None) -> list[SignalCoverage]:
+    """For each of ``methods`` (default: every method of ``main``) with a reward (PPO has none), over
+    ``envs``: which scored runs carry the signal statistics (:class:`SignalCoverage`)."""
     out = []
     envs = [e for e in envs if e in main.env_data]
-    for method in main.methods:
+    for method in main.methods if methods is None else methods:
         if main.bonus_of(method) == "none":
             continue
         info = main.method_info.get(method)
@@ -236,6 +237,25 @@ def signal_coverage_md(coverage: list[SignalCoverage], main: Collection) -> str:
     return head + (f"Without them: {'; '.join(gaps)}.*" if gaps else "Every run carries them.*")
 
 
+def old_defaults_coverage_md(every: Collection, audit: Collection | None, envs: list[str], fixes=FIXES) -> str:
+    """One sentence on the runs the coverage count leaves out: a fixed baseline's runs at its old
+    defaults (the record of its defect; no verdict uses them), how many carry the statistics, and
+    PPO's runs, which have no bonus to measure. Empty where ``every`` files no old runs apart."""
+    olds = [m for fix in fixes if (m := fix_methods(every, fix).get("before")) is not None]
+    if not olds:
+        return ""
+    said = []
+    for c in signal_coverage(every, audit, envs, olds):
+        how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
+        said.append(f"{every.label(c.method)} {c.own + c.audited} of {c.runs}"
+                    + (f" ({', '.join(h for h in how if h)})" if c.own + c.audited else ""))
+    ppo = sum(1 for m in every.methods if every.bonus_of(m) == "none"
+              for e in envs if e in every.env_data for c in every.env_data[e].used(m) if c.scored)
+    return ("*Not counted above, and not rerun for the statistics: the runs kept at a fixed baseline's old "
+            "defaults (campaign/repro/fixes.py), the record of its defect, which no verdict uses: "
+            + "; ".join(said) + "." + (f" PPO's {ppo} runs have no bonus to measure." if ppo else "") + "*")
+
+
 def baselines_section(every: Collection, main: Collection, panels: Panels,
                       audit: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
@@ -245,12 +265,15 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     judged = with_audit(signal_cells(main), audited)
     flagged = degenerate(judged)
     measured = any(c.verdict != "not measured" and not c.control for c in judged)
+    coverage = (signal_coverage_md(signal_coverage(main, audit, panels.paper), main),
+                old_defaults_coverage_md(every, audit, panels.paper))
+    coverage_md = "\n\n".join(t for t in coverage if t)
     return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
                             vime_before_after(every), control_md(panels, flagged), flagged,
                             fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured),
-                            signal_coverage_md(signal_coverage(main, audit, panels.paper), main))
+                            coverage_md)
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "SignalCoverage", "baselines_section", "degenerate_cells", "degenerate_md",
-           "fixed_runs_md", "signal_coverage", "signal_coverage_md",
+           "fixed_runs_md", "old_defaults_coverage_md", "signal_coverage", "signal_coverage_md",
            "vime_before_after", "with_audit"]
