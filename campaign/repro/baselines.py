@@ -215,6 +215,13 @@ def signal_coverage(main: Collection, audit: Collection | None, envs: list[str],
     return out
 
 
+def _carried(c: SignalCoverage, coll: Collection) -> str:
+    """``LABEL N of M (a their own, b through the audit's rerun)``; ``LABEL 0 of M``."""
+    how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
+    return (f"{coll.label(c.method)} {c.own + c.audited} of {c.runs}"
+            + (f" ({', '.join(h for h in how if h)})" if c.own + c.audited else ""))
+
+
 def signal_coverage_md(coverage: list[SignalCoverage], main: Collection) -> str:
     """One sentence: per method, how many of its runs at the defaults carry the statistics and how,
     then every panel's seeds that carry none (or that every run does)."""
@@ -222,9 +229,7 @@ def signal_coverage_md(coverage: list[SignalCoverage], main: Collection) -> str:
         return ""
     said, gaps = [], []
     for c in coverage:
-        how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
-        said.append(f"{main.label(c.method)} {c.own + c.audited} of {c.runs} ({', '.join(h for h in how if h)})"
-                    if c.own + c.audited else f"{main.label(c.method)} 0 of {c.runs}")
+        said.append(_carried(c, main))
         panels_by_seeds: dict[str, list[str]] = {}
         for env, seeds in c.missing.items():
             panels_by_seeds.setdefault(seed_ranges(seeds), []).append(env)
@@ -244,11 +249,7 @@ def old_defaults_coverage_md(every: Collection, audit: Collection | None, envs: 
     olds = [m for fix in fixes if (m := fix_methods(every, fix).get("before")) is not None]
     if not olds:
         return ""
-    said = []
-    for c in signal_coverage(every, audit, envs, olds):
-        how = [f"{c.own} their own" if c.own else "", f"{c.audited} through the audit's rerun" if c.audited else ""]
-        said.append(f"{every.label(c.method)} {c.own + c.audited} of {c.runs}"
-                    + (f" ({', '.join(h for h in how if h)})" if c.own + c.audited else ""))
+    said = [_carried(c, every) for c in signal_coverage(every, audit, envs, olds)]
     ppo = sum(1 for m in every.methods if every.bonus_of(m) == "none"
               for e in envs if e in every.env_data for c in every.env_data[e].used(m) if c.scored)
     return ("*Not counted above, and not rerun for the statistics: the runs kept at a fixed baseline's old "
