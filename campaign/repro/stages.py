@@ -127,6 +127,12 @@ def split_command(line: str) -> tuple[str, list[str]]:
     return preset, [w for w in words if not w.startswith("sweep=")]
 
 
+def command_overrides(line: str) -> tuple[str, dict[str, str]]:
+    """A stage's command as its preset's name and its other overrides, key -> value, in order."""
+    preset, rest = split_command(line)
+    return preset, dict(w.split("=", 1) for w in rest)
+
+
 def with_extra(line: str, extra: list[str]) -> str:
     """A stage's command with ``extra`` overrides after its own. Hydra keeps only the last
     ``hydra.searchpath``, so a user's (``EXTRA="hydra.searchpath=[file://my_conf]"``) is merged with
@@ -207,9 +213,9 @@ def stage_bonuses(stage: Stage) -> tuple[str, ...]:
     preset's bonus values, in order, each once."""
     out: list[str] = []
     for line in stage.commands:
-        preset, rest = split_command(line)
-        given = next((w.split("=", 1)[1].split(",") for w in rest if w.startswith("bonus=")), None)
-        out += [b for b in (given or preset_values(preset, "bonus")) if b not in out]
+        preset, overrides = command_overrides(line)
+        given = overrides["bonus"].split(",") if "bonus" in overrides else preset_values(preset, "bonus")
+        out += [b for b in given if b not in out]
     return tuple(out)
 
 
@@ -296,7 +302,7 @@ def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
     that is not known (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
-        env = next((w.split("=", 1)[1] for c in stage.commands for w in c.split() if w.startswith("env=")), None)
+        env = next((o["env"] for _, o in map(command_overrides, stage.commands) if "env" in o), None)
         cost = measured_minutes(stored, env) if campaign in (PAPER32, BASELINES) and env else {}
         if campaign == BASELINES:
             bonuses = tuple(COST_STAND_IN.get(b, b) for b in stage_bonuses(stage))
@@ -345,14 +351,13 @@ def gpu_parts(names: list[str], sweep: str) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for name in names:
         for line in known[name].commands:
-            preset, rest = split_command(line)
+            preset, words = command_overrides(line)
             if preset != sweep:
                 continue
-            words = dict(w.split("=", 1) for w in rest)
             env = words.pop("env")
-            if not name.startswith("sig-"):   # a block of seeds: its cells, all 32 seeds
-                del words["seed"], words["num_seeds"]
             experiment = words.pop("experiment", PAPER32)
+            if experiment != SIGNAL:   # a block of seeds: its cells, all 32 seeds (the audit keeps its seeds)
+                del words["seed"], words["num_seeds"]
             envs = groups.setdefault((experiment, " ".join(f"{k}={v}" for k, v in words.items())), [])
             if env not in envs:
                 envs.append(env)
