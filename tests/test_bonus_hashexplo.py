@@ -134,10 +134,12 @@ def test_count_min_never_under_counts_with_tiny_colliding_tables():
     assert len(counts) > max(primes)  # more distinct codes than any table has rows
 
 
-@pytest.mark.parametrize("noise_at", ["code", "logits"])
-def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at):
+@pytest.mark.parametrize("noise_at,penalty_on", [("code", "code"), ("logits", "code"), ("code", "noisy_code"),
+                                                 ("logits", "noisy_code")])
+def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at, penalty_on):
     lam, a = 10.0, 0.3  # a penalty weight well above the default 0.1, so its gradient is not lost in the sum
-    bonus, hp = make(**SMALL, noise_at=noise_at, table_sizes=[101], bin_penalty=lam, noise_scale=a)
+    bonus, hp = make(**SMALL, noise_at=noise_at, penalty_on=penalty_on, table_sizes=[101], bin_penalty=lam,
+                     noise_scale=a)
     hp = dataclasses.replace(hp, lr=jnp.float32(0.05), adam_eps=jnp.float32(1.0))  # scale-sensitive steps
     state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
     enc, dec = to_numpy(state.encoder), to_numpy(state.decoder)
@@ -155,16 +157,19 @@ def test_autoencoder_steps_match_numpy_backprop_and_adam(noise_at):
         code = b + u if noise_at == "code" else 1.0 / (1.0 + np.exp(-(logits + u)))
         recon, dec_cache = mlp_forward(dec, code)
         reconstruction = np.mean((recon - x) ** 2)
-        binarisation = np.mean(np.minimum(b**2, (1 - b) ** 2))
+        p = code if penalty_on == "noisy_code" else b   # the RFIG authors penalise the noisy code
+        binarisation = np.mean(np.minimum(p**2, (1 - p) ** 2))
         np.testing.assert_allclose(float(metrics["reconstruction_loss"]), reconstruction, rtol=1e-4)
         np.testing.assert_allclose(float(metrics["binarisation_loss"]), binarisation, rtol=1e-4)
         np.testing.assert_allclose(float(metrics["ae_loss"]), reconstruction + lam * binarisation, rtol=1e-4)
         dec_grads, d_code = mlp_backward(dec, dec_cache, 2.0 * (recon - x) / recon.size)
-        d_penalty = lam * np.where(b < 0.5, 2.0 * b, -2.0 * (1.0 - b)) / b.size
+        d_penalty = lam * np.where(p < 0.5, 2.0 * p, -2.0 * (1.0 - p)) / p.size   # d/dp
+        d_code_total = d_code + d_penalty if penalty_on == "noisy_code" else d_code
+        d_b = 0.0 if penalty_on == "noisy_code" else d_penalty
         if noise_at == "code":
-            d_logits = (d_code + d_penalty) * b * (1 - b)
+            d_logits = (d_code_total + d_b) * b * (1 - b)
         else:
-            d_logits = d_code * code * (1 - code) + d_penalty * b * (1 - b)
+            d_logits = d_code_total * code * (1 - code) + d_b * b * (1 - b)
         enc_grads, _ = mlp_backward(enc, enc_cache, d_logits)
         flat = adam.step(flatten(enc) + flatten(dec), flatten(enc_grads) + flatten(dec_grads))
         enc, dec = unflatten(flat[:2 * len(enc)]), unflatten(flat[2 * len(enc):])

@@ -46,7 +46,8 @@ def test_the_examples_help_lists_its_settings_and_each_bonuses():
     for setting in ("total_timesteps=1000000", "num_envs=32", "beta=0.5", "gamma_int=0.99", "obs_clip=5.0",
                     "warmup_steps=128", "final_updates=6"):
         assert f"  {setting}: " in out.stdout, setting
-    assert "  rfig: num_features, rho, reg, lengthscale" in out.stdout and "  none: -" in out.stdout
+    assert "  rfig: num_features, rho, reg, prior_scale, initial_precision, lengthscale" in out.stdout
+    assert "  none: -" in out.stdout
 
 
 def test_a_budget_under_one_update_is_refused_with_a_message():

@@ -141,7 +141,7 @@ def test_the_warmup_takes_a_gymnax_envs_resets_and_true_next_states():
 
 @pytest.mark.parametrize("settings, message", [
     ({"beta": -1.0}, "beta=-1.0 must be >= 0.0"),
-    ({"obs_clip": 0.0}, "obs_clip=0.0 must be > 0.0"),
+    ({"obs_clip": 0.0}, "obs_clip=0.0 must be > 0 (inf: no clipping)"),
     ({"gamma_int": 1.5}, "gamma_int=1.5 must be <= 1.0"),
     ({"warmup_steps": 0}, "warmup_steps=0 must be >= 1"),
     ({"num_featurs": 64}, "bonus.num_featurs is not a setting of bonus rfig"),

@@ -105,6 +105,21 @@ def test_a_changed_default_is_refused_not_overwritten(tmp_path):
     assert yaml.safe_load(saved.read_text())["agent"]["gamma"] == 0.99
 
 
+def test_a_setting_added_since_a_run_at_its_default_is_no_difference(tmp_path):
+    from rfig_exp.results.contract import config_differences
+
+    saved = "agent:\n  lr: 0.001\n  gamma: 0.99\n"
+    new = "agent:\n  lr: 0.001\n  gamma: 0.99\n  time_limit: truncation\n  eval_episodes: 0\n"
+    assert config_differences(saved, new, {"agent.lr": 0.001}) == []
+    # the same key at a value other than its default is a difference (a variant the run never was)
+    assert config_differences(saved, new, {"agent.lr": 0.001, "agent.eval_episodes": 0}) == [
+        "agent.eval_episodes: '<absent>' -> 0"]
+    # without the new config's overrides every absent key counts, and a removed one always does
+    assert len(config_differences(saved, new)) == 2
+    assert config_differences(new, saved, {}) == ["agent.eval_episodes: 0 -> '<absent>'",
+                                                   "agent.time_limit: 'truncation' -> '<absent>'"]
+
+
 @pytest.mark.parametrize("override,fragment", [
     ("bonus.rho=1.5", "bonus.rho=1.5 must be in (0, 1]"),
     ("bonus.reg=-1", "bonus.reg=-1.0 must be > 0"),

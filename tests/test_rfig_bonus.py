@@ -18,8 +18,9 @@ T, B, OBS = 8, 16, (3,)
 
 
 def rfig_cfg(**overrides):
-    base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, lengthscale=1.5,
-                lengthscale_scale=1.0, lengthscale_method="valko", lengthscale_gamma=1.0, lengthscale_samples=64,
+    base = dict(name="rfig", beta=0.5, num_features=128, rho=0.25, reg=1.0, prior_scale=0.0,
+                initial_precision="inverse", lengthscale=1.5, lengthscale_scale=1.0, lengthscale_method="valko",
+                lengthscale_gamma=1.0, lengthscale_samples=64,
                 inverse="exact", newton_schulz_iters=20, refresh_every=4, refresh_tol=1e-3, divergence_tol=1e-2,
                 quad_blocks=4, matmul_precision="highest")
     base.update(overrides)
@@ -218,6 +219,8 @@ def test_exact_and_newton_schulz_ask_for_a_refresh_only_on_divergence(inverse):
 @pytest.mark.parametrize("key,value,fragment", [
     ("rho", 0.0, "bonus.rho"), ("rho", 1.5, "bonus.rho"), ("rho", 0.001, "bonus.rho"),
     ("reg", -1.0, "bonus.reg"), ("reg", 0.0, "bonus.reg"), ("inverse", "lu", "exact, newton_schulz, woodbury"),
+    ("prior_scale", -1.0, "bonus.prior_scale"), ("prior_scale", "authors", "bonus.prior_scale"),
+    ("initial_precision", "none", "inverse, zero"), ("lengthscale_method", "linear", "linear_valko"),
     ("lengthscale", -2.0, "bonus.lengthscale"), ("lengthscale", "big", "bonus.lengthscale"),
     ("num_features", 0, "bonus.num_features"), ("matmul_precision", "tf32", "TF32_TF32_F32_X3"),
     ("lengthscale_scale", 0.0, "bonus.lengthscale_scale"),

@@ -35,7 +35,14 @@ from jax.custom_batching import custom_vmap
 
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import AgentSettings
-from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize, rms_init, rms_update, scale_by_return_std
+from rfig_exp.agents.ppo.normalization import (
+    RunningMeanStd,
+    normalize,
+    rms_init,
+    rms_update,
+    scale_by_return_std,
+    scale_by_reward_std,
+)
 from rfig_exp.agents.shapes import RolloutShape
 from rfig_exp.bonuses import action_space_of, create, observation_shape, positive_integer
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
@@ -88,11 +95,19 @@ def observe(bonus: Bonus, state: IntrinsicState, rollout: BonusBatch, key: jax.A
     return state._replace(obs_rms=obs_rms, bonus=bonus_state), r_int, {**reward_metrics, **update_metrics}
 
 
-def scale(state: IntrinsicState, r_int: jax.Array, hp: Any) -> tuple[IntrinsicState, jax.Array]:
-    """``r_int [T, B]`` divided by the running std of the discounted intrinsic return (no mean
-    subtracted, no clipping: RND's scaling), the filter and its statistics advanced by the batch.
-    The std is of every return since the start, so the scaled reward falls as the bonus's raw
-    reward does (states becoming familiar), in units of the run's own intrinsic-return scale."""
+def scale(state: IntrinsicState, r_int: jax.Array, hp: Any,
+          by: str = "return_std") -> tuple[IntrinsicState, jax.Array]:
+    """``r_int [T, B]`` divided by a running std, no mean subtracted, no clipping; the statistics
+    advanced by the batch. ``by="return_std"`` (the paper, RND's scaling): the std of the discounted
+    intrinsic return, one forward filter per env; of every return since the start, so the scaled
+    reward falls as the bonus's raw reward does (states becoming familiar), in units of the run's
+    own intrinsic-return scale. ``by="reward_std"`` (the RFIG authors' code): the std of the raw
+    per-step rewards (the filter is not used)."""
+    if by == "reward_std":
+        return_rms, scaled = scale_by_reward_std(state.return_rms, r_int)
+        return state._replace(return_rms=return_rms), scaled
+    if by != "return_std":
+        raise ValueError(f"scale: by={by!r} must be one of return_std, reward_std")
     return_filter, return_rms, scaled = scale_by_return_std(state.return_filter, state.return_rms, r_int, hp.gamma_int)
     return state._replace(return_filter=return_filter, return_rms=return_rms), scaled
 

@@ -23,6 +23,11 @@ With ``num_samples = S`` weight samples the NLL is averaged over them (as the re
 10 Monte-Carlo samples), ``g_i = mean_s a_is d_is^T``, and the quadratic form needs one
 such product per pair of samples (``S (S + 1) / 2`` per layer).
 See docs/bonuses/vime.md for the derivation and the sources; the bonus is ``rfig_exp.bonuses.vime``.
+
+The RFIG authors' VIME (``bonus_per: batch``, ``loss: mse``; docs/bonuses/vime.md) uses the same
+model and these pieces instead: :func:`mse_loss` (the MSE of the S-sample mean prediction, no KL),
+and :func:`kl_between`, the KL divergence of the posterior after one hypothetical Adam step on the
+whole batch from the current one, one number per batch.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rfig_exp.bonuses.nets import mlp_init
+from rfig_exp.bonuses.nets import ACTIVATIONS, mlp_init
 from rfig_exp.envs.base import BoxSpace, DiscreteSpace
 
 if TYPE_CHECKING:
@@ -62,9 +67,16 @@ def softplus_inverse(sigma: jax.Array) -> jax.Array:
     return sigma + jnp.log(-jnp.expm1(-sigma))
 
 
-def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: float | jax.Array) -> dict:
-    """Means as ``nets.mlp_init`` (variance 2 / fan_in, zero biases), every ``sigma = init_sigma``."""
+def init_params(key: jax.Array, sizes: tuple[int, ...], init_sigma: float | jax.Array,
+                mu_std: float | jax.Array | None = None) -> dict:
+    """Means as ``nets.mlp_init`` (variance 2 / fan_in, zero biases), or with ``mu_std`` every weight
+    mean drawn from ``N(0, mu_std^2)`` (not truncated) and zero bias means (the RFIG authors' VIME:
+    flax's ``normal(0.1)``); every ``sigma = init_sigma``."""
     mu = mlp_init(key, sizes)
+    if mu_std is not None:
+        keys = jax.random.split(key, len(mu))
+        mu = tuple({"w": mu_std * jax.random.normal(k, m["w"].shape, m["w"].dtype), "b": jnp.zeros_like(m["b"])}
+                   for k, m in zip(keys, mu))
     rho0 = softplus_inverse(jnp.asarray(init_sigma, jnp.float32))
     return {"mu": mu, "rho": jax.tree.map(lambda m: jnp.full(m.shape, rho0, m.dtype), mu)}
 
@@ -100,8 +112,9 @@ def sample_weights(params: dict, eps: Layers) -> Layers:
     return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, params["mu"], params["rho"], eps)
 
 
-def forward(weights: Layers, x: jax.Array, probes=None):
-    """``x [N, in] -> (out [N, out], layer inputs [(N, in_l)])``; ReLU hidden layers.
+def forward(weights: Layers, x: jax.Array, probes=None, activation: str = "relu"):
+    """``x [N, in] -> (out [N, out], layer inputs [(N, in_l)])``; ``activation`` (relu | tanh)
+    after every hidden layer, a linear output.
 
     ``probes`` (zeros shaped like each pre-activation ``[N, out_l]``) are added to the
     pre-activations so that the gradient with respect to them is the per-transition
@@ -115,7 +128,7 @@ def forward(weights: Layers, x: jax.Array, probes=None):
         z = a @ wb["w"] + wb["b"]
         if probes is not None:
             z = z + probes[layer]
-        a = jax.nn.relu(z) if layer < last else z
+        a = ACTIVATIONS[activation](z) if layer < last else z
     return a, inputs
 
 
@@ -124,7 +137,8 @@ def squared_error_nll(out: jax.Array, y: jax.Array, likelihood_sigma) -> jax.Arr
     return jnp.sum(jnp.square(out - y), axis=-1) / (2.0 * jnp.square(likelihood_sigma))
 
 
-def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likelihood_sigma):
+def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likelihood_sigma,
+                    activation: str = "relu"):
     """One batched forward and backward pass with the weight sample ``mu + sigma * eps``:
     the layer inputs ``[(N, in_l)]`` and the per-transition errors ``d_i = dNLL_i/dz_i``
     ``[(N, out_l)]`` of every layer (the gradient of the summed NLL with respect to zero
@@ -133,7 +147,7 @@ def backprop_errors(params: dict, eps: Layers, x: jax.Array, y: jax.Array, likel
     probes = tuple(jnp.zeros((x.shape[0], wb["b"].shape[0]), x.dtype) for wb in weights)
 
     def total_nll(probes):
-        out, inputs = forward(weights, x, probes)
+        out, inputs = forward(weights, x, probes, activation)
         return jnp.sum(squared_error_nll(out, y, likelihood_sigma)), inputs
 
     errors, inputs = jax.grad(total_nll, has_aux=True)(probes)
@@ -150,7 +164,7 @@ def information_gain(params: dict, eps: list, x: jax.Array, y: jax.Array, hp: VI
     ``g^T H^-1 g = S^-2 sum_{s,t} ((a_s a_t) @ M_st) . (d_s d_t)`` with
     ``M_st = sigma^2 (1 + eps_s eps_t / 2)``. No ``[N, num_params]`` array is formed.
     """
-    passes = [backprop_errors(params, e, x, y, hp.likelihood_sigma) for e in eps]
+    passes = [backprop_errors(params, e, x, y, hp.likelihood_sigma, hp.activation) for e in eps]
     quad = jnp.zeros((x.shape[0],), x.dtype)
     for s in range(len(eps)):
         for t in range(s, len(eps)):
@@ -178,6 +192,35 @@ def kl_to_prior(params: dict, prior_sigma) -> jax.Array:
                        + (jnp.square(sigma) + jnp.square(mu)) / (2.0 * jnp.square(prior_sigma)) - 0.5)
 
     return sum(jax.tree.leaves(jax.tree.map(kl, params["mu"], params["rho"])))
+
+
+def mean_prediction(params: dict, eps: list, x: jax.Array, activation: str = "relu") -> jax.Array:
+    """``[N, out]``: the prediction averaged over the weight samples ``mu + sigma * eps`` of ``eps``."""
+    return sum(forward(sample_weights(params, e), x, activation=activation)[0] for e in eps) / len(eps)
+
+
+def mse_loss(params: dict, eps: list, x: jax.Array, y: jax.Array, activation: str = "relu") -> jax.Array:
+    """The RFIG authors' BNN loss (``A:exploration/vime.py:326-344``; ``:241-261`` for the hypothetical
+    step, whose ``0.01 * kl_loss`` is 0): the mean over transitions and outputs of the squared error of
+    the S-sample mean prediction. No KL term: ``rho`` gets a gradient only through the sampled
+    weights, ``dL/drho = dL/dW * eps * sigmoid(rho)``."""
+    return jnp.mean(jnp.square(mean_prediction(params, eps, x, activation) - y))
+
+
+def kl_between(new: dict, old: dict) -> jax.Array:
+    """``KL(q_new || q_old)`` of two fully factorised Gaussian posteriors ``{"mu", "rho"}``, summed
+    over every weight and bias: ``log(s_old / s_new) + (s_new^2 + (m_new - m_old)^2) / (2 s_old^2) - 1/2``
+    per weight (the RFIG authors' ``compute_kl_divergence``, ``A:exploration/vime.py:99-141``).
+
+    Computed as ``u (u + 2) / 2 - log1p(u) + (m_new - m_old)^2 / (2 s_old^2)``, ``u = s_new / s_old - 1``:
+    the same number, without the float32 cancellation of ``-1/2`` against ``s_new^2 / (2 s_old^2)`` in
+    every term (one step moves each weight by about lr, so each term is of order ``lr^2 / (2 sigma^2)``)."""
+    def kl(m_new, r_new, m_old, r_old):
+        s_new, s_old = jax.nn.softplus(r_new), jax.nn.softplus(r_old)
+        u = (s_new - s_old) / s_old
+        return jnp.sum(0.5 * u * (u + 2.0) - jnp.log1p(u) + jnp.square(m_new - m_old) / (2.0 * jnp.square(s_old)))
+
+    return sum(jax.tree.leaves(jax.tree.map(kl, new["mu"], new["rho"], old["mu"], old["rho"])))
 
 
 def recent_medians(medians: jax.Array, updates: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -21,6 +21,14 @@ batch's update:
 Everything (parameters, Adam moments, the projection ``A`` and the count tables) is one
 pytree of arrays, so a run jits, vmaps over seeds and checkpoints as it is. Details,
 sources and deviations: ``docs/bonuses/hashexplo.md``.
+
+The #Explo that the RFIG authors ran (github.com/riiswa/rejax at b16e24a, ``exploration/hash.py``),
+the one the paper's figure plots, is a variant of this bonus: the overrides :data:`AUTHORS_VARIANT`.
+Its hash is the 16-bit rounded code itself, ``sum_i b_i 2^i``, indexing a direct table of ``2^16``
+counts (``hash: code``); its bonus ``1 / sqrt(n + 1)`` reads the counts stored before the batch, which
+is counted after the autoencoder step with the updated encoder (``count: before_batch``); it hashes
+and trains on ``s`` (``states: obs``), penalises the noisy code and starts from flax's LeCun init.
+The defaults are the bonus described above, computed as before these settings existed.
 """
 
 from __future__ import annotations
@@ -42,7 +50,22 @@ if TYPE_CHECKING:
     from rfig_exp.bonuses import nets
 
 HASH_NOISE_AT = ("code", "logits")
+HASH_FUNCTIONS = ("simhash", "code")
+HASH_COUNTS = ("with_batch", "before_batch")
+HASH_STATES = ("next_obs", "obs")
+HASH_PENALTY_ON = ("code", "noisy_code")
+HASH_INITS = ("he", "lecun")
 INT32_MAX = 2**31 - 1
+MAX_CODE_BITS = 30  # hash=code: the direct table has 2^m <= 2^30 int32 counters, its keys fit int32
+
+# The RFIG authors' #Explo (riiswa/rejax at b16e24a; ../shared/specs/authors-code.md, 2.7) as overrides of
+# this bonus's settings: `bonus=hashexplo` plus these (docs/bonuses/hashexplo.md lists them as a command
+# line; a test holds the two equal). Their hidden (256, 256), ReLU, lr 1e-4, noise U(-0.3, 0.3) on the
+# sigmoid output and penalty 0.1 are the defaults already.
+AUTHORS_VARIANT: Mapping[str, Any] = MappingProxyType({
+    "code_dim": 16, "hash": "code", "table_sizes": (65536,), "count": "before_batch", "states": "obs",
+    "penalty_on": "noisy_code", "weight_init": "lecun",
+})
 
 
 def is_prime(n: int) -> bool:
@@ -56,6 +79,26 @@ def is_prime(n: int) -> bool:
             return False
         f += 2
     return True
+
+
+def _table_sizes(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int, ...]:
+    """``hash=simhash``: a non-empty list of odd primes (:func:`_odd_primes`). ``hash=code``: one
+    direct table of ``2^m`` counters with ``code_dim <= m <= 30``, so that the code read as a binary
+    number, ``sum_i b_i 2^i < 2^code_dim``, is its own row (the modulus never folds two codes)."""
+    if earlier.get("hash") != "code":
+        return _odd_primes(value, key, earlier)
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        sizes = ()
+    dim = earlier["code_dim"]
+    require(dim <= MAX_CODE_BITS, f"{key}: hash=code needs code_dim <= {MAX_CODE_BITS}, got code_dim={dim}")
+    size = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], int) and not isinstance(sizes[0], bool) else 0
+    bits = size.bit_length() - 1
+    require(size > 0 and size == 1 << bits and dim <= bits <= MAX_CODE_BITS,
+            f"{key}={list(sizes) if sizes else value!r}: hash=code needs one table of 2^m counters with "
+            f"code_dim={dim} <= m <= {MAX_CODE_BITS} (e.g. [{1 << dim}])")
+    return sizes
 
 
 def _odd_primes(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int, ...]:
@@ -72,9 +115,10 @@ def _odd_primes(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int, 
 
 
 def _keys_fit_int32(values: Mapping[str, Any], prefix: str) -> None:
-    """Row keys are summed in int32 before the modulus, and flat indices span all tables."""
+    """Row keys are summed in int32 before the modulus, and flat indices span all tables (a
+    ``hash=code`` key is below ``2^code_dim <= 2^30``: ``_table_sizes``)."""
     bits, sizes = values["hash_bits"], values["table_sizes"]
-    require(bits * max(sizes) <= INT32_MAX,
+    require(values.get("hash") == "code" or bits * max(sizes) <= INT32_MAX,
             f"{prefix}hash_bits={bits} times max({prefix}table_sizes)={max(sizes)} overflows int32 keys")
     require(len(sizes) * max(sizes) <= INT32_MAX,
             f"{prefix}table_sizes={list(sizes)!r}: len * max must fit int32 indices")
@@ -92,15 +136,35 @@ class HashSettings(BonusSettings):
 
     hidden: tuple[int, ...] = static((256, 256), Widths(), doc="encoder widths; the decoder mirrors them")
     code_dim: int = static(64, POSITIVE_INT, doc="D, sigmoid units of the code layer b(s)")
+    hash: str = static(
+        "simhash", Choice(HASH_FUNCTIONS),
+        doc="simhash: sgn(A round(b(s))) of hash_bits bits (Tang et al.) | code: the rounded code itself, sum_i "
+            "round(b_i) 2^i, as the row of one direct table (the RFIG authors; hash_bits unused)")
     hash_bits: int = static(32, POSITIVE_INT, doc="k, SimHash bits sgn(A round(b(s))), A ~ N(0, 1) of shape [k, D]")
     table_sizes: tuple[int, ...] = static(
-        (999983, 1000003, 1000033), _odd_primes, check=_keys_fit_int32,
+        (999983, 1000003, 1000033), _table_sizes, check=_keys_fit_int32,
         doc=("count-min sketch: one table per odd prime P_t; the estimate is the min over tables, never below the true"
-             " count"))
+             " count | hash=code: one table of 2^m >= 2^D counters (the RFIG authors: [65536])"))
+    count: str = static(
+        "with_batch", Choice(HASH_COUNTS),
+        doc="with_batch: 1/sqrt(max(1, n)), n counting this batch's own states, hashed by the encoder that scores "
+            "them (Tang et al.) | before_batch: 1/sqrt(n + 1), n stored before this batch, which is counted after "
+            "the autoencoder step with the updated encoder (the RFIG authors)")
+    states: str = static("next_obs", Choice(HASH_STATES),
+                         doc="the states hashed, counted and reconstructed: next_obs, s' (this project's bonuses) | "
+                             "obs, s (the RFIG authors)")
     activation: str = static("relu", Choice(ACTIVATIONS), doc="relu | tanh, after every hidden layer (the paper: ReLU)")
+    weight_init: str = static(
+        "he", Choice(HASH_INITS),
+        doc="he: truncated normal, variance 2 / fan_in in hidden layers, 1 / fan_in in the code and output layers | "
+            "lecun: 1 / fan_in everywhere, flax's default (the RFIG authors); zero biases either way")
     noise_at: str = static(
         "code", Choice(HASH_NOISE_AT),
         doc="code: noise added to the sigmoid output b(s) (Tang et al.) | logits: before the sigmoid")
+    penalty_on: str = static(
+        "code", Choice(HASH_PENALTY_ON),
+        doc="code: the binarisation penalty on the noise-free b(s), the code that is hashed | noisy_code: on the "
+            "noisy code the decoder sees (the RFIG authors)")
     lr: float = traced(1e-4, ABOVE_ZERO, doc="autoencoder Adam learning rate")
     adam_eps: float = traced(1e-8, ABOVE_ZERO, doc="Adam epsilon (optax / PyTorch / TF default)")
     noise_scale: float = traced(0.3, AT_LEAST_ZERO,
@@ -115,7 +179,7 @@ class HashState(NamedTuple):
     encoder: nets.MLPParams        # in -> hidden -> D code logits
     decoder: nets.MLPParams        # D -> reversed(hidden) -> in
     opt_state: optax.ScaleByAdamState  # Adam moments of (encoder, decoder)
-    projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed
+    projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed ([0, D] with hash=code: none)
     tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
 
 
@@ -132,8 +196,11 @@ def make(settings: HashSettings, obs_shape, action_space):
     del action_space
     obs_ndim = len(obs_shape)
     in_dim = math.prod(obs_shape)
-    hidden, code_dim, hash_bits = settings.hidden, settings.code_dim, settings.hash_bits
+    hidden, code_dim = settings.hidden, settings.code_dim
     activation, noise_at = settings.activation, settings.noise_at
+    by_code, before_batch = settings.hash == "code", settings.count == "before_batch"
+    # hash=code: the rounded code's D bits are the key's bits, and the table (2^m >= 2^D) its modulus
+    hash_bits = code_dim if by_code else settings.hash_bits
     primes = settings.table_sizes
     num_tables, width = len(primes), max(primes)
     # Row key weights 2^i mod P_t (exact Python integers), and each table's offset in the
@@ -147,8 +214,14 @@ def make(settings: HashSettings, obs_shape, action_space):
 
     def flat_index(state, x):
         """``[N, num_tables]`` positions of each state's counter in ``tables.reshape(-1)``."""
-        bits = simhash_bits(state.encoder, state.projection, x, activation)
+        if by_code:  # binary = (b > 0.5) as logit > 0, as simhash_bits rounds; A:exploration/hash.py:90, 141-156
+            bits = (code_logits(state.encoder, x) > 0).astype(jnp.int32)
+        else:
+            bits = simhash_bits(state.encoder, state.projection, x, activation)
         return row_keys(bits, pow_mod, moduli) + offsets
+
+    def states(batch):
+        return flat_states(batch.obs if settings.states == "obs" else batch.next_obs, obs_ndim)   # [N, d]
 
     def counts_after(state, idx):
         """Count-min estimate ``[N]`` after adding this batch's own states (not committed)."""
@@ -164,19 +237,24 @@ def make(settings: HashSettings, obs_shape, action_space):
     def init(key, warmup_obs, hp: HashSettings):
         del warmup_obs, hp
         k_enc, k_dec, k_proj = jax.random.split(key, 3)
-        # ReLU layers with gain sqrt(2); the linear code and reconstruction layers with gain 1.
-        encoder = nets.mlp_init(k_enc, (in_dim,) + hidden + (code_dim,), out_gain=1.0)
-        decoder = nets.mlp_init(k_dec, (code_dim,) + hidden[::-1] + (in_dim,), out_gain=1.0)
+        # ReLU layers with gain sqrt(2); the linear code and reconstruction layers with gain 1 (lecun: 1 everywhere).
+        gain = 1.0 if settings.weight_init == "lecun" else math.sqrt(2.0)
+        encoder = nets.mlp_init(k_enc, (in_dim,) + hidden + (code_dim,), gain=gain, out_gain=1.0)
+        decoder = nets.mlp_init(k_dec, (code_dim,) + hidden[::-1] + (in_dim,), gain=gain, out_gain=1.0)
         return HashState(
             encoder=encoder, decoder=decoder, opt_state=nets.adam_init((encoder, decoder)),
-            projection=jax.random.normal(k_proj, (hash_bits, code_dim), jnp.float32),
+            projection=jax.random.normal(k_proj, (0 if by_code else hash_bits, code_dim), jnp.float32),
             tables=jnp.zeros((num_tables, width), jnp.int32),
         )
 
     def reward(state, batch, hp: HashSettings):
-        x = flat_states(batch.next_obs, obs_ndim)                          # [N, d]
-        n = counts_after(state, flat_index(state, x))
-        r = jax.lax.rsqrt(jnp.maximum(n, 1).astype(jnp.float32))
+        x = states(batch)                                                  # [N, d]
+        idx = flat_index(state, x)
+        if before_batch:  # the counts stored before this batch, 1 / sqrt(n + 1): A:exploration/hash.py:176-179
+            n = jnp.min(state.tables.reshape(-1)[idx], axis=-1)
+            r = jax.lax.rsqrt((n + 1).astype(jnp.float32))
+        else:
+            r = jax.lax.rsqrt(jnp.maximum(counts_after(state, idx), 1).astype(jnp.float32))
         return r.reshape(batch.terminated.shape), {}
 
     def ae_loss(params, x, noise, hp: HashSettings):
@@ -189,20 +267,28 @@ def make(settings: HashSettings, obs_shape, action_space):
             code = jax.nn.sigmoid(logits + noise)
         recon = nets.mlp_apply(decoder, code, activation)
         reconstruction = jnp.mean(jnp.square(recon - x))
-        # The penalty acts on the noise-free code, the one that is rounded and hashed.
-        binarisation = jnp.mean(jnp.minimum(jnp.square(b), jnp.square(1.0 - b)))
+        # The penalty acts on the noise-free code, the one that is rounded and hashed (noisy_code: on the
+        # decoder's input, as A:exploration/hash.py:209-210 reads `code_probs` after the noise).
+        p = code if settings.penalty_on == "noisy_code" else b
+        binarisation = jnp.mean(jnp.minimum(jnp.square(p), jnp.square(1.0 - p)))
         return reconstruction + hp.bin_penalty * binarisation, (reconstruction, binarisation)
 
     def update(state, batch, key, hp: HashSettings):
-        x = flat_states(batch.next_obs, obs_ndim)
-        # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
-        idx = flat_index(state, x)
-        tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
+        x = states(batch)
+        if not before_batch:
+            # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
+            idx = flat_index(state, x)
+            tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
         noise = jax.random.uniform(key, (x.shape[0], code_dim), jnp.float32, -1.0, 1.0) * hp.noise_scale
         params = (state.encoder, state.decoder)
         (loss, (reconstruction, binarisation)), grads = jax.value_and_grad(ae_loss, has_aux=True)(
             params, x, noise, hp)
         (encoder, decoder), opt_state = nets.adam_step(params, grads, state.opt_state, hp.lr, hp.adam_eps)
+        if before_batch:
+            # The RFIG authors' order: count the batch after the step, hashed by the updated encoder
+            # (A:exploration/hash.py:223-236).
+            idx = flat_index(state._replace(encoder=encoder), x)
+            tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
         new_state = state._replace(encoder=encoder, decoder=decoder, opt_state=opt_state, tables=tables)
         # Occupied rows of the first table after this batch: distinct codes seen so far (a lower bound), the
         # signal check's sign of a hash that collapsed.

@@ -38,7 +38,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-
 from rfig_exp.config import variants
 
 SUMMARY = "summary.json"
@@ -134,6 +133,8 @@ def _dict(value: Any) -> dict | None:
 
 
 BONUS_PREFIX = "bonus_"  # summary.json's fields of what the bonus chose or counted (bonus_lengthscale, ...)
+# summary.json's fields written only where they apply (a summary without them reads them as None)
+OPTIONAL_FIELDS = ("failure", "coverage_grid", "final_coverage", "eval_return_at_start", "eval_length_at_start")
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,10 @@ class RunSummary:
     field that is absent, or not of its type, reads as None (empty for the lists). ``status`` is
     ``complete`` or ``failed`` (then ``failure`` says why); ``final_return`` is None when no
     episode ever ended; ``bonus_values`` are the ``bonus_<name>`` fields (the bonus's ``describe``
-    at the end); ``coverage_grid`` and ``final_coverage`` exist where the env has a grid."""
+    at the end); ``coverage_grid`` and ``final_coverage`` exist where the env has a grid;
+    ``eval_return_at_start`` and ``eval_length_at_start`` where the run evaluated (``agent.eval_episodes``
+    > 0): the step-0 point of the ``eval/*`` columns of ``metrics.csv`` (one row per window), the mean
+    over the evaluation episodes of the initial policy, after the warm-up and before any update."""
 
     status: str | None
     experiment: str | None = None
@@ -179,6 +183,8 @@ class RunSummary:
     failure: str | None = None                # why a failed run failed
     coverage_grid: dict | None = None
     final_coverage: float | None = None
+    eval_return_at_start: float | None = None  # agent.eval_episodes' mean return at step 0 (the eval/* columns after)
+    eval_length_at_start: float | None = None  # their mean length
     bonus_values: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -188,13 +194,13 @@ class RunSummary:
 
     def to_json(self) -> dict:
         """The JSON object ``summary.json`` holds (``failure``, ``coverage_grid`` and
-        ``final_coverage`` only where they apply)."""
+        ``final_coverage`` and the ``eval_*_at_start`` only where they apply)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "bonus_values":
                 out.update({f"{BONUS_PREFIX}{k}": v for k, v in value.items()})
-            elif f.name in ("failure", "coverage_grid", "final_coverage") and value is None:
+            elif f.name in OPTIONAL_FIELDS and value is None:
                 continue
             else:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
@@ -205,7 +211,7 @@ class RunSummary:
         ints = ("seed", "num_seeds_in_process", "env_steps", "num_windows", "requested_timesteps",
                 "checkpoints_written", "warmup_env_steps", "num_envs", "max_episode_steps")
         floats = ("final_return", "wall_time_s", "compile_time_s", "train_time_s", "checkpoint_wait_s",
-                  "env_steps_per_second", "final_coverage")
+                  "env_steps_per_second", "final_coverage", "eval_return_at_start", "eval_length_at_start")
         texts = ("status", "experiment", "env", "bonus", "variant", "finished_at", "host", "failure")
         dicts = ("variant_overrides", "machine", "placement", "versions", "coverage_grid")
         values: dict[str, Any] = {k: _int(raw.get(k)) for k in ints}
@@ -280,14 +286,15 @@ def write_variant(variant_dir: Path, overrides: Mapping[str, Any]) -> None:
                           + (yaml.safe_dump(dict(overrides), sort_keys=True) if overrides else "{}\n"))
 
 
-def config_differences(saved_yaml: str, new_yaml: str) -> list[str]:
-    """Keys whose values differ between two saved configs, bookkeeping keys aside
-    (where results go, wandb, overwrite: see ``variants.not_hyperparameters``)."""
-    old = variants.flatten(yaml.safe_load(saved_yaml) or {})
-    new = variants.flatten(yaml.safe_load(new_yaml) or {})
+def config_differences(saved_yaml: str, new_yaml: str, new_overrides: Mapping[str, Any] | None = None) -> list[str]:
+    """Keys whose values differ between two saved configs, bookkeeping keys aside (``variants.not_hyperparameters``).
+    A key the saved one lacks that the new one has at its default (not in ``new_overrides``, its variant's
+    overrides) is a setting added since that run, which had that value: no difference."""
+    old, new = (variants.flatten(yaml.safe_load(text) or {}) for text in (saved_yaml, new_yaml))
     keys = sorted(k for k in set(old) | set(new) if variants.is_hyperparameter(k))
+    added = {k for k in set(new) - set(old) if new_overrides is not None and k not in new_overrides}
     return [f"{k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}" for k in keys
-            if k not in old or k not in new or not variants.same_value(old[k], new[k])]
+            if k not in added and (k not in old or k not in new or not variants.same_value(old[k], new[k]))]
 
 
 def is_complete(path: Path) -> bool:

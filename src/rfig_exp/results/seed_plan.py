@@ -65,7 +65,7 @@ def plan_seeds(spec: RunSpec) -> list[SeedPlan]:
             log.warning("%s is damaged (%s): the run there is not taken as complete, and the file is rewritten "
                         "from this job's config", saved, damaged)
         elif saved.exists() and not spec.overwrite:
-            diffs = results.config_differences(saved.read_text(), plan.config_yaml)
+            diffs = results.config_differences(saved.read_text(), plan.config_yaml, spec.variant_overrides)
             if diffs:
                 conflicts.append(f"{path}: {'; '.join(diffs)}")
         complete = not spec.overwrite and not damaged and results.is_complete(path)

@@ -16,7 +16,7 @@ import os
 import signal
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rfig_exp.agents.ppo import evaluation
 from rfig_exp.agents.ppo.train import make_trainer
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.results import contract as results
@@ -79,6 +80,9 @@ class Restored:
     done_windows: int          # 0: a fresh start
     extra: dict                # train_time_s, resumed_from_windows of the checkpoint
     wandb_ids: dict[int, str]  # member -> its wandb run, continued on resume
+    # agent.eval_episodes > 0: the step-0 evaluation, {eval/*: [S]}, of the initial states (a resumed
+    # job rebuilds them from the same keys before loading its checkpoint, so it is always recomputed)
+    at_start: dict = field(default_factory=dict)
 
 
 class JobRun:
@@ -114,13 +118,14 @@ class JobRun:
         keys = jnp.stack([jax.random.PRNGKey(m.seed) for m in self.members])
         states = jax.block_until_ready(jax.jit(jax.vmap(trainer.init, in_axes=(0, self.hp_axis)))(keys,
                                                                                                    self.hparams))
+        at_start = {} if trainer.evaluate is None else jax.device_get(jax.jit(trainer.evaluate)(states, self.hparams))
         leaves, treedef = jax.tree.flatten(states)
         window, found = self._resume_point(leaves)
         if not window:
             for m in self.members:
                 checkpoint.remove(m.path)
                 results.start_run(m.path, m.plan.config_yaml)  # also removes an orphaned wandb run of a dead attempt
-            return Restored(states, 0, {}, {})
+            return Restored(states, 0, {}, {}, at_start)
         stacked = [np.stack([c.leaves[i] for c in found]) for i in range(len(leaves))]
         states = jax.tree.unflatten(treedef, [jnp.asarray(x, dtype=leaf.dtype) for x, leaf in zip(stacked, leaves)])
         log.info("[%s] resuming from the checkpoint after window %d of %d", self.tag, window, self.spec.num_windows)
@@ -128,7 +133,7 @@ class JobRun:
             if m.plan.config_damaged:
                 results.atomic_write_text(m.path / results.CONFIG, m.plan.config_yaml)
         return Restored(states, window, found[0].extra,
-                        {i: c.extra.get("wandb_id") for i, c in zip(self.keys, found)})
+                        {i: c.extra.get("wandb_id") for i, c in zip(self.keys, found)}, at_start)
 
     def _resume_point(self, template_leaves) -> tuple[int, list]:
         """The window all runs can resume from and their checkpoints (0 and [] for a fresh start)."""
@@ -189,7 +194,7 @@ class JobRun:
                 states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
                 saver.wait()  # before the summaries remove the checkpoints
                 summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,
-                                         train_time, start, resumed_from, wandb_runs)
+                                         train_time, start, resumed_from, wandb_runs, restored.at_start)
                 self.completed = not guard.failures
             except KeyboardInterrupt:
                 last = saver.wait()  # a write in flight lands before the message names its window
@@ -261,7 +266,7 @@ class JobRun:
 
     # -- the end --------------------------------------------------------------------------
     def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
-                wandb_runs) -> list[results.RunSummary]:
+                wandb_runs, at_start: dict) -> list[results.RunSummary]:
         spec, n = self.spec, len(self.members)
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
@@ -299,6 +304,8 @@ class JobRun:
                 bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
                 coverage_grid=grid.describe() if grid is not None else None,
                 final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
+                eval_return_at_start=float(at_start[evaluation.RETURN][i]) if at_start else None,
+                eval_length_at_start=float(at_start[evaluation.LENGTH][i]) if at_start else None,
             )
             results.write_summary(self.dirs[i], summary)
             checkpoint.remove(self.dirs[i])  # complete: the summary and metrics are the record now

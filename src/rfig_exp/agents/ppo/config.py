@@ -22,9 +22,18 @@ from typing import Any, ClassVar, Mapping, NamedTuple
 from rfig_exp.bonuses.settings import OBS_CLIP, BonusSettings
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import STATIC, Settings, declared, setting, static, traced
-from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
+from rfig_exp.config.validation import Boolean, Choice, Integer, Interval, Number, require
 
 ACTIVATIONS = ("tanh", "relu")
+# How the agent treats the intrinsic stream and the episode: the paper's text first (the default), then
+# the RFIG authors' code (github.com/riiswa/rejax at b16e24a; docs/fidelity.md has each line).
+INTRINSIC_RETURNS = ("nonepisodic", "episodic")
+INTRINSIC_SCALES = ("return_std", "reward_std")
+ADVANTAGE_MIXES = ("joint", "separate")
+TIME_LIMITS = ("truncation", "terminal")
+WARMUPS = ("trajectories", "reset_steps")
+NETWORK_LAYOUTS = ("joint", "separate")
+INITS = ("orthogonal", "lecun")
 
 
 def _batch(values: Mapping[str, Any]) -> int:
@@ -65,9 +74,35 @@ class PPOStructure(Settings):
     update_epochs: int = static(4, Integer(1), doc="epochs over each batch")
     hidden: tuple[int, ...] = static((64, 64), _layer_widths, doc="hidden widths of the actor and critic MLPs")
     activation: str = static("tanh", Choice(ACTIVATIONS), doc="tanh | relu, after every hidden layer")
+    networks: str = static("joint", Choice(NETWORK_LAYOUTS),
+                           doc="joint: actor + one critic torso with both value heads, one gradient clip | separate: "
+                               "actor and one critic per stream, each gradient clipped alone (the authors' code)")
+    weight_init: str = static("orthogonal", Choice(INITS),
+                              doc="orthogonal (sqrt 2 hidden, 0.01 policy head, 1 value head; PureJaxRL) | lecun: "
+                                  "flax's default, LeCun-normal kernels and zero biases everywhere (the authors' code)")
     anneal_lr: bool = static(True, Boolean(), doc="decay the learning rate linearly to 0 over the run")
     obs_norm_init_steps: int = static(128, Integer(1),
                                       doc="random-policy steps per env that initialise the observation statistics")
+    warmup: str = static("trajectories", Choice(WARMUPS),
+                         doc="trajectories: the warm-up carries each env's state (the paper) | reset_steps: every "
+                             "warm-up step starts from the initial states, as the authors' code runs it")
+    intrinsic_return: str = static("nonepisodic", Choice(INTRINSIC_RETURNS),
+                                   doc="nonepisodic: one intrinsic stream per env through episode ends (the paper, "
+                                       "Burda et al.) | episodic: the intrinsic GAE cut at every episode end (the "
+                                       "authors' code)")
+    intrinsic_scale: str = static("return_std", Choice(INTRINSIC_SCALES),
+                                  doc="r_int divided by the running std of return_std: its discounted return (the "
+                                      "paper, RND) | reward_std: the raw per-step reward (the authors' code)")
+    advantage_mix: str = static("joint", Choice(ADVANTAGE_MIXES),
+                                doc="joint: ext_coef * A_ext + beta * A_int, standardised per minibatch (the paper, "
+                                    "RND) | separate: each standardised per minibatch, then weighted; A_ext alone "
+                                    "without a bonus (the authors' code)")
+    time_limit: str = static("truncation", Choice(TIME_LIMITS),
+                             doc="an episode's time limit is a truncation (bootstrapped from V(s')) | terminal, as "
+                                 "gymnax 0.0.8 and the authors' code treat it")
+    eval_episodes: int = static(0, Integer(0),
+                                doc="fresh episodes per seed with the sampled policy, parameters and statistics "
+                                    "frozen, at step 0 and after every window (0: none; the authors' code: 128)")
 
     @property
     def batch_size(self) -> int:
@@ -97,8 +132,9 @@ class AgentSettings(PPOStructure):
     gae_lambda: float = traced(0.95, Number(0.0, 1.0), doc="GAE lambda of both advantages")
     gamma_int: float = traced(0.99, Number(0.0, 1.0), doc="intrinsic (non-episodic) discount")
     ext_coef: float = traced(1.0, Number(0.0), doc="advantage = ext_coef * A_ext + bonus.beta * A_int; 0: reward-free")
-    obs_clip: float = traced(OBS_CLIP, Number(0.0, low_open=True),
-                             doc="normalised observations are clipped to [-obs_clip, obs_clip]")
+    obs_clip: float = traced(OBS_CLIP, Interval(0.0, "must be > 0 (inf: no clipping)", low_open=True),
+                             doc="normalised observations are clipped to [-obs_clip, obs_clip] (inf: not clipped, "
+                                 "the authors' code)")
 
     def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
         structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}

@@ -7,7 +7,11 @@ The advantage recursion is cut at every episode end (terminated or truncated).
 
 Intrinsic stream (non-episodic, Burda et al. 2018): one continuing stream per environment,
 episode ends included; the next state of the stream is the next observation the agent
-sees (the reset observation after an episode end).
+sees (the reset observation after an episode end). ``agent.intrinsic_return=episodic`` (the
+RFIG authors' code) takes the extrinsic stream's episodic GAE of the intrinsic reward instead.
+
+``agent.time_limit=terminal`` (gymnax 0.0.8's ``done``, as the RFIG authors' code uses it) makes a
+time limit an end like any other: :func:`time_limit_as_terminal`.
 """
 
 from __future__ import annotations
@@ -42,9 +46,16 @@ def gae(
 
 
 def extrinsic_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
-    """Episodic GAE. ``final_values`` is ``V_ext(s')`` of the true next observation."""
+    """Episodic GAE, all ``[T, B]``. ``final_values`` is ``V(s')`` of the true next observation,
+    bootstrapped unless the step terminated; the trace is cut at every end."""
     done = jnp.logical_or(terminated, truncated)
     return gae(rewards, values, final_values, 1.0 - terminated, 1.0 - done, gamma, lam)
+
+
+def time_limit_as_terminal(terminated: jax.Array, truncated: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(terminated, truncated)`` with every truncation counted as a termination: no bootstrap
+    from ``V(s')`` at a time limit, as gymnax 0.0.8's single ``done`` flag has it."""
+    return jnp.logical_or(terminated, truncated), jnp.zeros_like(truncated)
 
 
 def intrinsic_gae(rewards, values, last_value, gamma, lam):
@@ -52,6 +63,20 @@ def intrinsic_gae(rewards, values, last_value, gamma, lam):
     next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
     ones = jnp.ones_like(rewards)
     return gae(rewards, values, next_values, ones, ones, gamma, lam)
+
+
+def standardize(x: jax.Array) -> jax.Array:
+    """``(x - mean) / (std + 1e-8)`` over all of ``x`` (a minibatch's advantages)."""
+    return (x - x.mean()) / (x.std() + 1e-8)
+
+
+def separately_standardized(adv_ext: jax.Array, adv_int: jax.Array | None, ext_coef, beta) -> jax.Array:
+    """The RFIG authors' advantage (``agent.advantage_mix=separate``), ``[N]``: each stream
+    standardised over the minibatch, then ``ext_coef * std(A_ext) + beta * std(A_int)``; without an
+    intrinsic stream (``adv_int`` None) ``std(A_ext)`` alone, whatever ``ext_coef``."""
+    if adv_int is None:
+        return standardize(adv_ext)
+    return ext_coef * standardize(adv_ext) + beta * standardize(adv_int)
 
 
 def clipped_value_loss(values, old_values, targets, clip_eps):

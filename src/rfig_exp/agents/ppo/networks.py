@@ -4,6 +4,12 @@ Actor and critic are separate MLPs (PureJaxRL / CleanRL PPO). The critic has two
 heads on one torso (one ``[hidden, 2]`` kernel): the extrinsic (episodic) and intrinsic (non-episodic) values, as in
 PPO+RND. Inputs are flattened, so MinAtar's ``[10, 10, C]`` grids go through the same MLP
 as classic control (the paper uses a (64, 64) tanh MLP everywhere).
+
+The RFIG authors' code (``agent.networks=separate``) has three networks instead, the actor and
+one critic per stream, each its own parameter group (:data:`NETWORK_GROUPS`) whose gradient is
+clipped on its own; ``agent.weight_init=lecun`` is flax's default initialisation they use (LeCun-normal
+kernels, zero biases, heads included) in place of orthogonal (sqrt(2) hidden, 0.01 policy head,
+1.0 value head).
 """
 
 from __future__ import annotations
@@ -74,11 +80,53 @@ def sampling_noise(action_space: DiscreteSpace | BoxSpace, key: jax.Array, batch
     return jax.random.normal(key, batch_shape + (action_space.dim,))
 
 
-def _mlp(x, hidden: Sequence[int], activation: str):
+NETWORK_GROUPS = ("actor", "critic_ext", "critic_int")  # agent.networks=separate: the top-level modules
+
+
+def _kernel_init(init: str, scale: float):
+    return nn.initializers.orthogonal(scale) if init == "orthogonal" else nn.initializers.lecun_normal()
+
+
+def _mlp(x, hidden: Sequence[int], activation: str, init: str = "orthogonal"):
     act = ACTIVATIONS[activation]
     for width in hidden:
-        x = act(nn.Dense(width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        x = act(nn.Dense(width, kernel_init=_kernel_init(init, np.sqrt(2)))(x))
     return x
+
+
+class _Critic(nn.Module):
+    """One value stream's own network: ``[..., D] -> [...]``."""
+
+    hidden: Sequence[int]
+    activation: str
+    weight_init: str
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(1, kernel_init=_kernel_init(self.weight_init, 1.0))(_mlp(x, self.hidden, self.activation,
+                                                                          self.weight_init))[..., 0]
+
+
+class _Actor(nn.Module):
+    """The policy network: ``[..., D] -> distribution``."""
+
+    action_space: DiscreteSpace | BoxSpace
+    hidden: Sequence[int]
+    activation: str
+    weight_init: str
+
+    @nn.compact
+    def __call__(self, x):
+        features = _mlp(x, self.hidden, self.activation, self.weight_init)
+        return _policy(self, features, self.action_space, self.weight_init)
+
+
+def _policy(module: nn.Module, features, action_space: DiscreteSpace | BoxSpace, init: str):
+    """The policy head on ``features``, its layers made in ``module`` (called from its compact method)."""
+    if isinstance(action_space, DiscreteSpace):
+        return Categorical(nn.Dense(action_space.num_actions, kernel_init=_kernel_init(init, 0.01))(features))
+    mean = nn.Dense(action_space.dim, kernel_init=_kernel_init(init, 0.01))(features)
+    return DiagGaussian(mean, module.param("log_std", nn.initializers.zeros, (action_space.dim,)))
 
 
 class ActorCritic(nn.Module):
@@ -91,19 +139,20 @@ class ActorCritic(nn.Module):
     obs_ndim: int
     hidden: Sequence[int] = (64, 64)
     activation: str = "tanh"
+    networks: str = "joint"     # joint | separate (NETWORK_GROUPS)
+    weight_init: str = "orthogonal"    # orthogonal | lecun (agent.weight_init; ``init`` is flax's method)
 
     @nn.compact
     def __call__(self, obs):
         x = obs.reshape(obs.shape[: obs.ndim - self.obs_ndim] + (-1,))
-        actor = _mlp(x, self.hidden, self.activation)
-        if isinstance(self.action_space, DiscreteSpace):
-            logits = nn.Dense(self.action_space.num_actions, kernel_init=nn.initializers.orthogonal(0.01))(actor)
-            pi = Categorical(logits)
-        else:
-            mean = nn.Dense(self.action_space.dim, kernel_init=nn.initializers.orthogonal(0.01))(actor)
-            log_std = self.param("log_std", nn.initializers.zeros, (self.action_space.dim,))
-            pi = DiagGaussian(mean, log_std)
-        critic = _mlp(x, self.hidden, self.activation)
+        if self.networks == "separate":
+            pi = _Actor(self.action_space, self.hidden, self.activation, self.weight_init, name="actor")(x)
+            values = jnp.stack([_Critic(self.hidden, self.activation, self.weight_init, name=name)(x)
+                                for name in NETWORK_GROUPS[1:]], axis=-1)
+            return pi, values
+        features = _mlp(x, self.hidden, self.activation, self.weight_init)
+        pi = _policy(self, features, self.action_space, self.weight_init)
+        critic = _mlp(x, self.hidden, self.activation, self.weight_init)
         # Both value heads in one [hidden, 2] kernel: the same two linear heads, one matmul.
-        values = nn.Dense(2, kernel_init=nn.initializers.orthogonal(1.0), name="values")(critic)
+        values = nn.Dense(2, kernel_init=_kernel_init(self.weight_init, 1.0), name="values")(critic)
         return pi, values

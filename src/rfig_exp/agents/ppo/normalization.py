@@ -4,6 +4,8 @@ Observation statistics follow Algorithm 1 of the paper: updated with every batch
 states. Intrinsic rewards are divided by the running std of the *discounted intrinsic
 return*, tracked by a forward filter ``R_t = gamma * R_{t-1} + r_t`` per environment and
 scanned over the time axis (PPO+RND, Burda et al. 2018); no mean subtraction, no clipping.
+The RFIG authors' code divides by the running std of the raw per-step rewards instead
+(:func:`scale_by_reward_std`).
 """
 
 from __future__ import annotations
@@ -66,3 +68,11 @@ def scale_by_return_std(
     filter_carry, returns = discounted_return_filter(filter_carry, rewards, gamma)
     rms = rms_update(rms, returns.reshape(-1))
     return filter_carry, rms, rewards / jnp.sqrt(rms.var + EPS)
+
+
+def scale_by_reward_std(rms: RunningMeanStd, rewards: jax.Array) -> tuple[RunningMeanStd, jax.Array]:
+    """Merge every reward of ``rewards [T, B]`` into the statistics, then divide by their std: the
+    running std of the raw per-step reward, no mean subtracted (the RFIG authors' code,
+    ``update_return=False``). A positive bonus keeps a positive mean (mean/std per step)."""
+    rms = rms_update(rms, rewards.reshape(-1))
+    return rms, rewards / jnp.sqrt(rms.var + EPS)

@@ -18,18 +18,24 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 ADAM_EPS = 1e-5
 
 
-def clip_grad_norm() -> optax.GradientTransformationExtraArgs:
+def clip_grad_norm(groups: np.ndarray | None = None) -> optax.GradientTransformationExtraArgs:
     """``g * min(1, max_grad_norm / (||g|| + 1e-6))`` (``max_grad_norm``: an extra argument).
 
     Not ``optax.clip_by_global_norm``, which divides by ``||g||`` without the ``1e-6``: the
-    results would differ in the last bits from the runs this project has made."""
+    results would differ in the last bits from the runs this project has made. ``groups``: for a
+    flat gradient vector, each entry's parameter group (an int per entry); each group is then
+    clipped by its own norm, as separate optimisers of separate networks clip."""
     def update(updates, state, params=None, *, max_grad_norm, **extra):
         del params, extra
+        if groups is not None:
+            norms = jnp.sqrt(jax.ops.segment_sum(updates ** 2, groups, num_segments=int(groups.max()) + 1))
+            return updates * jnp.minimum(1.0, max_grad_norm / (norms + 1e-6))[groups], state
         grad_norm = optax.tree.norm(updates)
         return jax.tree.map(lambda g: g * jnp.minimum(1.0, max_grad_norm / (grad_norm + 1e-6)), updates), state
 
@@ -45,8 +51,17 @@ def descend() -> optax.GradientTransformationExtraArgs:
     return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
 
 
-def ppo_optimizer() -> optax.GradientTransformationExtraArgs:
-    return optax.chain(clip_grad_norm(), optax.scale_by_adam(eps=ADAM_EPS), descend())
+def ppo_optimizer(groups: np.ndarray | None = None) -> optax.GradientTransformationExtraArgs:
+    """``groups``: :func:`clip_grad_norm`'s (Adam is element-wise, so one Adam over every group's
+    parameters is the separate optimisers' Adams)."""
+    return optax.chain(clip_grad_norm(groups), optax.scale_by_adam(eps=ADAM_EPS), descend())
+
+
+def parameter_groups(params: Any, group_of: Callable[[tuple], int]) -> np.ndarray:
+    """``[P]`` the group of each entry of ``ravel_pytree(params)``: ``group_of(path)`` of its leaf
+    (``params`` may be shapes, ``jax.eval_shape``'s)."""
+    return np.concatenate([np.full(int(np.prod(leaf.shape)), group_of(path), np.int32)
+                           for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]])
 
 
 def _is_params(params_def) -> Callable[[Any], bool]:

@@ -6,7 +6,10 @@
   statistics and the bonus's ``warmup_obs``), network and optimiser, environments;
 - ``run_window(states, hparams) -> (states, metrics)`` for a stack of seeds ``[S]``:
   ``lax.scan`` over ``updates_per_window`` PPO updates of ``vmap(update)``, with metrics
-  reduced inside the scan to one value per seed (``[S]`` per metric).
+  reduced inside the scan to one value per seed (``[S]`` per metric);
+
+and, with ``agent.eval_episodes > 0``, a third, ``evaluate(states, hparams) -> {eval/*: [S]}``
+(``rfig_exp.agents.ppo.evaluation``), which ``run_window`` also runs after its updates.
 
 The whole run is ``init`` once and ``run_window`` ``num_windows`` times on the same
 compiled function; the carried ``RunState`` holds everything (parameters, optimiser,
@@ -26,12 +29,12 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from rfig_exp.agents import intrinsic, signal
-from rfig_exp.agents.ppo import losses
+from rfig_exp.agents.ppo import evaluation, losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
-from rfig_exp.agents.ppo.networks import EXT, INT, ActorCritic, sampling_noise
+from rfig_exp.agents.ppo.networks import EXT, INT, NETWORK_GROUPS, ActorCritic, sampling_noise
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
-from rfig_exp.agents.ppo.optimizer import ppo_optimizer, ravel_like, unravel_like
+from rfig_exp.agents.ppo.optimizer import parameter_groups, ppo_optimizer, ravel_like, unravel_like
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
 from rfig_exp.envs.base import BoxSpace, Env, random_actions
@@ -75,6 +78,7 @@ class RunState(NamedTuple):
 class Trainer(NamedTuple):
     init: Any
     run_window: Any
+    evaluate: Any = None  # agent.eval_episodes > 0: (states [S], hparams) -> {eval/*: [S]} (agents/ppo/evaluation.py)
 
 
 def _env_action(action, action_space):
@@ -89,8 +93,13 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     # length: long as a whole, short in its parts: a factory of closures (init, rollout, loss, one SGD step,
     # one PPO update, a window), each well under 80 lines, sharing the static network, env, bonus
     # and spec by closure so that jit sees them as constants rather than arguments.
-    network = ActorCritic(env.action_space, len(env.obs_shape), spec.hidden, spec.activation)
-    optimizer = ppo_optimizer()
+    network = ActorCritic(env.action_space, len(env.obs_shape), spec.hidden, spec.activation, spec.networks,
+                          spec.weight_init)
+    groups = None
+    if spec.networks == "separate":  # each network's gradient clipped by its own norm (the authors' optimisers)
+        shapes = jax.eval_shape(network.init, jax.random.PRNGKey(0), jnp.zeros(env.obs_shape, jnp.float32))
+        groups = parameter_groups(shapes, lambda path: NETWORK_GROUPS.index(path[1].key))
+    optimizer = ppo_optimizer(groups)
     num_envs, num_steps = spec.num_envs, spec.num_steps
     obs_shape = env.obs_shape
     v_reset = jax.vmap(env.reset)
@@ -107,11 +116,16 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             k_act, k_env = jax.random.split(k)
             actions = random_actions(k_act, env.action_space, num_envs)
             out = v_step(jax.random.split(k_env, num_envs), env_state, actions)
+            if spec.warmup == "reset_steps":  # the state never advances: each step is one from the resets
+                return (env_state, obs), out.final_obs
             return (out.state, out.obs), out.final_obs
 
         _, warm_obs = jax.lax.scan(warm_step, (env_state, obs),
                                    jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
-        warm_obs = jnp.concatenate([obs[None], warm_obs]).reshape((-1,) + obs_shape)
+        if spec.warmup == "trajectories":
+            warm_obs = jnp.concatenate([obs[None], warm_obs])
+        # reset_steps: the steps' states alone, num_envs * obs_norm_init_steps of them (the authors' code)
+        warm_obs = warm_obs.reshape((-1,) + obs_shape)
         explored = intrinsic.init(bonus, k_bonus, warm_obs, num_envs, hparams)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
@@ -158,7 +172,10 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
     def loss_fn(flat_params, mb, hp, unravel):
         pi, values = network.apply(unravel(flat_params), mb["obs_norm"])
-        adv = (mb["adv"] - mb["adv"].mean()) / (mb["adv"].std() + 1e-8)
+        if spec.advantage_mix == "separate":
+            adv = losses.separately_standardized(mb["adv_ext"], mb.get("adv_int"), hp.agent.ext_coef, hp.beta)
+        else:
+            adv = losses.standardize(mb["adv"])
         pg_loss, approx_kl, clip_frac = losses.policy_loss(pi.log_prob(mb["action"]), mb["log_prob"], adv,
                                                            hp.agent.clip_eps)
         value_losses = losses.clipped_value_loss(values, mb["values"], mb["targets"], hp.agent.clip_eps)  # [2]
@@ -177,6 +194,40 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         metrics = SGDMetrics(*aux, grad_norm=optax.tree.norm(grads))
         return (optax.apply_updates(params, updates), opt_state), metrics.stacked()
 
+    def advantages_of(state: RunState, traj: Transition, last_obs, explored, r_int_raw, hp):
+        """``(explored, r_int, A_ext, A_int, advantages)``, each ``[T, B]``: the intrinsic reward
+        scaled, both streams' GAEs, and what the minibatches are made from (``adv``, or ``adv_ext``
+        and ``adv_int`` for ``advantage_mix=separate``)."""
+        def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
+            return network.apply(state.params, normalize(state.obs_rms, obs, hp.agent.obs_clip))[1]
+
+        v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
+        values_final = values_when_acting(traj.final_obs)  # [T, B, 2] V(s') of the true next observations
+        term, trunc = traj.terminated, traj.truncated
+        if spec.time_limit == "terminal":
+            term, trunc = losses.time_limit_as_terminal(term, trunc)
+        term, trunc = term.astype(jnp.float32), trunc.astype(jnp.float32)
+        adv_ext = losses.extrinsic_gae(traj.reward, v_ext, values_final[..., EXT], term, trunc,
+                                       hp.agent.gamma, hp.agent.gae_lambda)
+        if bonus.intrinsic:
+            explored, r_int = intrinsic.scale(explored, r_int_raw, hp, by=spec.intrinsic_scale)
+            if spec.intrinsic_return == "episodic":
+                adv_int = losses.extrinsic_gae(r_int, v_int, values_final[..., INT], term, trunc,
+                                               hp.gamma_int, hp.agent.gae_lambda)
+                adv = hp.agent.ext_coef * adv_ext + hp.beta * adv_int
+            else:
+                v_int_last = values_when_acting(last_obs)[..., INT]
+                adv, adv_int = intrinsic.advantage(adv_ext, r_int, v_int, v_int_last, hp.agent.gae_lambda, hp)
+        else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
+            r_int = r_int_raw
+            adv_int = jnp.zeros_like(adv_ext)
+            adv = hp.agent.ext_coef * adv_ext
+        if spec.advantage_mix == "separate":  # each stream standardised per minibatch (loss_fn)
+            advantages = {"adv_ext": adv_ext, **({"adv_int": adv_int} if bonus.intrinsic else {})}
+        else:  # combined before minibatching; each minibatch then standardises it (PPO+RND)
+            advantages = {"adv": adv}
+        return explored, r_int, adv_ext, adv_int, advantages
+
     def update(state: RunState, hp):
         key, k_roll, k_bonus, k_sgd = jax.random.split(state.key, 4)
         (env_state, last_obs, ep_ret, ep_len, finished), traj = rollout(state, k_roll, hp)
@@ -190,29 +241,13 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
                                  next_obs=traj.final_obs, terminated=traj.terminated, truncated=traj.truncated)
         explored, r_int_raw, bonus_metrics = intrinsic.observe(bonus, explored, transitions, k_bonus, hp)
 
-        def values_when_acting(obs):  # [..., 2]: the statistics and parameters the rollout used
-            return network.apply(state.params, normalize(state.obs_rms, obs, hp.agent.obs_clip))[1]
-
+        explored, r_int, adv_ext, adv_int, advantages = advantages_of(state, traj, last_obs, explored, r_int_raw, hp)
         v_ext, v_int = traj.values[..., EXT], traj.values[..., INT]
-        v_ext_final = values_when_acting(traj.final_obs)[..., EXT]
-        term = traj.terminated.astype(jnp.float32)
-        adv_ext = losses.extrinsic_gae(traj.reward, v_ext, v_ext_final, term,
-                                       traj.truncated.astype(jnp.float32), hp.agent.gamma, hp.agent.gae_lambda)
-        if bonus.intrinsic:
-            explored, r_int = intrinsic.scale(explored, r_int_raw, hp)
-            v_int_last = values_when_acting(last_obs)[..., INT]
-            adv, adv_int = intrinsic.advantage(adv_ext, r_int, v_int, v_int_last, hp.agent.gae_lambda, hp)
-        else:  # plain PPO (see Bonus.intrinsic): no intrinsic stream at all
-            r_int = r_int_raw
-            adv_int = jnp.zeros_like(adv_ext)
-            adv = hp.agent.ext_coef * adv_ext
 
         batch = dict(
             # The observations as the policy saw them: normalised with the statistics it acted with.
             obs_norm=normalize(state.obs_rms, traj.obs, hp.agent.obs_clip),
-            action=traj.action, log_prob=traj.log_prob,
-            # Combined before minibatching; each minibatch then normalises it (PPO+RND).
-            adv=adv,
+            action=traj.action, log_prob=traj.log_prob, **advantages,
             values=traj.values, targets=jnp.stack([adv_ext + v_ext, adv_int + v_int], axis=-1))
         batch = jax.tree.map(lambda x: x.reshape((spec.batch_size,) + x.shape[2:]), batch)
 
@@ -277,6 +312,11 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             return states, metrics
 
         states, metrics = jax.lax.scan(body, states, None, length=spec.updates_per_window)
-        return states, reduce_window(metrics)
+        metrics = reduce_window(metrics)
+        if evaluate is not None:  # the window's policy and statistics, frozen; nothing in the program without
+            metrics.update(evaluate(states, hparams))
+        return states, metrics
 
-    return Trainer(init=init, run_window=run_window)
+    evaluate = evaluation.seeds_evaluator(network, env, lambda a: _env_action(a, env.action_space),
+                                          spec.eval_episodes) if spec.eval_episodes else None
+    return Trainer(init=init, run_window=run_window, evaluate=evaluate)

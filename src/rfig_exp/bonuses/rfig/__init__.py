@@ -22,7 +22,9 @@ INVERSE_METHODS = ("exact", "newton_schulz", "woodbury")
 # update loses Lambda (measured: a recovery nearly every update); "highest" is true float32;
 # "TF32_TF32_F32_X3" is three TF32 passes, close to float32 and faster on tensor cores.
 MATMUL_PRECISIONS = ("highest", "TF32_TF32_F32_X3", "F32_F32_F32", "high", "default")
-LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
+LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio", "linear_valko")
+# Lambda_0: the paper's Sigma_0^-1, or the authors' code's 0 (docs/bonuses/rfig.md).
+INITIAL_PRECISIONS = ("inverse", "zero")
 
 
 def _positive(text: str = "must be > 0", **kw: Any) -> Interval:
@@ -55,7 +57,15 @@ class RFIGSettings(BonusSettings):
     rho: float = static(0.0625, _positive("must be in (0, 1]", high=1.0), check=_keeps_a_state,
                         doc="subsample ratio: floor(batch * rho) states per update enter Sigma")
     reg: float = traced(1.0, _positive("must be > 0 (Sigma_0 = reg * I must be invertible)"),
-                        doc="lambda: Sigma_0 = reg * I")
+                        doc="lambda: Sigma_0 = (reg + prior_scale) * I")
+    prior_scale: float = traced(
+        0.0, Interval(0.0, "must be >= 0", float32=True),
+        doc=("Sigma_0 = (reg + prior_scale) I: 0 is the paper's Sigma_0 = lambda I; the authors' code has num_features "
+             "(1024 I, reg added at every update: rnk.py:147-151,270-274)"))
+    initial_precision: str = static(
+        "inverse", Choice(INITIAL_PRECISIONS),
+        doc=("inverse: Lambda_0 = Sigma_0^-1 (the paper) | zero: Lambda_0 = 0, the first rollout's bonus is exactly 0 "
+             "(the authors' code, rnk.py:151); apart from prior_scale, which shapes every later bonus"))
     lengthscale: float = traced("auto", _lengthscale,
                                 doc="a positive number, or auto: sqrt(d_eff) from the random-policy warm-up states")
     lengthscale_gamma: float = traced(1.0, _positive(), doc="ridge gamma of Valko et al.'s effective dimension")
@@ -80,8 +90,10 @@ class RFIGSettings(BonusSettings):
         doc="phi^T Lambda phi from the upper block triangle of Lambda in this many x this many blocks")
     lengthscale_method: str = static(
         "valko", Choice(LENGTHSCALE_METHODS),
-        doc="valko | valko_fixed_point | participation_ratio: the effective dimension behind auto")
-    lengthscale_samples: int = static(1024, Count(2), doc="warm-up states used for the auto estimate")
+        doc=("valko | valko_fixed_point | participation_ratio | linear_valko (the authors' code: Valko's rule on the "
+             "d x d X^T X + gamma I of all warm-up states): the effective dimension behind auto"))
+    lengthscale_samples: int = static(1024, Count(2),
+                                      doc="warm-up states used for the auto estimate (linear_valko: all of them)")
     matmul_precision: str = static(
         "highest", Choice(MATMUL_PRECISIONS),
         doc=("every RFIG matmul's precision, whatever the process default: highest (float32) | TF32_TF32_F32_X3 | "

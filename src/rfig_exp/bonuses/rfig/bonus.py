@@ -7,6 +7,13 @@ Per batch of N normalised next states ``s'``:
 2. subsample ``floor(N rho)`` states uniformly, ``Sigma_t = Sigma_{t-1} + Phi^T Phi`` and
    ``Lambda_t = Sigma_t^{-1}`` (``update``), with ``Sigma_0 = lambda I``.
 
+Two settings give the RFIG authors' code instead of the paper's text (docs/bonuses/rfig.md):
+``prior_scale`` (``Sigma_0 = (lambda + prior_scale) I``; theirs: D) and
+``initial_precision: zero`` (``Lambda_0 = 0``, so the first rollout's bonus is exactly 0). The
+zero Lambda_0 is no inverse of Sigma_0: the first update starts each method from
+``Sigma_0^-1 = I / (lambda + prior_scale)`` instead, so ``Lambda_1 ~ Sigma_1^-1`` as the
+authors' code (which inverts Sigma at every update) has it.
+
 ``phi(x) = sqrt(2/D) cos(W^T x + b)``, ``W ~ N(0, l^-2 I)``, ``b ~ U[0, 2 pi]``.
 
 The inverse is a config choice (``bonus.inverse``):
@@ -32,7 +39,9 @@ it reads only the upper block triangle of Lambda (``precision.quadratic_form``,
 ``quad_blocks`` blocks: 5/8 of the dense matmul's work at 4 blocks). See docs/rfig_speed.md.
 
 The length-scale is ``bonus.lengthscale`` or, with ``auto``, ``sqrt(d_eff)`` estimated
-from the random-policy warm-up states (``bonus.lengthscale_method``; see lengthscale.py).
+from the random-policy warm-up states (``bonus.lengthscale_method``; see lengthscale.py):
+``lengthscale_samples`` of them, or all of them for ``linear_valko`` (the authors' rule, on
+their 4096).
 
 The package: this module is the bonus; ``features`` the random Fourier features,
 ``precision`` the inverse upkeep, ``lengthscale`` the length-scale heuristics, ``progress`` its
@@ -75,8 +84,8 @@ class RFIGState(NamedTuple):
     bias: jax.Array                # [D]
     lengthscale: jax.Array         # []
     effective_dim: jax.Array       # [] (NaN when the length-scale was given)
-    sigma: jax.Array               # [D, D] = lambda I + sum Phi^T Phi
-    precision: jax.Array           # [D, D] ~ Sigma^-1
+    sigma: jax.Array               # [D, D] = (lambda + prior_scale) I + sum Phi^T Phi
+    precision: jax.Array           # [D, D] ~ Sigma^-1 (0 before the first update with initial_precision=zero)
     probes: jax.Array              # [D, NUM_PROBES] fixed residual probes
     updates_since_refresh: jax.Array  # [] int32
     diverged: jax.Array            # [] bool, set by update, cleared by refresh
@@ -109,8 +118,9 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
         omega_unit, bias = rff_params(k_rff, in_dim, num_features, jnp.float32)
         if settings.auto_lengthscale:
             states = flat_states(warmup_obs, obs_ndim)
-            n = min(settings.lengthscale_samples, states.shape[0])
-            states = states[subsample(k_sub, states.shape[0], n)]
+            if settings.lengthscale_method != "linear_valko":  # linear_valko: all of them, as the authors
+                n = min(settings.lengthscale_samples, states.shape[0])
+                states = states[subsample(k_sub, states.shape[0], n)]
             lengthscale, d_eff = auto_lengthscale(states, settings.lengthscale_method, hp.lengthscale_gamma)
             lengthscale = jnp.asarray(lengthscale, jnp.float32)
             d_eff = jnp.asarray(d_eff, jnp.float32)
@@ -119,9 +129,11 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
         # A sensitivity study scales the automatic value per env (x0.25 .. x4) in one sweep.
         lengthscale = lengthscale * hp.lengthscale_scale
         eye = jnp.eye(num_features, dtype=jnp.float32)
+        prior = hp.reg + hp.prior_scale
+        precision = jnp.zeros_like(eye) if settings.initial_precision == "zero" else eye / prior
         return RFIGState(
             omega_unit=omega_unit, bias=bias, lengthscale=lengthscale, effective_dim=d_eff,
-            sigma=hp.reg * eye, precision=eye / hp.reg,
+            sigma=prior * eye, precision=precision,
             probes=jax.random.normal(k_probe, (num_features, NUM_PROBES), jnp.float32),
             updates_since_refresh=jnp.zeros((), jnp.int32), diverged=jnp.zeros((), bool),
             stale=jnp.zeros((), bool), recoveries=jnp.zeros((), jnp.int32), residual=jnp.zeros((), jnp.float32),
@@ -142,15 +154,22 @@ def make_rfig_bonus(settings: RFIGSettings, obs_shape, action_space) -> Bonus:
         # 2-D observation (DeepSea), merge the k states into one long row.
         phi = rff(state, states[idx])                               # [k, D]
         sigma = state.sigma + phi.T @ phi
+        previous = state.precision
+        if settings.initial_precision == "zero" and settings.inverse != "exact":
+            # Lambda_0 = 0 is no inverse of Sigma_0: start from Sigma_0^-1 = I / (reg + prior_scale).
+            # An inverse of a positive definite Sigma has a positive diagonal, so a zero Lambda[0, 0]
+            # is the Lambda_0 of init (a NaN one stays NaN, and diverges as usual).
+            eye = jnp.eye(num_features, dtype=previous.dtype)
+            previous = jnp.where(previous[0, 0] == 0, eye / (hp.reg + hp.prior_scale), previous)
         if settings.inverse == "exact":
             precision = exact_inverse(sigma)
         elif settings.inverse == "newton_schulz":
             # The plain warm start X0 = Lambda_{t-1} diverges once ||Phi Lambda Phi^T|| >= 1
             # (early updates at rho N = 256 states do); the trace-scaled one always converges.
-            x0 = newton_schulz_warm_start(state.precision, phi)
+            x0 = newton_schulz_warm_start(previous, phi)
             precision = newton_schulz(sigma, x0, settings.newton_schulz_iters)
         else:
-            precision = woodbury_update(state.precision, phi)
+            precision = woodbury_update(previous, phi)
         residual = inverse_residual(sigma, precision, state.probes)
         diverged = jnp.logical_or(~jnp.isfinite(residual), residual > hp.divergence_tol)
         # Stale: above refresh_tol, and at least twice the residual of the last exact inverse.

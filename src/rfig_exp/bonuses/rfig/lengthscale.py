@@ -14,13 +14,13 @@ import jax.numpy as jnp
 
 from rfig_exp.bonuses.rfig.linalg import rbf_gram, sq_distances
 
-__all__ = ["median_distance", "effective_dimension", "participation_ratio", "auto_lengthscale",
-           "LENGTHSCALE_METHODS"]
+__all__ = ["median_distance", "effective_dimension", "linear_effective_dimension", "participation_ratio",
+           "auto_lengthscale", "LENGTHSCALE_METHODS"]
 
 # The estimators implemented here: the names bonus.lengthscale_method accepts (the declaration,
 # rfig/__init__.py, lists the same; tests/test_linalg.py holds them equal). Named here rather than
 # imported from the declaration, which imports this module when the bonus is made.
-LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio")
+LENGTHSCALE_METHODS = ("valko", "valko_fixed_point", "participation_ratio", "linear_valko")
 
 
 @jax.jit
@@ -72,14 +72,47 @@ def effective_dimension(x: jax.Array, base_lengthscale, gamma=1.0) -> jax.Array:
         return jnp.ones((), jnp.int32)
     k = rbf_gram(x, base_lengthscale)
     mu_asc = jnp.maximum(jnp.linalg.eigvalsh(k), 0.0)  # ascending
-    # tail[j-1] = sum_{i>j} mu_i for j = 1..N: sum of the N - j smallest eigenvalues.
-    small_cumsum = jnp.cumsum(mu_asc)  # small_cumsum[m-1] = sum of m smallest
-    tail = jnp.concatenate([small_cumsum[: n - 1][::-1], jnp.zeros((1,), mu_asc.dtype)])
-    j = jnp.arange(1, n + 1, dtype=mu_asc.dtype)
+    return _valko_rule(mu_asc, gamma, math.log(n))
+
+
+@jax.jit
+def linear_effective_dimension(x: jax.Array, gamma=1.0) -> jax.Array:
+    """Valko et al.'s rule on the *linear* covariance, as the RFIG authors' code applies it
+    (rejax b16e24a, ``rnk.py:36-53``; docs/bonuses/rfig.md).
+
+    With ``e_1 >= ... >= e_d`` the eigenvalues of ``X^T X + gamma I`` (d x d) and ``T = N``
+    the number of states::
+
+        d_eff = min { j >= 1 : j * gamma * ln T >= sum_{i > j} e_i },
+
+    so ``1 <= d_eff <= d``. Every dimension adds gamma to the tail, a constant one (normalised
+    to 0) too, so ``d_eff >= d / (1 + ln T)``. X is not centred (the authors' is not: its states
+    are normalised). Same tail sums and ``gamma = 0`` guard as :func:`effective_dimension`.
+
+    Args:
+      x: [N, d] (normalised) states.
+      gamma: scalar ridge (>= 0).
+    Returns:
+      int32 scalar array.
+    """
+    n, d = x.shape
+    c = x.T @ x + jnp.asarray(gamma, x.dtype) * jnp.eye(d, dtype=x.dtype)
+    e_asc = jnp.maximum(jnp.linalg.eigvalsh(c), 0.0)  # ascending
+    return _valko_rule(e_asc, gamma, math.log(n))
+
+
+def _valko_rule(mu_asc: jax.Array, gamma, log_t: float) -> jax.Array:
+    """``min { j >= 1 : j * gamma * log_t >= sum_{i > j} mu_i }`` over the ``m`` eigenvalues
+    ``mu_asc`` (ascending, >= 0), int32; ``m`` when no smaller j qualifies (an empty tail)."""
+    m = mu_asc.shape[0]
+    # tail[j-1] = sum_{i>j} mu_i for j = 1..m: sum of the m - j smallest eigenvalues.
+    small_cumsum = jnp.cumsum(mu_asc)  # small_cumsum[k-1] = sum of k smallest
+    tail = jnp.concatenate([small_cumsum[: m - 1][::-1], jnp.zeros((1,), mu_asc.dtype)])
+    j = jnp.arange(1, m + 1, dtype=mu_asc.dtype)
     gamma = jnp.asarray(gamma, mu_asc.dtype)
-    rank_tol = n * jnp.finfo(mu_asc.dtype).eps * mu_asc[-1]
+    rank_tol = m * jnp.finfo(mu_asc.dtype).eps * mu_asc[-1]
     tol = jnp.where(gamma == 0, rank_tol, 0.0)
-    ok = j * gamma * math.log(n) >= tail - tol
+    ok = j * gamma * log_t >= tail - tol
     # ok[-1] is always True, so argmax finds the first True.
     return (jnp.argmax(ok) + 1).astype(jnp.int32)
 
@@ -121,6 +154,8 @@ def auto_lengthscale(x: jax.Array, method: str, gamma=1.0, num_fixed_point_iters
       came from.
     * ``"participation_ratio"``: ``d_eff`` = participation ratio of the covariance,
       ``l = sqrt(d_eff)``.
+    * ``"linear_valko"``: the RFIG authors' code: ``d_eff`` = Valko's rule on the linear
+      covariance ``X^T X + gamma I`` (:func:`linear_effective_dimension`), ``l = sqrt(d_eff)``.
 
     A zero median distance (all states equal) falls back to ``l0 = 1``.
 
@@ -132,7 +167,7 @@ def auto_lengthscale(x: jax.Array, method: str, gamma=1.0, num_fixed_point_iters
       num_fixed_point_iters: static iteration count for ``"valko_fixed_point"``.
     Returns:
       ``(lengthscale, d_eff)``: scalar in x's dtype; d_eff is an int32 scalar for the
-      Valko methods and a float scalar for ``"participation_ratio"``.
+      Valko methods (linear_valko too) and a float scalar for ``"participation_ratio"``.
     Raises:
       ValueError: unknown method.
     """
@@ -149,6 +184,9 @@ def _auto_lengthscale(x, method, gamma, num_fixed_point_iters):
     if method == "participation_ratio":
         pr = participation_ratio(x)
         return jnp.sqrt(pr), pr
+    if method == "linear_valko":
+        d_lin = linear_effective_dimension(x, gamma)
+        return jnp.sqrt(d_lin.astype(x.dtype)), d_lin
 
     med = median_distance(x)
     l0 = jnp.where(med > 0, med, jnp.ones_like(med))
