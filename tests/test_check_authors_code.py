@@ -1,0 +1,52 @@
+"""scripts/check_authors_code.py's statistics against independent computations (rliable's IQM, a
+pairwise loop, scipy's Mann-Whitney), and its reading of our as-run budget and seeds."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("check_authors_code", ROOT / "scripts" / "check_authors_code.py")
+check = importlib.util.module_from_spec(spec)
+sys.modules["check_authors_code"] = check
+spec.loader.exec_module(check)
+
+
+def test_iqm_is_rliables():
+    from rliable import metrics
+
+    x = np.random.default_rng(0).normal(size=32)
+    assert check.iqm(x) == pytest.approx(float(metrics.aggregate_iqm(x[:, None])), rel=1e-12)
+
+
+def test_probability_of_improvement_counts_every_pair_ties_half():
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 0.0, 5.0])
+    want = sum((a > b) + 0.5 * (a == b) for a in x for b in y) / 12
+    assert check.prob_greater(x, y) == pytest.approx(want)
+
+
+def test_compare_on_known_answers():
+    rng = np.random.default_rng(1)
+    same = rng.normal(size=8)
+    stats = check.compare(same, same.copy(), reps=500)
+    assert stats["p_ours_greater"][0] == 0.5 and stats["mann_whitney_p"] == 1.0
+    assert stats["iqm_ours"][1] <= stats["iqm_ours"][0] <= stats["iqm_ours"][2]
+    apart = check.compare(same + 10, same, reps=500)
+    assert apart["p_ours_greater"][0] == 1.0 and apart["mann_whitney_p"] < 0.001
+
+
+def test_seeds_are_one_consecutive_block():
+    assert check.parse_seeds("100-107") == list(range(100, 108))
+    assert check.parse_seeds("3,4,5") == [3, 4, 5]
+    with pytest.raises(SystemExit, match="consecutive"):
+        check.parse_seeds("1,3")
+
+
+def test_the_budget_is_the_as_run_protocols():
+    assert check.as_run_budget("mountaincar") == 1_000_000
+    assert check.as_run_budget("minatar_breakout") == check.as_run_budget("sparse_hopper") == 2_500_000
+    assert set(check.THEIR_ENV) == {p.stem.removeprefix("as_run_") for p in (ROOT / "conf/protocol/env").glob("*")} \
+        | {"mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium"}
