@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from rfig_exp.agents.ppo.networks import sampling_noise
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
+from rfig_exp.agents.ppo.seeds import map_seeds
 from rfig_exp.envs.base import Env
 
 EVAL_SALT = 0x65766C  # "evl": fold_in(run key, EVAL_SALT) is the evaluation's key, never drawn by training
@@ -105,10 +106,6 @@ def seeds_evaluator(network: Any, env: Env, env_action: Callable[[jax.Array], ja
         return {RETURN: returns.mean(), LENGTH: lengths.astype(jnp.float32).mean()}
 
     def evaluate_seeds(states, hparams):
-        hp_axis = 0 if jnp.ndim(hparams.beta) else None
-        if states.update.shape[0] == 1:  # one seed: unbatched, as run_window runs its update
-            hp = hparams if hp_axis is None else jax.tree.map(lambda x: x[0], hparams)
-            return jax.tree.map(lambda x: x[None], one_seed(jax.tree.map(lambda x: x[0], states), hp))
-        return jax.vmap(one_seed, in_axes=(0, hp_axis))(states, hparams)
+        return map_seeds(one_seed, states, hparams)
 
     return evaluate_seeds

@@ -35,6 +35,7 @@ from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMet
 from rfig_exp.agents.ppo.networks import EXT, INT, NETWORK_GROUPS, ActorCritic, sampling_noise
 from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo.optimizer import parameter_groups, ppo_optimizer, ravel_like, unravel_like
+from rfig_exp.agents.ppo.seeds import hparams_axis, map_seeds
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
 from rfig_exp.envs.base import BoxSpace, Env, random_actions
@@ -293,19 +294,10 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         return new_state, metrics
 
     def run_window(states: RunState, hparams):
-        # hyperparameters shared by the seeds (scalars), or a row per seed (every leaf [S]: a sweep job
-        # whose members differ in traced settings, rfig_exp.spec.stack)
-        hp_axis = 0 if jnp.ndim(hparams.beta) else None
+        hp_axis = hparams_axis(hparams)
 
         def body(states, _):
-            if states.update.shape[0] == 1:
-                # One seed: run ``update`` unbatched (vmap over a size-1 axis costs ~10%:
-                # batched gathers and extra kernels), then restore the seed axis.
-                hp = hparams if hp_axis is None else jax.tree.map(lambda x: x[0], hparams)
-                state, metrics = update(jax.tree.map(lambda x: x[0], states), hp)
-                states, metrics = jax.tree.map(lambda x: x[None], (state, metrics))
-            else:
-                states, metrics = jax.vmap(update, in_axes=(0, hp_axis))(states, hparams)
+            states, metrics = map_seeds(update, states, hparams)
             if bonus.refresh is not None:  # outside the vmap: see intrinsic.refresh_seeds
                 states = states._replace(bonus_state=intrinsic.refresh_seeds(bonus, states.bonus_state, hparams.bonus,
                                                                              hp_axis))
