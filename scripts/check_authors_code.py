@@ -108,6 +108,14 @@ def authors_python(checkout: Path, pointax: Path | None, work: Path) -> Path:
     return python
 
 
+def driver_result(stdout: str) -> dict | None:
+    """The driver's JSON line in their process's stdout, None if it printed none. Their code draws a
+    progress bar there (carriage returns and no newline, so the driver's line may follow it on the
+    same line): the result is the text from the last ``{"returns"`` to the end of that line."""
+    start = stdout.rfind('{"returns"')
+    return None if start < 0 else json.loads(stdout[start:].splitlines()[0])
+
+
 def run_theirs(python: Path, checkout: Path, env: str, bonus: str, steps: int, seeds: list[int]) -> dict:
     start = time.perf_counter()
     out = subprocess.run([str(python), "-c", DRIVER, str(checkout / "config.yaml"), THEIR_ENV[env], THEIR_BONUS[bonus],
@@ -115,7 +123,10 @@ def run_theirs(python: Path, checkout: Path, env: str, bonus: str, steps: int, s
                          env=dict(os.environ))
     if out.returncode != 0:
         raise SystemExit(f"their code failed on {env}/{bonus}:\n{out.stderr[-3000:]}")
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = driver_result(out.stdout)
+    if result is None:
+        raise SystemExit(f"their code printed no result on {env}/{bonus}; its output ended:\n"
+                         f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return {**result, "wall_s": time.perf_counter() - start}
 
 

@@ -50,3 +50,12 @@ def test_the_budget_is_the_as_run_protocols():
     assert check.as_run_budget("minatar_breakout") == check.as_run_budget("sparse_hopper") == 2_500_000
     assert set(check.THEIR_ENV) == {p.stem.removeprefix("as_run_") for p in (ROOT / "conf/protocol/env").glob("*")} \
         | {"mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_medium"}
+
+
+def test_their_result_is_read_after_the_progress_bar_they_draw_on_the_same_line():
+    bar = "\U0001f680 [\u2591\u2591]   0.0% | 0/50,000 timesteps\r\U0001f680 [\u2588\u2591]  81.9% | 40,960/50,000    "
+    line = '{"returns": [[-498.3, -476.2]], "eval_episodes": 128, "eval_freq": 24576}'
+    assert check.driver_result(f"{bar}{line}\n") == {"returns": [[-498.3, -476.2]], "eval_episodes": 128,
+                                                     "eval_freq": 24576}
+    assert check.driver_result(f"warning\n{line}\n")["eval_freq"] == 24576
+    assert check.driver_result(bar) is None

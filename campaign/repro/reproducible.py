@@ -47,6 +47,16 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def _command_of(stage, variant_overrides: dict) -> str:
+    """The sweep of ``stage`` that makes a run of these variant overrides: the one that sets the same
+    bonus settings (a stage may run a bonus twice, as two variants), else its first."""
+    keys = {k for k in variant_overrides if k.startswith("bonus.")}
+    for line in stage.commands:
+        if {w.split("=", 1)[0] for w in line.split() if w.startswith("bonus.")} == keys:
+            return line
+    return stage.commands[0]
+
+
 def block_command(experiment: str, env: str, bonus: str, seeds: list[int], variant_overrides: dict | None = None
                   ) -> tuple[str, list[str]]:
     """(stage, launch.py -m arguments) that made ``seeds`` of ``env`` x ``bonus`` in ``experiment``:
@@ -60,7 +70,7 @@ def block_command(experiment: str, env: str, bonus: str, seeds: list[int], varia
     known = {s.name: s for campaign in CAMPAIGNS for s in stages(campaign)}
     if stage not in known:
         raise ValueError(f"no campaign stage makes {experiment}/{env}/{bonus} seed {seeds[0]}")
-    words = known[stage].commands[0].split()
+    words = _command_of(known[stage], variant_overrides or {}).split()
     args = [w for w in words if not w.startswith(("env=", "bonus="))] + [f"env={env}", f"bonus={bonus}"]
     named = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in args if "=" in w}
     if "seed" in named or "num_seeds" in named:

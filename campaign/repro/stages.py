@@ -37,10 +37,11 @@ from campaign.presets import SEARCHPATH, preset_values, with_searchpath
 
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
-CAMPAIGNS = (MAIN, PAPER32, BASELINES)
+AS_RUN = "paper32_as_run"  # the grid as the authors' code ran it: campaign, experiment and preset (below)
+CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN)
 # The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
-                 BASELINES: "docs/results/paper32/data"}
+                 BASELINES: "docs/results/paper32/data", AS_RUN: "docs/results/paper32_as_run/data"}
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
 # One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
@@ -105,6 +106,19 @@ BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_mediu
                    "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
                    "sparse_hopper", "sparse_halfcheetah")
 
+# The grid as the authors' code ran it (sweep=paper32_as_run: protocol=as_run, docs/fidelity.md), in an
+# experiment of its own: the 12 panels x PPO, RFIG, RND, VIME, #Explo and the noise control (VIME and
+# #Explo the authors' variants, as the protocol selects them), and beside them our own VIME under the
+# same protocol (its bonus settings the protocol changes set back to ours: :func:`own_bonus_overrides`).
+# A stage is one panel x one block of 8 seeds, two sweeps; the 8-seed grid of every panel first
+# (block 0), then blocks 8, 16 and 24 alike, so the 8-seed grid is whole before any panel has more;
+# within a block the cheapest panels first (``list --campaign paper32_as_run --estimate``: on a CPU
+# the Brax panels run brax's generalized backend one seed per process, 3-10x a MinAtar panel).
+AS_RUN_OWN_BONUSES = ("vime",)  # run a second time with their own settings under the protocol
+AS_RUN_ORDER = ("pointmaze_medium", "pointmaze_umaze", "mountaincar", "acrobot", "minatar_breakout",
+                "minatar_space_invaders", "minatar_asterix", "minatar_freeway", "sparse_hopper", "sparse_walker2d",
+                "sparse_ant", "sparse_halfcheetah")
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -153,6 +167,8 @@ def stages(campaign: str = MAIN) -> list[Stage]:
         return paper32_stages()
     if campaign == BASELINES:
         return baselines_stages()
+    if campaign == AS_RUN:
+        return as_run_stages()
     if campaign != MAIN:
         raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
     return repro_stages()
@@ -208,6 +224,42 @@ def baselines_stages() -> list[Stage]:
     return blocks[:cut] + audit + blocks[cut:] + fixed + audit_blocks
 
 
+def _yaml_value(value) -> str:
+    """A config value as a command-line override writes it (a list without spaces)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def own_bonus_overrides(bonus: str, protocol: str = "as_run") -> list[str]:
+    """``bonus.KEY=VALUE`` for every key ``protocol``'s file for ``bonus`` changes
+    (conf/protocol/bonus/<protocol>_<bonus>.yaml), its value in the bonus's own config
+    (conf/bonus/<bonus>.yaml): the bonus as we define it, under the protocol's agent and budget."""
+    from omegaconf import OmegaConf
+
+    from rfig_exp.config.folders import CONF_DIR
+
+    theirs = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "protocol" / "bonus" / f"{protocol}_{bonus}.yaml"))
+    ours = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "bonus" / f"{bonus}.yaml"))
+    return [f"bonus.{k}={_yaml_value(ours[k])}" for k, v in theirs.items() if ours[k] != v]
+
+
+def as_run_stages() -> list[Stage]:
+    """One stage per panel x block of 8 seeds of :data:`AS_RUN`: every panel's seeds 0-7 first (in
+    :data:`AS_RUN_ORDER`), then seeds 8-15 of every panel, and so on. Each stage is the preset's
+    sweep (its six bonuses) and :data:`AS_RUN_OWN_BONUSES` with their own settings."""
+    assert sorted(AS_RUN_ORDER) == sorted(preset_envs(AS_RUN)) == sorted(paper32_envs())
+
+    def block(e: str, b: int) -> Stage:
+        head = f"sweep={AS_RUN} env={e}"
+        seeds = f"seed={b} num_seeds={SEED_BLOCK}"
+        own = [command(" ".join([head, f"bonus={bonus}", *own_bonus_overrides(bonus), seeds]))
+               for bonus in AS_RUN_OWN_BONUSES]
+        return Stage(f"ar-{panel_name(e)}-{b}", (command(f"{head} {seeds}"), *own))
+
+    return [block(e, b) for b in range(0, PAPER_SEEDS, SEED_BLOCK) for e in AS_RUN_ORDER]
+
+
 def stage_bonuses(stage: Stage) -> tuple[str, ...]:
     """The bonuses a stage runs, from its commands: each sweep's ``bonus=`` override, else its
     preset's bonus values, in order, each once."""
@@ -220,10 +272,11 @@ def stage_bonuses(stage: Stage) -> tuple[str, ...]:
 
 
 def stage_sizes() -> dict[str, int]:
-    """stage -> how many runs it makes, where that is fixed by its commands: a 32-seed stage makes
-    :data:`SEED_BLOCK` seeds of each of its bonuses. (A reproduction stage's size depends on its
-    presets' full grids; it is not listed.)"""
-    return {stage.name: SEED_BLOCK * len(stage_bonuses(stage)) for stage in paper32_stages() + baselines_stages()}
+    """stage -> how many runs it makes, where that is fixed by its commands: a block stage makes
+    :data:`SEED_BLOCK` seeds of each bonus of each of its sweeps. (A reproduction stage's size
+    depends on its presets' full grids; it is not listed.)"""
+    return {stage.name: SEED_BLOCK * sum(len(stage_bonuses(Stage(stage.name, (line,)))) for line in stage.commands)
+            for stage in paper32_stages() + baselines_stages() + as_run_stages()}
 
 
 def repro_stages() -> list[Stage]:
@@ -258,6 +311,10 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         if seed < SEED_BLOCK:
             return None
         return f"p32-{panel_name(env)}-{block_of(seed)}"
+    if experiment == AS_RUN:
+        if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
+            return None
+        return f"ar-{panel_name(env)}-{block_of(seed)}"
     if experiment == SIGNAL:
         if env not in paper32_envs() or (seed is not None and not 0 <= seed < PAPER_SEEDS):
             return None
@@ -293,13 +350,67 @@ def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int =
     return out
 
 
-def stage_estimates(campaign: str, stored: dict) -> dict[str, float | None]:
+def process_minutes(stored: dict, experiment: str, env: str, seeds: range, bonus: str | None = None) -> float:
+    """Minutes of process wall time ``stored`` holds for ``seeds`` of ``env`` in ``experiment`` (of
+    ``bonus``, else every bonus and variant): each run's share of its process (its wall time over
+    the seeds vmapped in it), so a job of 8 vmapped seeds and 8 one-seed processes count alike."""
+    total = 0.0
+    for (exp, e, b, _variant, s), run in stored.items():
+        summary = run.record.get("summary") or {}
+        if exp == experiment and e == env and s in seeds and bonus in (None, b) and summary.get("wall_time_s"):
+            total += float(summary["wall_time_s"]) / int(summary.get("num_seeds_in_process") or 1) / 60
+    return total
+
+
+def as_run_budget_ratio(env: str) -> float:
+    """``agent.total_timesteps`` of ``protocol=as_run`` on ``env`` over the paper protocol's."""
+    from hydra import compose, initialize_config_dir
+
+    from rfig_exp.config.folders import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        budget = {p: int(compose("config", [f"env={env}", f"protocol={p}"]).agent.total_timesteps)
+                  for p in ("paper", "as_run")}
+    return budget["as_run"] / budget["paper"]
+
+
+def as_run_estimates(stored: dict, held: dict) -> dict[str, float | None]:
+    """stage -> estimated minutes on one core of each :data:`AS_RUN` stage. Where ``held`` (the
+    campaign's own data) has the panel's seeds 0-7 in full, what that stage cost: the blocks after
+    the first are its jobs again. Otherwise the reproduction's jobs of the same bonuses (``stored``;
+    the noise control priced as PPO, :data:`COST_STAND_IN`) scaled by the budget's ratio
+    (:func:`as_run_budget_ratio`) and, on a Brax panel, by what Sparse-HalfCheetah's backend check
+    cost on ``generalized`` (one seed per process on a CPU) over the grid's vmapped ``spring`` jobs:
+    a lower bound, as the 128 evaluation episodes per window are not in it."""
+    first = range(SEED_BLOCK)
+    check = [(process_minutes(stored, BACKEND, "sparse_halfcheetah", first, b),
+              process_minutes(stored, MAIN, "sparse_halfcheetah", first, b)) for b in ("none", "rfig")]
+    backend = sum(c for c, _ in check) / sum(m for _, m in check) if all(c and m for c, m in check) else None
+    sizes = stage_sizes()
+    out: dict[str, float | None] = {}
+    for stage in as_run_stages():
+        env = command_overrides(stage.commands[0])[1]["env"]
+        done = [run for key, run in held.items() if key[0] == AS_RUN and key[1] == env and key[4] in first]
+        if len(done) >= sizes[stage.name] and all(run.complete for run in done):
+            out[stage.name] = round(process_minutes(held, AS_RUN, env, first), 1)
+            continue
+        jobs = [COST_STAND_IN.get(b, b) for line in stage.commands for b in stage_bonuses(Stage(stage.name, (line,)))]
+        cost = [process_minutes(stored, MAIN, env, first, b) for b in jobs]
+        factor = as_run_budget_ratio(env) * (backend if env.startswith("sparse_") else 1.0)
+        known = all(cost) and (backend is not None or not env.startswith("sparse_"))
+        out[stage.name] = round(sum(cost) * factor, 1) if known else None
+    return out
+
+
+def stage_estimates(campaign: str, stored: dict, held: dict | None = None) -> dict[str, float | None]:
     """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
     what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
     control (its bonus is free; the second value head is the rest); for an audit stage, the jobs
     there of the bonuses it reruns; for a #Explo block, its job there (nor does its fix). None where
     that is not known (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
+    if campaign == AS_RUN:
+        return as_run_estimates(stored, held or {})
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((o["env"] for _, o in map(command_overrides, stage.commands) if "env" in o), None)
@@ -403,8 +514,9 @@ def main(argv: list[str] | None = None) -> int:
         from .data import read_data
 
         if args.left:
-            if args.campaign not in (PAPER32, BASELINES):
-                print(f"error: --left needs --campaign {PAPER32} or {BASELINES} (their stages have a fixed size)",
+            if args.campaign == MAIN:
+                print(f"error: --left needs --campaign {PAPER32}, {BASELINES} or {AS_RUN} (their stages have a "
+                      "fixed size)",
                       file=sys.stderr)
                 return 2
             if not Path(args.left).is_dir():
@@ -416,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
             print(" ".join(s.name for s in stages(args.campaign)))
             return 0
 
-        estimates = stage_estimates(args.campaign, read_data(args.data))
+        own = Path(CAMPAIGN_DATA[args.campaign])
+        held = read_data(own) if args.campaign == AS_RUN and (own / "runs.json.gz").is_file() else {}
+        estimates = stage_estimates(args.campaign, read_data(args.data), held)
         total = 0.0
         for stage in stages(args.campaign):
             est = estimates[stage.name]
