@@ -61,6 +61,7 @@ def test_each_stage_runs_the_six_bonuses_as_run_and_our_vime_under_the_same_prot
     ours = yaml.safe_load((CONF_DIR / "bonus" / "vime.yaml").read_text())
     changed = {k for k in theirs if theirs[k] != ours[k]}
     assert {"target", "bonus_per", "loss", "hidden"} <= changed
+    sizes = stage_sizes()
     for stage in stages(AS_RUN):
         grid, own = stage.commands
         preset, words = command_overrides(grid)
@@ -72,7 +73,7 @@ def test_each_stage_runs_the_six_bonuses_as_run_and_our_vime_under_the_same_prot
         assert {k.removeprefix("bonus.") for k in own_words if k.startswith("bonus.")} == changed
         for k in changed:
             assert yaml.safe_load(own_words[f"bonus.{k}"]) == ours[k], (stage.name, k)
-        assert stage_sizes()[stage.name] == 8 * (len(BONUSES) + 1)
+        assert sizes[stage.name] == 8 * (len(BONUSES) + 1)
         for s in range(seed, seed + 8):  # every seed of both sweeps is the stage's
             assert stage_of(AS_RUN, env, "rnd", {}, seed=s) == stage.name
             assert stage_of(AS_RUN, env, "vime", {"bonus.bonus_per": "transition"}, seed=s) == stage.name
@@ -146,3 +147,96 @@ def test_the_estimate_scales_the_reproductions_jobs_and_then_uses_the_campaigns_
     assert measured["ar-acrobot-8"] == measured["ar-acrobot-0"] == pytest.approx(56 * 0.5)
     partial = {k: v for k, v in list(held.items())[:-1]}
     assert as_run_estimates(stored, partial)["ar-acrobot-8"] == pytest.approx(70.0)
+
+
+# --------------------------------------------------------------------------- each difference alone
+
+
+def _flat(cfg) -> dict:
+    from omegaconf import OmegaConf
+
+    def walk(tree, prefix=""):
+        for k, v in tree.items():
+            if isinstance(v, dict):
+                yield from walk(v, f"{prefix}{k}.")
+            else:
+                yield f"{prefix}{k}", v
+
+    return dict(walk(OmegaConf.to_container(cfg)))
+
+
+def _parsed(override: str):
+    """An override's value as Hydra reads it from a command line."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_overrides([override])[0].value()
+
+
+@pytest.mark.parametrize("env,bonus", [("mountaincar", "rfig"), ("minatar_breakout", "vime"),
+                                       ("sparse_ant", "hashexplo"), ("sparse_hopper", "none")])
+def test_every_difference_switched_on_together_is_the_authors_protocol(env, bonus):
+    from campaign.repro.stages import ABLATION, ABLATION_DIFFERENCES, ablation_preset, difference_overrides
+
+    on = [w for name, (_, _, bonuses) in ABLATION_DIFFERENCES.items() if bonus in bonuses
+          for w in difference_overrides(name, env)]
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        search = f"hydra.searchpath=[file://{presets.CONF_DIR}]"
+        ablated = _flat(compose("config", [search, f"sweep={ablation_preset(env)}", f"env={env}", f"bonus={bonus}",
+                                           *on]))
+        as_run = _flat(compose("config", [f"env={env}", f"bonus={bonus}", "protocol=as_run"]))
+    differ = {k for k in as_run if ablated.get(k) != as_run[k]}
+    # a difference that changes no computation of this bonus is not switched on for it (the
+    # intrinsic return and the advantage mix of a run without a bonus)
+    idle = {k for name, (_, keys, bonuses) in ABLATION_DIFFERENCES.items() if bonus not in bonuses for k in keys}
+    assert differ <= {"experiment", "num_seeds"} | idle, sorted(differ)
+    assert ablated["experiment"] == ABLATION and ablated["agent.eval_episodes"] == 128
+
+
+def test_each_difference_is_its_protocol_files_keys_on_the_panels_and_bonuses_it_changes():
+    from campaign.repro.stages import ABLATION, ABLATION_DIFFERENCES, ABLATION_SEEDS, ablation_preset
+
+    abl = stages(ABLATION)
+    sizes = stage_sizes()
+    names = [s.name for s in abl]
+    assert len(names) == len(set(names)) and not set(names) & {s.name for c in CAMPAIGNS if c != ABLATION
+                                                                for s in stages(c)}
+    as_run_agent = yaml.safe_load((CONF_DIR / "protocol" / "as_run.yaml").read_text())
+    for stage in abl:
+        (line,) = stage.commands
+        preset, words = command_overrides(line)
+        env, difference = words["env"], stage.name.split("-")[1]
+        assert preset == ablation_preset(env) and (words["seed"], words["num_seeds"]) == ("0", str(ABLATION_SEEDS))
+        on = {k: _parsed(f"{k}={v}") for k, v in words.items() if k not in ("env", "bonus", "seed", "num_seeds")}
+        if difference == "paper":
+            assert not on and "bonus" not in words
+            assert sizes[stage.name] == ABLATION_SEEDS * 5
+        else:
+            _, _, bonuses = ABLATION_DIFFERENCES[difference]
+            assert words["bonus"].split(",") == list(bonuses) and sizes[stage.name] == 16 * len(bonuses)
+            assert on
+            for key, value in on.items():  # each value is the protocol's, read here from its file
+                if difference in ("rfig", "vime", "hashexplo"):
+                    file = CONF_DIR / "protocol" / "bonus" / f"as_run_{difference}.yaml"
+                    want = yaml.safe_load(file.read_text())[key.removeprefix("bonus.")]
+                elif difference in ("budget", "brax"):
+                    want = yaml.safe_load((CONF_DIR / "protocol" / "env" / f"as_run_{env}.yaml").read_text())
+                    for part in key.split("."):
+                        want = want[part]
+                else:
+                    group, leaf = key.split(".")
+                    want = as_run_agent[group][leaf]
+                assert value == want, (stage.name, key)
+        typed = {k: v for k, v in on.items()}
+        for bonus in words.get("bonus", "none,rfig,rnd,vime,hashexplo").split(","):
+            for seed in (0, 15):
+                assert stage_of(ABLATION, env, bonus, typed, seed=seed) == stage.name
+        assert stage_of(ABLATION, env, "rfig", typed, seed=16) is None
+    by_panel: dict[str, set[str]] = {}
+    for name in names:
+        _, difference, panel = name.split("-", 2)
+        by_panel.setdefault(panel, set()).add(difference)
+    agent_and_bonus = {"paper", "episodic", "mix", "details", "rfig", "vime", "hashexplo"}
+    assert by_panel["mountaincar"] == by_panel["pointmaze_medium"] == agent_and_bonus
+    assert by_panel["breakout"] == agent_and_bonus | {"budget"}
+    assert by_panel["ant"] == by_panel["hopper"] == agent_and_bonus | {"budget", "brax"}
+    assert names[0] == "abl-paper-pointmaze_medium"

@@ -29,6 +29,7 @@ Nothing here imports JAX.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,12 @@ from campaign.presets import SEARCHPATH, preset_values, with_searchpath
 MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
 SIGNAL = "signal"  # the experiment of the signal audit (below)
 AS_RUN = "paper32_as_run"  # the grid as the authors' code ran it: campaign, experiment and preset (below)
-CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN)
+ABLATION = "as_run_ablation"  # each difference of the authors' code alone (below)
+CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN, ABLATION)
 # The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
-                 BASELINES: "docs/results/paper32/data", AS_RUN: "docs/results/paper32_as_run/data"}
+                 BASELINES: "docs/results/paper32/data", AS_RUN: "docs/results/paper32_as_run/data",
+                 ABLATION: "docs/results/as_run_ablation/data"}
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
 # One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
@@ -119,6 +122,33 @@ AS_RUN_ORDER = ("pointmaze_medium", "pointmaze_umaze", "mountaincar", "acrobot",
                 "minatar_space_invaders", "minatar_asterix", "minatar_freeway", "sparse_hopper", "sparse_walker2d",
                 "sparse_ant", "sparse_halfcheetah")
 
+# Each difference alone (experiment ``as_run_ablation``, sweep=as_run_ablation): from the paper's text
+# (protocol=paper, the as-written grid's settings), one difference of the authors' code switched on
+# at a time, 16 seeds, on the panels it changes and with the bonuses it changes, every run
+# evaluating 128 fresh episodes per window (evaluation changes no training number, so the as-written
+# runs here carry both scores: the evaluation difference needs no runs of its own). A difference
+# (:data:`ABLATION_DIFFERENCES`) is keys that conf/protocol/ sets: of the agent's part (as_run.yaml),
+# the env's (protocol/env/as_run_<env>.yaml; ``brax``: the milestone distance and the backend) or a
+# bonus's (protocol/bonus/as_run_<bonus>.yaml); its values are read from there
+# (:func:`difference_overrides`), so the ablation toggles what the protocol sets. Stages: the
+# as-written runs of a panel, then each difference on it, the cheapest panels first; the Brax panels
+# from the as-written grid's `spring` backend (:data:`ABLATION_PRESETS`).
+ABLATION_SEEDS = 16
+# difference -> (where its keys are: "agent", "env" or "bonus", the keys, the bonuses it changes)
+ABLATION_DIFFERENCES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "episodic": ("agent", ("agent.intrinsic_return", "agent.intrinsic_scale"), ("rfig", "rnd", "vime", "hashexplo")),
+    "mix": ("agent", ("agent.advantage_mix", "agent.ext_coef", "bonus.beta"), ("rfig", "rnd", "vime", "hashexplo")),
+    "details": ("agent", ("agent.warmup", "agent.time_limit", "agent.obs_clip", "agent.networks",
+                          "agent.weight_init"), ("none", "rfig", "rnd", "vime", "hashexplo")),
+    "budget": ("env", ("agent.total_timesteps",), ("none", "rfig", "rnd", "vime", "hashexplo")),
+    "brax": ("env", ("env.milestone_distance", "env.backend"), ("none", "rfig", "rnd", "vime", "hashexplo")),
+    "rfig": ("bonus", (), ("rfig",)),
+    "vime": ("bonus", (), ("vime",)),
+    "hashexplo": ("bonus", (), ("hashexplo",)),
+}
+ABLATION_PRESETS = (ABLATION, f"{ABLATION}_brax")  # the Brax panels from the as-written grid's spring backend
+ABLATION_ORDER = AS_RUN_ORDER
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -169,6 +199,8 @@ def stages(campaign: str = MAIN) -> list[Stage]:
         return baselines_stages()
     if campaign == AS_RUN:
         return as_run_stages()
+    if campaign == ABLATION:
+        return ablation_stages()
     if campaign != MAIN:
         raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
     return repro_stages()
@@ -244,6 +276,88 @@ def own_bonus_overrides(bonus: str, protocol: str = "as_run") -> list[str]:
     return [f"bonus.{k}={_yaml_value(ours[k])}" for k, v in theirs.items() if ours[k] != v]
 
 
+def _flat(tree: dict, prefix: str = "") -> dict:
+    """``{"agent": {"warmup": x}}`` -> ``{"agent.warmup": x}``."""
+    out: dict = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def ablation_preset(env: str) -> str:
+    """The ablation's sweep preset of a panel (:data:`ABLATION_PRESETS`)."""
+    return next(p for p in ABLATION_PRESETS if env in preset_envs(p))
+
+
+@functools.lru_cache(maxsize=None)
+def _as_written_values(env: str, bonus: str) -> dict:
+    """Every key of the composed config of ``env`` x ``bonus`` in the ablation's as-written runs, flat."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from campaign.presets import CONF_DIR as CAMPAIGN_CONF
+    from rfig_exp.config.folders import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        cfg = compose("config", [f"hydra.searchpath=[file://{CAMPAIGN_CONF}]", f"sweep={ablation_preset(env)}",
+                                 f"env={env}", f"bonus={bonus}"])
+        return _flat(OmegaConf.to_container(cfg))
+
+
+def difference_overrides(difference: str, env: str) -> list[str]:
+    """The overrides that switch ``difference`` on for ``env``, with the values conf/protocol/ sets
+    for ``protocol=as_run`` there: empty where it changes nothing (a panel whose protocol file lacks
+    the key, a value equal to the paper's)."""
+    from omegaconf import OmegaConf
+
+    from rfig_exp.config.folders import CONF_DIR
+
+    where, keys, bonuses = ABLATION_DIFFERENCES[difference]
+    folder = CONF_DIR / "protocol"
+    file = {"agent": folder / "as_run.yaml", "env": folder / "env" / f"as_run_{env}.yaml",
+            "bonus": folder / "bonus" / f"as_run_{bonuses[0]}.yaml"}[where]
+    if not file.is_file():
+        return []
+    theirs = _flat(OmegaConf.to_container(OmegaConf.load(file)), "bonus." if where == "bonus" else "")
+    paper = _as_written_values(env, bonuses[0])
+    return [f"{k}={_yaml_value(theirs[k])}" for k in (keys or tuple(theirs))
+            if k in theirs and theirs[k] != paper.get(k)]
+
+
+def ablation_stages() -> list[Stage]:
+    """Per panel of :data:`ABLATION_ORDER`: its as-written runs (``abl-paper-<panel>``), then each
+    difference of :data:`ABLATION_DIFFERENCES` that changes something there (``abl-<difference>-<panel>``),
+    one sweep of :data:`ABLATION_SEEDS` vmapped seeds of the bonuses it changes."""
+    seeds = f"seed=0 num_seeds={ABLATION_SEEDS}"
+    out = []
+    for e in ABLATION_ORDER:
+        head = f"sweep={ablation_preset(e)} env={e}"
+        out.append(Stage(f"abl-paper-{panel_name(e)}", (command(f"{head} {seeds}"),)))
+        for name, (_, _, bonuses) in ABLATION_DIFFERENCES.items():
+            words = difference_overrides(name, e)
+            if words:
+                out.append(Stage(f"abl-{name}-{panel_name(e)}",
+                                 (command(" ".join([head, f"bonus={','.join(bonuses)}", *words, seeds])),)))
+    return out
+
+
+def ablation_difference(bonus: str, variant_overrides: dict) -> str | None:
+    """The difference a run of the ablation switched on, from its bonus and its variant's overrides:
+    ``paper`` for none, a bonus's own difference by its name, None for overrides no difference sets."""
+    keys = set(variant_overrides)
+    if not keys:
+        return "paper"
+    for name, (where, own, _) in ABLATION_DIFFERENCES.items():
+        if where != "bonus" and keys <= set(own):
+            return name
+    if bonus in ABLATION_DIFFERENCES and all(k.startswith("bonus.") for k in keys):
+        return bonus
+    return None
+
+
 def as_run_stages() -> list[Stage]:
     """One stage per panel x block of 8 seeds of :data:`AS_RUN`: every panel's seeds 0-7 first (in
     :data:`AS_RUN_ORDER`), then seeds 8-15 of every panel, and so on. Each stage is the preset's
@@ -275,8 +389,9 @@ def stage_sizes() -> dict[str, int]:
     """stage -> how many runs it makes, where that is fixed by its commands: a block stage makes
     :data:`SEED_BLOCK` seeds of each bonus of each of its sweeps. (A reproduction stage's size
     depends on its presets' full grids; it is not listed.)"""
-    return {stage.name: SEED_BLOCK * sum(len(stage_bonuses(Stage(stage.name, (line,)))) for line in stage.commands)
-            for stage in paper32_stages() + baselines_stages() + as_run_stages()}
+    sizes = {stage.name: SEED_BLOCK * sum(len(stage_bonuses(Stage(stage.name, (line,)))) for line in stage.commands)
+             for stage in paper32_stages() + baselines_stages() + as_run_stages()}
+    return {**sizes, **{stage.name: ABLATION_SEEDS * len(stage_bonuses(stage)) for stage in ablation_stages()}}
 
 
 def repro_stages() -> list[Stage]:
@@ -311,6 +426,11 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         if seed < SEED_BLOCK:
             return None
         return f"p32-{panel_name(env)}-{block_of(seed)}"
+    if experiment == ABLATION:
+        if env not in ABLATION_ORDER or (seed is not None and not 0 <= seed < ABLATION_SEEDS):
+            return None
+        name = ablation_difference(bonus, variant_overrides)
+        return f"abl-{name}-{panel_name(env)}" if name else None
     if experiment == AS_RUN:
         if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
             return None
@@ -362,6 +482,7 @@ def process_minutes(stored: dict, experiment: str, env: str, seeds: range, bonus
     return total
 
 
+@functools.lru_cache(maxsize=None)
 def as_run_budget_ratio(env: str) -> float:
     """``agent.total_timesteps`` of ``protocol=as_run`` on ``env`` over the paper protocol's."""
     from hydra import compose, initialize_config_dir
@@ -374,6 +495,33 @@ def as_run_budget_ratio(env: str) -> float:
     return budget["as_run"] / budget["paper"]
 
 
+def backend_cost_ratio(stored: dict) -> float | None:
+    """What Sparse-HalfCheetah's backend check (``generalized``, one seed per process on a CPU) cost
+    over the grid's vmapped ``spring`` jobs of the same seeds and bonuses, in ``stored`` (the
+    reproduction's data); None where either is missing."""
+    first = range(SEED_BLOCK)
+    check = [(process_minutes(stored, BACKEND, "sparse_halfcheetah", first, b),
+              process_minutes(stored, MAIN, "sparse_halfcheetah", first, b)) for b in ("none", "rfig")]
+    return sum(c for c, _ in check) / sum(m for _, m in check) if all(c and m for c, m in check) else None
+
+
+def ablation_estimates(stored: dict) -> dict[str, float | None]:
+    """stage -> estimated minutes on one core of each :data:`ABLATION` stage: the reproduction's jobs
+    of its bonuses on the panel (seeds 0-7, ``stored``) twice over (16 seeds), times the budget's
+    ratio for ``budget`` and :func:`backend_cost_ratio` for ``brax``; without the evaluation episodes."""
+    backend = backend_cost_ratio(stored)
+    out: dict[str, float | None] = {}
+    for stage in ablation_stages():
+        words = command_overrides(stage.commands[0])[1]
+        env, difference = words["env"], stage.name.split("-")[1]
+        cost = [process_minutes(stored, MAIN, env, range(SEED_BLOCK), b) for b in stage_bonuses(stage)]
+        factor = ABLATION_SEEDS / SEED_BLOCK * (as_run_budget_ratio(env) if difference == "budget" else 1.0)
+        if difference == "brax":
+            factor = factor * backend if backend is not None else None
+        out[stage.name] = round(sum(cost) * factor, 1) if all(cost) and factor is not None else None
+    return out
+
+
 def as_run_estimates(stored: dict, held: dict) -> dict[str, float | None]:
     """stage -> estimated minutes on one core of each :data:`AS_RUN` stage. Where ``held`` (the
     campaign's own data) has the panel's seeds 0-7 in full, what that stage cost: the blocks after
@@ -383,9 +531,7 @@ def as_run_estimates(stored: dict, held: dict) -> dict[str, float | None]:
     cost on ``generalized`` (one seed per process on a CPU) over the grid's vmapped ``spring`` jobs:
     a lower bound, as the 128 evaluation episodes per window are not in it."""
     first = range(SEED_BLOCK)
-    check = [(process_minutes(stored, BACKEND, "sparse_halfcheetah", first, b),
-              process_minutes(stored, MAIN, "sparse_halfcheetah", first, b)) for b in ("none", "rfig")]
-    backend = sum(c for c, _ in check) / sum(m for _, m in check) if all(c and m for c, m in check) else None
+    backend = backend_cost_ratio(stored)
     sizes = stage_sizes()
     out: dict[str, float | None] = {}
     for stage in as_run_stages():
@@ -411,6 +557,8 @@ def stage_estimates(campaign: str, stored: dict, held: dict | None = None) -> di
     that is not known (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
     if campaign == AS_RUN:
         return as_run_estimates(stored, held or {})
+    if campaign == ABLATION:
+        return ablation_estimates(stored)
     out: dict[str, float | None] = {}
     for stage in stages(campaign):
         env = next((o["env"] for _, o in map(command_overrides, stage.commands) if "env" in o), None)
