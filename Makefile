@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures smoke coverage repro repro-publish status estimate wandb-sync wheel-check clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures figures-paper smoke coverage repro repro-publish status estimate wandb-sync wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -96,23 +96,26 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_brax.py
 	$(PY) benchmarks/bench_checkpoint.py
 
-# Report (figures + tables + index.md) from whatever results exist; exits 4 when the report lists
-# problems (missing or incomplete runs) unless ALLOW_INCOMPLETE=1.
-# With no EXPERIMENT it first rebuilds the published reproduction (docs/results/repro/) and the
-# 32-seed grid (docs/results/paper32/, once it has data) from their committed data; then it reports
-# on $(RESULTS) when that folder exists.
+# Reports (figures + tables + index.md) of your experiments under $(RESULTS): with no EXPERIMENT, of
+# each experiment there that holds runs, one after another, each into reports/<experiment>/;
+# EXPERIMENT=NAME: of that one (REPORT=DIR: into DIR instead). Exits 4 when a report lists problems
+# (missing or incomplete runs), after building them all, unless ALLOW_INCOMPLETE=1; exits 1, saying
+# how to make runs, when there are none.
 figures: $(STAMP)
-	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/repro/data/runs.json.gz ]; then \
+	$(PY) -m analysis --caller make --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete)
+
+# The published reports, rebuilt from their committed data (and the README's summaries between their
+# markers): the reproduction (docs/results/repro/) and the 32-seed grid (docs/results/paper32/, once it
+# has data). About ten minutes; `make figures` never runs them.
+figures-paper: $(STAMP)
+	@if [ -f docs/results/repro/data/runs.json.gz ]; then \
 		echo "$(PY) -m campaign.repro build --readme README.md"; \
 		$(PY) -m campaign.repro build --readme README.md || exit $$?; fi
-	@if [ -z "$(EXPERIMENT)" ] && [ -f docs/results/paper32/data/runs.json.gz ]; then \
+	@if [ -f docs/results/paper32/data/runs.json.gz ]; then \
 		echo "$(PY) -m campaign.repro build --experiment paper32 ... --readme README.md"; \
 		$(PY) -m campaign.repro build --experiment paper32 --data docs/results/paper32/data \
 			--out docs/results/paper32 --readme README.md || exit $$?; fi
-	@if [ -n "$(EXPERIMENT)" ] || [ -d "$(RESULTS)" ]; then \
-		echo "$(PY) -m analysis --results $(RESULTS) ..."; \
-		$(PY) -m analysis --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete); fi
 
 # All five bonuses x two seeds on CartPole in a few minutes, then the report.
 smoke: $(STAMP)

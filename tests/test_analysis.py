@@ -451,8 +451,8 @@ def test_cli_bad_input(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     write_run(tmp_path, "exp_a", "acrobot", "none", 0, STEPS, np.zeros(T))
     write_run(tmp_path, "exp_b", "acrobot", "none", 0, STEPS, np.zeros(T))
-    assert main(["--results", str(tmp_path)]) == 1
-    assert "pick one with --experiment: exp_a, exp_b" in capsys.readouterr().err
+    assert main(["--results", str(tmp_path), "--out", str(tmp_path / "o")]) == 2  # two experiments, one folder
+    assert "holds 2 experiments (exp_a, exp_b): name one with --experiment NAME" in capsys.readouterr().err
     assert main(["--results", str(tmp_path), "--experiment", "exp_c"]) == 1
     assert "experiments found: exp_a, exp_b" in capsys.readouterr().err
     assert main(["--results", str(tmp_path), "--experiment", "exp_a", "--bonuses", "vime"]) == 1

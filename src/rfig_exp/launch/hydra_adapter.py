@@ -59,19 +59,34 @@ def parse_overrides(overrides: Sequence[str]) -> list:
     return OverridesParser.create().parse_overrides(list(overrides))
 
 
+def empty_sweep_error(override: Any) -> str:
+    """The one line that refuses a sweep with no values (``seed=range(0)``): Hydra would expand the
+    command line to no job at all, and the sweep would end at once having run nothing."""
+    return (f"{override.key_or_group}: an empty sweep ({override.input_line} has no values), so there is no run "
+            "to launch; give it one value or more")
+
+
 def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     """Every job's override list of a ``-m`` command line, as Hydra's basic sweeper expands it: one
     list of ``key=value`` per key (a sweep's values, or its one value), in the order each key first
-    appears, a later override of a key replacing an earlier one; the jobs are their cartesian product."""
+    appears, a later override of a key replacing an earlier one; the jobs are their cartesian product.
+    Raises :class:`HydraException` for a sweep Hydra's basic sweeper cannot expand, and for a key
+    whose sweep, as the last override of that key leaves it, has no values (no job at all)."""
     per_key: dict[str, list[str]] = {}
+    empty: dict[str, str] = {}
     for o in parse_overrides(overrides):
         key = o.get_key_element()
+        empty.pop(key, None)
         if o.is_sweep_override():
             if not o.is_discrete_sweep():
                 raise HydraException(f"{o.input_line}: only choice and range sweeps are supported")
             per_key[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+            if not per_key[key]:
+                empty[key] = empty_sweep_error(o)
         else:
             per_key[key] = [f"{key}={o.get_value_element_as_str()}"]
+    if empty:
+        raise HydraException(next(iter(empty.values())))
     return [list(job) for job in itertools.product(*per_key.values())]
 
 
@@ -207,5 +222,5 @@ def flushed_logs() -> Iterator[None]:
 
 
 __all__ = ["HydraException", "IN_PROCESS", "JobOutcome", "LOCAL", "SLURM", "compose", "configure_logging",
-           "expand_sweep", "hydra_command_line", "job_logging", "launcher_kind", "parse_overrides", "quiet_sacct",
-           "submitit_executor", "submitit_task_id", "without_hydra"]
+           "empty_sweep_error", "expand_sweep", "hydra_command_line", "job_logging", "launcher_kind",
+           "parse_overrides", "quiet_sacct", "submitit_executor", "submitit_task_id", "without_hydra"]

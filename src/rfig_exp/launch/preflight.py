@@ -163,7 +163,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
     """The sweep's plan and primary config (None, None without ``-m``), and why Hydra's compose of
     that config would fail (None: it composes); a job that fails alike is reported with the other
     bad jobs, so the caller says it only when every job passes."""
-    from rfig_exp.launch.hydra_adapter import HydraException, parse_overrides
+    from rfig_exp.launch.hydra_adapter import HydraException, empty_sweep_error, parse_overrides
 
     try:
         parsed = parse_overrides(overrides)
@@ -182,7 +182,8 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
                 errors.append(f"sweep={','.join(values)} is a sweep preset: add -m "
                               f"(python launch.py -m sweep={values[0]} ...)")
         elif o.is_sweep_override() and not multirun:
-            errors.append(f"{o.input_line} sweeps over several values: add -m to run one job per value")
+            errors.append(f"{o.input_line} sweeps over several values: add -m to run one job per value" if values
+                          else empty_sweep_error(o))
     if errors:
         raise PreflightError(errors)
     if not multirun:
