@@ -233,7 +233,7 @@ def test_vmapped_init_needs_no_lapack():
 
 
 @pytest.mark.parametrize("key,value,match", [
-    ("lr", -1.0, "bonus.lr=-1.0 must be > 0"),
+    ("lr", -1.0, "bonus.lr=-1.0 must be >= 0"),
     ("adam_eps", 0.0, "bonus.adam_eps=0.0 must be > 0"),
     ("noise_scale", -0.1, "bonus.noise_scale=-0.1 must be >= 0"),
     ("bin_penalty", -1.0, "bonus.bin_penalty=-1.0 must be >= 0"),
@@ -259,3 +259,51 @@ def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     assert 1 <= summary["bonus_occupied_buckets"] <= 256
     for row in rows:
         assert 0 < float(row["intrinsic_reward"]) <= 1 and np.isfinite(float(row["bonus/ae_loss"]))
+
+
+def test_static_simhash_counts_sgn_of_a_fixed_projection_of_the_state_itself():
+    """hash=static: phi(s) = sgn(A s) in float64 numpy, counted in a Python dict over three batches;
+    nothing is trained, so the same state keeps its code and its count only grows."""
+    bonus, hp = make(hash="static", hash_bits=12)
+    state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
+    projection = np.asarray(state.projection, np.float64)
+    assert projection.shape == (12, OBS[0])
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    rng = np.random.default_rng(1)
+    counts = Counter()
+    first = None
+    for step, shift in enumerate((0.0, 0.0, 5.0)):
+        states = hand_made_states(rng, 9, shift)
+        bits = np.asarray(states, np.float64).reshape(N, -1) @ projection.T > 0
+        codes = [sum(1 << i for i in np.flatnonzero(row)) for row in bits]
+        counts.update(codes)
+        r, _ = reward(state, as_batch(states), hp)
+        want = np.array([1.0 / np.sqrt(counts[c]) for c in codes]).reshape(T, B)
+        np.testing.assert_allclose(np.asarray(r), want, rtol=1e-6)
+        state, metrics = update(state, as_batch(states), jax.random.PRNGKey(step), hp)
+        assert set(metrics) == {"occupied_buckets"}
+        first = state if first is None else first
+    # no autoencoder step: its parameters are those of init
+    for a, b in zip(jax.tree_util.tree_leaves(first.encoder), jax.tree_util.tree_leaves(state.encoder)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(np.asarray(state.tables)[0].sum()) == 3 * N
+
+
+def test_static_simhash_runs_end_to_end(tiny_config, tmp_path):
+    summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo", "bonus.hash=static", "bonus.hash_bits=16")
+    assert summary["bonus_counted_states"] == 256 and 1 <= summary["bonus_occupied_buckets"] <= 256
+    for row in rows:
+        assert 0 < float(row["intrinsic_reward"]) <= 1 and "bonus/ae_loss" not in row
+
+
+def test_a_zero_learning_rate_freezes_the_random_encoder_and_keeps_counting():
+    bonus, hp = make(**SMALL, lr=0.0)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    states = hand_made_states(np.random.default_rng(2), 9)
+    before = numpy_codes(state, states)
+    for step in range(3):
+        r, state = in_agent_order(bonus, state, as_batch(states), jax.random.PRNGKey(step), hp)
+    assert numpy_codes(state, states) == before  # the same codes: the encoder did not move
+    counts = Counter(before)
+    want = np.array([1.0 / np.sqrt(3 * counts[c]) for c in before]).reshape(T, B)
+    np.testing.assert_allclose(np.asarray(r), want, rtol=1e-6)  # the third batch's counts

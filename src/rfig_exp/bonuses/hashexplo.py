@@ -29,6 +29,11 @@ counts (``hash: code``); its bonus ``1 / sqrt(n + 1)`` reads the counts stored b
 is counted after the autoencoder step with the updated encoder (``count: before_batch``); it hashes
 and trains on ``s`` (``states: obs``), penalises the noisy code and starts from flax's LeCun init.
 The defaults are the bonus described above, computed as before these settings existed.
+
+``hash: static`` is #Exploration as Tang et al. describe it for low-dimensional states: SimHash of the
+(agent-normalised) state itself, ``phi(s) = sgn(A s)`` with ``A [k, d] ~ N(0, 1)`` fixed at init and no
+autoencoder (nothing is trained, so the counts never drift); ``hash_bits`` is the granularity k, which
+they chose per domain (docs/bonuses/hashexplo.md lists the values tried here).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from rfig_exp.bonuses import nets
 
 HASH_NOISE_AT = ("code", "logits")
-HASH_FUNCTIONS = ("simhash", "code")
+HASH_FUNCTIONS = ("simhash", "code", "static")
 HASH_COUNTS = ("with_batch", "before_batch")
 HASH_STATES = ("next_obs", "obs")
 HASH_PENALTY_ON = ("code", "noisy_code")
@@ -138,9 +143,13 @@ class HashSettings(BonusSettings):
     code_dim: int = static(64, POSITIVE_INT, doc="D, sigmoid units of the code layer b(s)")
     hash: str = static(
         "simhash", Choice(HASH_FUNCTIONS),
-        doc="simhash: sgn(A round(b(s))) of hash_bits bits (Tang et al.) | code: the rounded code itself, sum_i "
-            "round(b_i) 2^i, as the row of one direct table (the RFIG authors; hash_bits unused)")
-    hash_bits: int = static(32, POSITIVE_INT, doc="k, SimHash bits sgn(A round(b(s))), A ~ N(0, 1) of shape [k, D]")
+        doc="simhash: sgn(A round(b(s))) of hash_bits bits (Tang et al.'s learned hash) | code: the rounded code "
+            "itself, sum_i round(b_i) 2^i, as the row of one direct table (the RFIG authors; hash_bits unused) | "
+            "static: sgn(A s) of the normalised state itself, no autoencoder (Tang et al. on low-dimensional states; "
+            "hash_bits is the granularity k)")
+    hash_bits: int = static(32, POSITIVE_INT,
+                            doc="k, SimHash bits sgn(A round(b(s))), A ~ N(0, 1) of shape [k, D] (hash=static: "
+                                "sgn(A s), A of shape [k, d])")
     table_sizes: tuple[int, ...] = static(
         (999983, 1000003, 1000033), _table_sizes, check=_keys_fit_int32,
         doc=("count-min sketch: one table per odd prime P_t; the estimate is the min over tables, never below the true"
@@ -165,7 +174,9 @@ class HashSettings(BonusSettings):
         "code", Choice(HASH_PENALTY_ON),
         doc="code: the binarisation penalty on the noise-free b(s), the code that is hashed | noisy_code: on the "
             "noisy code the decoder sees (the RFIG authors)")
-    lr: float = traced(1e-4, ABOVE_ZERO, doc="autoencoder Adam learning rate")
+    lr: float = traced(1e-4, AT_LEAST_ZERO,
+                       doc="autoencoder Adam learning rate (0: the random encoder of init, frozen: the learned hash "
+                           "without its drift)")
     adam_eps: float = traced(1e-8, ABOVE_ZERO, doc="Adam epsilon (optax / PyTorch / TF default)")
     noise_scale: float = traced(0.3, AT_LEAST_ZERO,
                                 doc="a: uniform noise U(-a, a) on the code while training (Tang et al.: 0.3)")
@@ -179,7 +190,8 @@ class HashState(NamedTuple):
     encoder: nets.MLPParams        # in -> hidden -> D code logits
     decoder: nets.MLPParams        # D -> reversed(hidden) -> in
     opt_state: optax.ScaleByAdamState  # Adam moments of (encoder, decoder)
-    projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed ([0, D] with hash=code: none)
+    projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed ([0, D] with hash=code: none;
+                                   # [k, d] with hash=static, applied to the state itself)
     tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
 
 
@@ -199,6 +211,7 @@ def make(settings: HashSettings, obs_shape, action_space):
     hidden, code_dim = settings.hidden, settings.code_dim
     activation, noise_at = settings.activation, settings.noise_at
     by_code, before_batch = settings.hash == "code", settings.count == "before_batch"
+    by_state = settings.hash == "static"  # SimHash of the state itself: no autoencoder is trained
     # hash=code: the rounded code's D bits are the key's bits, and the table (2^m >= 2^D) its modulus
     hash_bits = code_dim if by_code else settings.hash_bits
     primes = settings.table_sizes
@@ -216,6 +229,8 @@ def make(settings: HashSettings, obs_shape, action_space):
         """``[N, num_tables]`` positions of each state's counter in ``tables.reshape(-1)``."""
         if by_code:  # binary = (b > 0.5) as logit > 0, as simhash_bits rounds; A:exploration/hash.py:90, 141-156
             bits = (code_logits(state.encoder, x) > 0).astype(jnp.int32)
+        elif by_state:
+            bits = (x @ state.projection.T > 0).astype(jnp.int32)         # [N, k]
         else:
             bits = simhash_bits(state.encoder, state.projection, x, activation)
         return row_keys(bits, pow_mod, moduli) + offsets
@@ -243,7 +258,8 @@ def make(settings: HashSettings, obs_shape, action_space):
         decoder = nets.mlp_init(k_dec, (code_dim,) + hidden[::-1] + (in_dim,), gain=gain, out_gain=1.0)
         return HashState(
             encoder=encoder, decoder=decoder, opt_state=nets.adam_init((encoder, decoder)),
-            projection=jax.random.normal(k_proj, (0 if by_code else hash_bits, code_dim), jnp.float32),
+            projection=jax.random.normal(k_proj, (0 if by_code else hash_bits, in_dim if by_state else code_dim),
+                                         jnp.float32),
             tables=jnp.zeros((num_tables, width), jnp.int32),
         )
 
@@ -275,6 +291,11 @@ def make(settings: HashSettings, obs_shape, action_space):
 
     def update(state, batch, key, hp: HashSettings):
         x = states(batch)
+        if by_state:  # nothing to train: count the batch under the fixed hash
+            idx = flat_index(state, x)
+            tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
+            occupied = jnp.count_nonzero(tables[0, :primes[0]]).astype(jnp.float32)
+            return state._replace(tables=tables), {"occupied_buckets": occupied}
         if not before_batch:
             # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
             idx = flat_index(state, x)
