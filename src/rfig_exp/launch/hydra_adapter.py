@@ -122,11 +122,28 @@ def hydra_command_line(argv: Sequence[str], conf_dir: Path, task: Callable[[Dict
         sys.argv = saved
 
 
+# The launchers a sweep's jobs can run under, by the class name their config's ``_target_`` ends with:
+# Hydra's basic launcher (the default: the sweep's own process) and hydra-submitit-launcher's two.
+LAUNCHER_KINDS = {"BasicLauncher": IN_PROCESS, "LocalLauncher": LOCAL, "SlurmLauncher": SLURM}
+SUPPORTED_LAUNCHERS = ("basic (the default: jobs one after another in this process)",
+                       "local (submitit, each job its own process on this machine)", "slurm (submitit)")
+
+
+class UnsupportedLauncher(ValueError):
+    """A ``hydra/launcher`` choice whose jobs launch.py cannot run (its jobs are launch.py's own)."""
+
+
 def launcher_kind(launcher) -> str:
-    """Where a config's ``hydra.launcher`` node runs a sweep's jobs: :data:`LOCAL` or :data:`SLURM`
-    (each a submitit task), else :data:`IN_PROCESS` (Hydra's basic launcher: the sweep's own process)."""
+    """Where a config's ``hydra.launcher`` node runs a sweep's jobs: :data:`IN_PROCESS` (Hydra's
+    basic launcher: the sweep's own process), :data:`LOCAL` or :data:`SLURM` (each a submitit task).
+    :class:`UnsupportedLauncher` for any other (a joblib or ray plugin's): launch.py runs the jobs it
+    planned itself, so another launcher's settings would be ignored without a word."""
     target = str(OmegaConf.select(launcher, "_target_", default=""))
-    return LOCAL if target.endswith(".LocalLauncher") else SLURM if target.endswith(".SlurmLauncher") else IN_PROCESS
+    kind = LAUNCHER_KINDS.get(target.rsplit(".", 1)[-1])
+    if kind is None:
+        raise UnsupportedLauncher(f"hydra/launcher: {target or 'a launcher without _target_'} is not supported; "
+                                  f"valid: {', '.join(SUPPORTED_LAUNCHERS)}")
+    return kind
 
 
 def job_logging(primary: DictConfig, output_dir: Path) -> dict:

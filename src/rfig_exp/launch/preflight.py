@@ -386,12 +386,17 @@ def write_manifest(validated: Sequence[tuple[list[str], RunSpec]]) -> None:
         results.append_manifest(experiment_dir, launched)
 
 
-def check_slurm_request(primary: DictConfig) -> None:
-    """Under the SLURM launcher: refuse a request no node of the partition can meet
-    (rfig_exp.launch.slurm), before anything is submitted. ``primary``: the sweep's primary config."""
+def check_launcher(primary: DictConfig) -> None:
+    """Refuse a launcher launch.py cannot run the jobs under, and under the SLURM launcher a request
+    no node of the partition can meet (rfig_exp.launch.slurm), before anything is submitted.
+    ``primary``: the sweep's primary config."""
     from rfig_exp.launch import hydra_adapter, slurm
 
-    if hydra_adapter.launcher_kind(primary.hydra.launcher) != hydra_adapter.SLURM:
+    try:
+        kind = hydra_adapter.launcher_kind(primary.hydra.launcher)
+    except hydra_adapter.UnsupportedLauncher as err:
+        raise PreflightError([str(err)]) from None
+    if kind != hydra_adapter.SLURM:
         return
 
     launcher = OmegaConf.to_container(primary.hydra.launcher, resolve=False)
@@ -419,7 +424,7 @@ def preflight(argv: Sequence[str]) -> LaunchPlan | None:
     t0 = time.perf_counter()
     plan, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
     if primary is not None:
-        check_slurm_request(primary)
+        check_launcher(primary)
     single: list[DictConfig] | None = None if plan is not None else []
     validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides),
                               composed_with_hydra=single)
