@@ -45,7 +45,9 @@ from .fixes import FIXES
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
                 "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",
                 "bonus/occupied_buckets", "bonus/info_gain_mean",
-                "coverage", "env/success", "env/milestones", "env/distance", "wall_time_s")
+                "coverage", "env/success", "env/milestones", "env/distance",
+                # the evaluation episodes' mean (agent.eval_episodes > 0: the score the authors' code reports)
+                "eval/episode_return", "eval/episode_length", "wall_time_s")
 ID_COLUMNS = ("experiment", "env", "bonus", "variant", "seed")
 DROPPED_SUMMARY_KEYS = ("overrides",)  # long, and no report reads it
 KEPT_VERSIONS = ("git_commit", "jax", "jaxlib", "brax", "python")  # of summary["versions"]

@@ -29,17 +29,59 @@ Nothing here imports JAX.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from campaign.presets import SEARCHPATH, preset_values, with_searchpath
+from campaign.presets import SEARCHPATH
 
-MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "backend", "baselines"
-SIGNAL = "signal"  # the experiment of the signal audit (below)
-AS_RUN = "paper32_as_run"  # the grid as the authors' code ran it: campaign, experiment and preset (below)
-ABLATION = "as_run_ablation"  # each difference of the authors' code alone (below)
+# The parts every campaign's stages are made of, and the authors' protocol's campaigns, are their own
+# modules; their names are this module's too (the lanes, the report and the tests read them here).
+from .protocol_stages import (  # noqa: F401
+    ABLATION_DIFFERENCES,
+    ABLATION_ORDER,
+    ABLATION_PRESETS,
+    ABLATION_SEEDS,
+    AS_RUN_ORDER,
+    AS_RUN_OWN_BONUSES,
+    ablation_difference,
+    ablation_estimates,
+    ablation_preset,
+    ablation_stages,
+    as_run_budget_ratio,
+    as_run_estimates,
+    as_run_stages,
+    backend_cost_ratio,
+    difference_overrides,
+    own_bonus_overrides,
+)
+from .stage_parts import (  # noqa: F401
+    ABLATION,
+    AS_RUN,
+    BACKEND,
+    BASELINES,
+    COST_STAND_IN,
+    MAIN,
+    PAPER32,
+    PAPER32_FIRST,
+    PAPER32_PRESETS,
+    PAPER_SEEDS,
+    SEED_BLOCK,
+    SENS,
+    SIGNAL,
+    Stage,
+    block_of,
+    command,
+    command_overrides,
+    measured_minutes,
+    panel_name,
+    paper32_envs,
+    preset_envs,
+    process_minutes,
+    split_command,
+    stage_bonuses,
+    with_extra,
+)
+
 CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN, ABLATION)
 # The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
@@ -62,17 +104,6 @@ BACKEND_CHECK = (f"{SEARCHPATH} sweep=repro_brax env=sparse_halfcheetah env.back
                  "experiment=backend")
 
 
-# The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
-# ('seed=range(0,32,8)' num_seeds=8: a seed's numbers depend, to float32 rounding, on the seeds
-# vmapped beside it, so the blocks are those a user rerunning sweep=paper gets), and the panels in
-# the order the lanes take them: first those where a claim of the paper turned at 8 seeds (RFIG
-# below PPO on Sparse-HalfCheetah, its best on Breakout, VIME's on Sparse-Ant and Sparse-Walker2d,
-# the MountainCar flag, RFIG below PPO on Asterix), each to 16 seeds, then 24, then 32; then the
-# other six panels alike.
-PAPER_SEEDS, SEED_BLOCK = 32, 8
-PAPER32_FIRST = ("sparse_halfcheetah", "minatar_breakout", "sparse_ant", "sparse_walker2d", "mountaincar",
-                 "minatar_asterix")
-PAPER32_PRESETS = ("paper32", "paper32_brax")
 
 
 # The working-baselines campaign, in the 32-seed grid (experiment paper32): VIME at its new defaults
@@ -92,9 +123,6 @@ BASELINE_BONUSES = ("vime", "noise")
 # vmapped seeds per stage (hx-<panel>-<block>), run from the commit that fixed it. Its runs at the
 # old defaults are filed under their own variant (bonus.bin_penalty=10).
 FIXED_BONUS = "hashexplo"
-# A bonus the reproduction never ran is priced by the job of one that costs the same: the noise
-# control draws one number per transition, so its job is PPO's (the second value head is the rest).
-COST_STAND_IN = {"noise": "none"}
 AUDITED_BONUSES = ("rfig", "rnd", "hashexplo")
 # Then the audit's other blocks: RFIG's and RND's seeds 8-31 of each panel again in experiment
 # ``signal`` (sig-<panel>-<block>, two jobs of 8 vmapped seeds), so every seed of the two bonuses the
@@ -109,86 +137,18 @@ BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_mediu
                    "sparse_walker2d", "sparse_ant", "minatar_asterix", "minatar_space_invaders", "minatar_freeway",
                    "sparse_hopper", "sparse_halfcheetah")
 
-# The grid as the authors' code ran it (sweep=paper32_as_run: protocol=as_run, docs/fidelity.md), in an
-# experiment of its own: the 12 panels x PPO, RFIG, RND, VIME, #Explo and the noise control (VIME and
-# #Explo the authors' variants, as the protocol selects them), and beside them our own VIME under the
-# same protocol (its bonus settings the protocol changes set back to ours: :func:`own_bonus_overrides`).
-# A stage is one panel x one block of 8 seeds, two sweeps; the 8-seed grid of every panel first
-# (block 0), then blocks 8, 16 and 24 alike, so the 8-seed grid is whole before any panel has more;
-# within a block the cheapest panels first (``list --campaign paper32_as_run --estimate``: on a CPU
-# the Brax panels run brax's generalized backend one seed per process, 3-10x a MinAtar panel).
-AS_RUN_OWN_BONUSES = ("vime",)  # run a second time with their own settings under the protocol
-AS_RUN_ORDER = ("pointmaze_medium", "pointmaze_umaze", "mountaincar", "acrobot", "minatar_breakout",
-                "minatar_space_invaders", "minatar_asterix", "minatar_freeway", "sparse_hopper", "sparse_walker2d",
-                "sparse_ant", "sparse_halfcheetah")
-
-# Each difference alone (experiment ``as_run_ablation``, sweep=as_run_ablation): from the paper's text
-# (protocol=paper, the as-written grid's settings), one difference of the authors' code switched on
-# at a time, 16 seeds, on the panels it changes and with the bonuses it changes, every run
-# evaluating 128 fresh episodes per window (evaluation changes no training number, so the as-written
-# runs here carry both scores: the evaluation difference needs no runs of its own). A difference
-# (:data:`ABLATION_DIFFERENCES`) is keys that conf/protocol/ sets: of the agent's part (as_run.yaml),
-# the env's (protocol/env/as_run_<env>.yaml; ``brax``: the milestone distance and the backend) or a
-# bonus's (protocol/bonus/as_run_<bonus>.yaml); its values are read from there
-# (:func:`difference_overrides`), so the ablation toggles what the protocol sets. Stages: the
-# as-written runs of a panel, then each difference on it, the cheapest panels first; the Brax panels
-# from the as-written grid's `spring` backend (:data:`ABLATION_PRESETS`).
-ABLATION_SEEDS = 16
-# difference -> (where its keys are: "agent", "env" or "bonus", the keys, the bonuses it changes)
-ABLATION_DIFFERENCES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "episodic": ("agent", ("agent.intrinsic_return", "agent.intrinsic_scale"), ("rfig", "rnd", "vime", "hashexplo")),
-    "mix": ("agent", ("agent.advantage_mix", "agent.ext_coef", "bonus.beta"), ("rfig", "rnd", "vime", "hashexplo")),
-    "details": ("agent", ("agent.warmup", "agent.time_limit", "agent.obs_clip", "agent.networks",
-                          "agent.weight_init"), ("none", "rfig", "rnd", "vime", "hashexplo")),
-    "budget": ("env", ("agent.total_timesteps",), ("none", "rfig", "rnd", "vime", "hashexplo")),
-    "brax": ("env", ("env.milestone_distance", "env.backend"), ("none", "rfig", "rnd", "vime", "hashexplo")),
-    "rfig": ("bonus", (), ("rfig",)),
-    "vime": ("bonus", (), ("vime",)),
-    "hashexplo": ("bonus", (), ("hashexplo",)),
-}
-ABLATION_PRESETS = (ABLATION, f"{ABLATION}_brax")  # the Brax panels from the as-written grid's spring backend
-ABLATION_ORDER = AS_RUN_ORDER
 
 
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    # launch.py -m arguments, one sweep each, no spaces inside an argument; each names the campaign's
-    # config folder first (command), where its presets are
-    commands: tuple[str, ...]
 
 
-def command(words: str) -> str:
-    """A stage's ``launch.py -m`` arguments: the campaign's search path, then ``words`` (its preset
-    ``sweep=NAME`` first)."""
-    return f"{SEARCHPATH} {words}"
 
 
-def split_command(line: str) -> tuple[str, list[str]]:
-    """A stage's command as its preset's name and the other overrides (the search path aside)."""
-    words = [w for w in line.split() if w != SEARCHPATH]
-    preset = next(w.split("=", 1)[1] for w in words if w.startswith("sweep="))
-    return preset, [w for w in words if not w.startswith("sweep=")]
 
 
-def command_overrides(line: str) -> tuple[str, dict[str, str]]:
-    """A stage's command as its preset's name and its other overrides, key -> value, in order."""
-    preset, rest = split_command(line)
-    return preset, dict(w.split("=", 1) for w in rest)
 
 
-def with_extra(line: str, extra: list[str]) -> str:
-    """A stage's command with ``extra`` overrides after its own. Hydra keeps only the last
-    ``hydra.searchpath``, so a user's (``EXTRA="hydra.searchpath=[file://my_conf]"``) is merged with
-    the campaign's folder, which stays first: the stage's presets still compose."""
-    if not any(w.startswith("hydra.searchpath=") for w in extra):
-        return " ".join([line, *extra]) if extra else line
-    return " ".join(with_searchpath([*line.split(), *extra]))
 
 
-def preset_envs(preset: str) -> list[str]:
-    """The envs a sweep preset sweeps over (``hydra.sweeper.params.env``)."""
-    return preset_values(preset, "env")
 
 
 def stages(campaign: str = MAIN) -> list[Stage]:
@@ -206,15 +166,8 @@ def stages(campaign: str = MAIN) -> list[Stage]:
     return repro_stages()
 
 
-def panel_name(env: str) -> str:
-    """A panel's short name in stage names: ``sparse_ant`` -> ``ant``, ``minatar_breakout`` -> ``breakout``."""
-    return env.removeprefix("sparse_").removeprefix("minatar_")
 
 
-def paper32_envs() -> list[str]:
-    """The paper's 12 panels (the envs of the 32-seed presets), in the order the lanes take them."""
-    envs = [e for preset in PAPER32_PRESETS for e in preset_envs(preset)]
-    return [e for e in PAPER32_FIRST if e in envs] + [e for e in envs if e not in PAPER32_FIRST]
 
 
 def paper32_stages() -> list[Stage]:
@@ -256,133 +209,24 @@ def baselines_stages() -> list[Stage]:
     return blocks[:cut] + audit + blocks[cut:] + fixed + audit_blocks
 
 
-def _yaml_value(value) -> str:
-    """A config value as a command-line override writes it (a list without spaces)."""
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_yaml_value(v) for v in value) + "]"
-    return str(value)
 
 
-def own_bonus_overrides(bonus: str, protocol: str = "as_run") -> list[str]:
-    """``bonus.KEY=VALUE`` for every key ``protocol``'s file for ``bonus`` changes
-    (conf/protocol/bonus/<protocol>_<bonus>.yaml), its value in the bonus's own config
-    (conf/bonus/<bonus>.yaml): the bonus as we define it, under the protocol's agent and budget."""
-    from omegaconf import OmegaConf
-
-    from rfig_exp.config.folders import CONF_DIR
-
-    theirs = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "protocol" / "bonus" / f"{protocol}_{bonus}.yaml"))
-    ours = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "bonus" / f"{bonus}.yaml"))
-    return [f"bonus.{k}={_yaml_value(ours[k])}" for k, v in theirs.items() if ours[k] != v]
 
 
-def _flat(tree: dict, prefix: str = "") -> dict:
-    """``{"agent": {"warmup": x}}`` -> ``{"agent.warmup": x}``."""
-    out: dict = {}
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
-def ablation_preset(env: str) -> str:
-    """The ablation's sweep preset of a panel (:data:`ABLATION_PRESETS`)."""
-    return next(p for p in ABLATION_PRESETS if env in preset_envs(p))
 
 
-@functools.lru_cache(maxsize=None)
-def _as_written_values(env: str, bonus: str) -> dict:
-    """Every key of the composed config of ``env`` x ``bonus`` in the ablation's as-written runs, flat."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from campaign.presets import CONF_DIR as CAMPAIGN_CONF
-    from rfig_exp.config.folders import CONF_DIR
-
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        cfg = compose("config", [f"hydra.searchpath=[file://{CAMPAIGN_CONF}]", f"sweep={ablation_preset(env)}",
-                                 f"env={env}", f"bonus={bonus}"])
-        return _flat(OmegaConf.to_container(cfg))
 
 
-def difference_overrides(difference: str, env: str) -> list[str]:
-    """The overrides that switch ``difference`` on for ``env``, with the values conf/protocol/ sets
-    for ``protocol=as_run`` there: empty where it changes nothing (a panel whose protocol file lacks
-    the key, a value equal to the paper's)."""
-    from omegaconf import OmegaConf
-
-    from rfig_exp.config.folders import CONF_DIR
-
-    where, keys, bonuses = ABLATION_DIFFERENCES[difference]
-    folder = CONF_DIR / "protocol"
-    file = {"agent": folder / "as_run.yaml", "env": folder / "env" / f"as_run_{env}.yaml",
-            "bonus": folder / "bonus" / f"as_run_{bonuses[0]}.yaml"}[where]
-    if not file.is_file():
-        return []
-    theirs = _flat(OmegaConf.to_container(OmegaConf.load(file)), "bonus." if where == "bonus" else "")
-    paper = _as_written_values(env, bonuses[0])
-    return [f"{k}={_yaml_value(theirs[k])}" for k in (keys or tuple(theirs))
-            if k in theirs and theirs[k] != paper.get(k)]
 
 
-def ablation_stages() -> list[Stage]:
-    """Per panel of :data:`ABLATION_ORDER`: its as-written runs (``abl-paper-<panel>``), then each
-    difference of :data:`ABLATION_DIFFERENCES` that changes something there (``abl-<difference>-<panel>``),
-    one sweep of :data:`ABLATION_SEEDS` vmapped seeds of the bonuses it changes."""
-    seeds = f"seed=0 num_seeds={ABLATION_SEEDS}"
-    out = []
-    for e in ABLATION_ORDER:
-        head = f"sweep={ablation_preset(e)} env={e}"
-        out.append(Stage(f"abl-paper-{panel_name(e)}", (command(f"{head} {seeds}"),)))
-        for name, (_, _, bonuses) in ABLATION_DIFFERENCES.items():
-            words = difference_overrides(name, e)
-            if words:
-                out.append(Stage(f"abl-{name}-{panel_name(e)}",
-                                 (command(" ".join([head, f"bonus={','.join(bonuses)}", *words, seeds])),)))
-    return out
 
 
-def ablation_difference(bonus: str, variant_overrides: dict) -> str | None:
-    """The difference a run of the ablation switched on, from its bonus and its variant's overrides:
-    ``paper`` for none, a bonus's own difference by its name, None for overrides no difference sets."""
-    keys = set(variant_overrides)
-    if not keys:
-        return "paper"
-    for name, (where, own, _) in ABLATION_DIFFERENCES.items():
-        if where != "bonus" and keys <= set(own):
-            return name
-    if bonus in ABLATION_DIFFERENCES and all(k.startswith("bonus.") for k in keys):
-        return bonus
-    return None
 
 
-def as_run_stages() -> list[Stage]:
-    """One stage per panel x block of 8 seeds of :data:`AS_RUN`: every panel's seeds 0-7 first (in
-    :data:`AS_RUN_ORDER`), then seeds 8-15 of every panel, and so on. Each stage is the preset's
-    sweep (its six bonuses) and :data:`AS_RUN_OWN_BONUSES` with their own settings."""
-    assert sorted(AS_RUN_ORDER) == sorted(preset_envs(AS_RUN)) == sorted(paper32_envs())
-
-    def block(e: str, b: int) -> Stage:
-        head = f"sweep={AS_RUN} env={e}"
-        seeds = f"seed={b} num_seeds={SEED_BLOCK}"
-        own = [command(" ".join([head, f"bonus={bonus}", *own_bonus_overrides(bonus), seeds]))
-               for bonus in AS_RUN_OWN_BONUSES]
-        return Stage(f"ar-{panel_name(e)}-{b}", (command(f"{head} {seeds}"), *own))
-
-    return [block(e, b) for b in range(0, PAPER_SEEDS, SEED_BLOCK) for e in AS_RUN_ORDER]
 
 
-def stage_bonuses(stage: Stage) -> tuple[str, ...]:
-    """The bonuses a stage runs, from its commands: each sweep's ``bonus=`` override, else its
-    preset's bonus values, in order, each once."""
-    out: list[str] = []
-    for line in stage.commands:
-        preset, overrides = command_overrides(line)
-        given = overrides["bonus"].split(",") if "bonus" in overrides else preset_values(preset, "bonus")
-        out += [b for b in given if b not in out]
-    return tuple(out)
 
 
 def stage_sizes() -> dict[str, int]:
@@ -410,9 +254,6 @@ def repro_stages() -> list[Stage]:
     return order
 
 
-def block_of(seed: int) -> int:
-    """The first seed of ``seed``'s block of :data:`SEED_BLOCK` (the jobs of ``sweep=paper``)."""
-    return seed - seed % SEED_BLOCK
 
 
 def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, seed: int | None = None) -> str | None:
@@ -458,94 +299,16 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
     return None
 
 
-def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int = 0) -> dict[str, float]:
-    """bonus -> minutes of wall time of the job that made ``seed`` of ``env`` (its main-grid variant)
-    in ``stored`` (campaign.repro.data.read_data): what a block of the same jobs cost on this
-    machine kind, compile included."""
-    out = {}
-    for (exp, e, bonus, variant, s), run in stored.items():
-        wall = (run.record.get("summary") or {}).get("wall_time_s")
-        if exp == experiment and e == env and s == seed and variant in ("base", "env.backend=spring") and wall:
-            out[bonus] = float(wall) / 60
-    return out
 
 
-def process_minutes(stored: dict, experiment: str, env: str, seeds: range, bonus: str | None = None) -> float:
-    """Minutes of process wall time ``stored`` holds for ``seeds`` of ``env`` in ``experiment`` (of
-    ``bonus``, else every bonus and variant): each run's share of its process (its wall time over
-    the seeds vmapped in it), so a job of 8 vmapped seeds and 8 one-seed processes count alike."""
-    total = 0.0
-    for (exp, e, b, _variant, s), run in stored.items():
-        summary = run.record.get("summary") or {}
-        if exp == experiment and e == env and s in seeds and bonus in (None, b) and summary.get("wall_time_s"):
-            total += float(summary["wall_time_s"]) / int(summary.get("num_seeds_in_process") or 1) / 60
-    return total
 
 
-@functools.lru_cache(maxsize=None)
-def as_run_budget_ratio(env: str) -> float:
-    """``agent.total_timesteps`` of ``protocol=as_run`` on ``env`` over the paper protocol's."""
-    from hydra import compose, initialize_config_dir
-
-    from rfig_exp.config.folders import CONF_DIR
-
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        budget = {p: int(compose("config", [f"env={env}", f"protocol={p}"]).agent.total_timesteps)
-                  for p in ("paper", "as_run")}
-    return budget["as_run"] / budget["paper"]
 
 
-def backend_cost_ratio(stored: dict) -> float | None:
-    """What Sparse-HalfCheetah's backend check (``generalized``, one seed per process on a CPU) cost
-    over the grid's vmapped ``spring`` jobs of the same seeds and bonuses, in ``stored`` (the
-    reproduction's data); None where either is missing."""
-    first = range(SEED_BLOCK)
-    check = [(process_minutes(stored, BACKEND, "sparse_halfcheetah", first, b),
-              process_minutes(stored, MAIN, "sparse_halfcheetah", first, b)) for b in ("none", "rfig")]
-    return sum(c for c, _ in check) / sum(m for _, m in check) if all(c and m for c, m in check) else None
 
 
-def ablation_estimates(stored: dict) -> dict[str, float | None]:
-    """stage -> estimated minutes on one core of each :data:`ABLATION` stage: the reproduction's jobs
-    of its bonuses on the panel (seeds 0-7, ``stored``) twice over (16 seeds), times the budget's
-    ratio for ``budget`` and :func:`backend_cost_ratio` for ``brax``; without the evaluation episodes."""
-    backend = backend_cost_ratio(stored)
-    out: dict[str, float | None] = {}
-    for stage in ablation_stages():
-        words = command_overrides(stage.commands[0])[1]
-        env, difference = words["env"], stage.name.split("-")[1]
-        cost = [process_minutes(stored, MAIN, env, range(SEED_BLOCK), b) for b in stage_bonuses(stage)]
-        factor = ABLATION_SEEDS / SEED_BLOCK * (as_run_budget_ratio(env) if difference == "budget" else 1.0)
-        if difference == "brax":
-            factor = factor * backend if backend is not None else None
-        out[stage.name] = round(sum(cost) * factor, 1) if all(cost) and factor is not None else None
-    return out
 
 
-def as_run_estimates(stored: dict, held: dict) -> dict[str, float | None]:
-    """stage -> estimated minutes on one core of each :data:`AS_RUN` stage. Where ``held`` (the
-    campaign's own data) has the panel's seeds 0-7 in full, what that stage cost: the blocks after
-    the first are its jobs again. Otherwise the reproduction's jobs of the same bonuses (``stored``;
-    the noise control priced as PPO, :data:`COST_STAND_IN`) scaled by the budget's ratio
-    (:func:`as_run_budget_ratio`) and, on a Brax panel, by what Sparse-HalfCheetah's backend check
-    cost on ``generalized`` (one seed per process on a CPU) over the grid's vmapped ``spring`` jobs:
-    a lower bound, as the 128 evaluation episodes per window are not in it."""
-    first = range(SEED_BLOCK)
-    backend = backend_cost_ratio(stored)
-    sizes = stage_sizes()
-    out: dict[str, float | None] = {}
-    for stage in as_run_stages():
-        env = command_overrides(stage.commands[0])[1]["env"]
-        done = [run for key, run in held.items() if key[0] == AS_RUN and key[1] == env and key[4] in first]
-        if len(done) >= sizes[stage.name] and all(run.complete for run in done):
-            out[stage.name] = round(process_minutes(held, AS_RUN, env, first), 1)
-            continue
-        jobs = [COST_STAND_IN.get(b, b) for line in stage.commands for b in stage_bonuses(Stage(stage.name, (line,)))]
-        cost = [process_minutes(stored, MAIN, env, first, b) for b in jobs]
-        factor = as_run_budget_ratio(env) * (backend if env.startswith("sparse_") else 1.0)
-        known = all(cost) and (backend is not None or not env.startswith("sparse_"))
-        out[stage.name] = round(sum(cost) * factor, 1) if known else None
-    return out
 
 
 def stage_estimates(campaign: str, stored: dict, held: dict | None = None) -> dict[str, float | None]:
