@@ -23,12 +23,16 @@ class Claim:
     kind: str = ""
     scope: str = "paper"  # "paper": judged on the paper's panels; "beyond": the envs the paper did not run
     deciding: str = ""    # the interval that decided the verdict (rule 5), level and correction named
+    second: str = ""      # rule 12: the test without a normal approximation beside the deciding interval
+    panels: str = ""      # rule 10: each panel's own value beside a pooled verdict (or each panel's verdict)
+    held_out: str = ""    # rule 11: the verdict (and value) on the seeds not read when the rules were written
+    held_out_kind: str = ""
 
     @classmethod
     def judged(cls, claim: str, measure: str, value: str, verdict: V.Verdict, detail: str = "",
-               scope: str = "paper") -> Claim:
+               scope: str = "paper", panels: str = "") -> Claim:
         deciding = verdict.deciding.text if verdict.deciding is not None else ""
-        return cls(claim, measure, value, verdict.text, detail, verdict.kind, scope, deciding)
+        return cls(claim, measure, value, verdict.text, detail, verdict.kind, scope, deciding, verdict.second, panels)
 
 
 

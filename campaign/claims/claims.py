@@ -25,6 +25,9 @@ from . import pooled as P
 from . import verdicts as V
 from .claim_rows import Claim, fmt, panels_text
 from .competitive import competitive_panels, working_baselines
+from .confirm import confirm_odds, confirm_poi
+from .panel_effects import effects_text, odds_effects, poi_effects, qualified
+from .peaks import peak_claims
 from .sensitivity_claims import sensitivity_claims
 
 # What counts as solving an env (per run, on its final evaluation window), where the env has a
@@ -38,11 +41,6 @@ SUCCESS_RULES: dict[str, tuple[str, str, float]] = {
     "pointmaze_umaze": ("env/success", "success rate > 0.5 (the env's own goal flag)", 0.5),
     "pointmaze_medium": ("env/success", "success rate > 0.5 (the env's own goal flag)", 0.5),
 }
-# The paper's "peak" statements: method -> the panels it is said to be best on.
-PEAKS = (("rfig", "minatar_breakout", "RFIG achieves peak performance in ... Breakout"),
-         ("rfig", "sparse_halfcheetah", "RFIG achieves peak performance in ... sparse-halfcheetah"),
-         ("vime", "sparse_ant", "VIME excels in ... sparse-ant"),
-         ("vime", "sparse_walker2d", "VIME excels in ... sparse-walker2d"))
 
 
 @dataclass
@@ -145,7 +143,7 @@ def claims_table(coll: Collection, agg, paper_envs: Sequence[str], reps: int = V
     scale = fit_normalisation(coll, p.scores, agg.normalisation.kind,
                               methods=[m for m in coll.methods if coll.bonus_of(m) not in CONTROLS])
     claims = [*_outperforms_ppo(p, reps, seed), *_competitive(p, scale, reps, seed + 200),
-              _matches_rnd(p, reps, seed + 300), *_peaks(p, reps, seed + 400), _execution_time(timing, reps, seed)]
+              _matches_rnd(p, reps, seed + 300), *peak_claims(p, reps, seed + 400), _execution_time(timing, reps, seed)]
     if sens is not None:
         claims += sensitivity_claims(sens, paper_envs, reps, seed + 500)
     return claims
@@ -156,7 +154,7 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
     """RFIG against each NN baseline on the paper's panels: measurements (rule 4 at 0.5), not claims."""
     p = panels_of(coll, paper_envs, degenerate)
     rows = []
-    for b in BASELINES:
+    for j, b in enumerate(BASELINES):
         if b not in coll.methods:
             rows.append(Claim.judged(f"RFIG against {method_label(b)}", f"P(RFIG > {method_label(b)})", "—",
                                      V.Verdict(V.NOT_MEASURED), _no_runs_at_all(coll)[1].strip()))
@@ -164,10 +162,27 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
         envs = p.discriminating(p.paper, "rfig", b)
         if not envs:
             continue
-        d = V.poi_over_panels({e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, b) for e in envs})
-        rows.append(Claim.judged(f"RFIG against {coll.label(b)}", f"P(RFIG > {coll.label(b)}) over {len(envs)} panels",
-                                 fmt(d), V.judge_dist(d, 0.5), _not_discriminating(p, p.paper, "rfig", b).strip()))
+        rows.append(pooled_poi(f"RFIG against {coll.label(b)}", f"P(RFIG > {coll.label(b)}) over {len(envs)} panels",
+                               {e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, b) for e in envs}, 0.5, reps,
+                               seed + 10 * j, _not_discriminating(p, p.paper, "rfig", b).strip()))
     return rows
+
+
+def pooled_poi(claim: str, measure: str, x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray],
+               threshold: float, reps: int, seed: int, detail: str = "", scope: str = "paper",
+               effect: bool = False) -> Claim:
+    """A claim on P(X > Y) as a mean over the panels of ``x`` and ``y`` (rule 7), > ``threshold``:
+    DeLong's verdict (with rule 9's equivalence where ``effect``), checked by rule 12's second test,
+    and each panel's own value beside it with the ones the pooled verdict does not speak for marked in
+    the verdict's words too (rule 10)."""
+    d = V.poi_over_panels(x, y)
+    v = V.judge_effect(d) if effect else V.judge_dist(d, threshold)
+    v = confirm_poi(v, x, y, threshold, 1, reps, seed)
+    band = (0.5 - V.POI_MARGIN, 0.5 + V.POI_MARGIN) if effect else None
+    effects = poi_effects(x, y, {e: env_label(e) for e in x}, threshold, band) if len(x) > 1 else []
+    c = Claim.judged(claim, measure, fmt(d), v, detail, scope, effects_text(effects, v.kind, threshold))
+    c.verdict = qualified(c.verdict, effects, v.kind)
+    return c
 
 
 def _resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int, seed: int) -> str:
@@ -190,41 +205,44 @@ def _outperforms_ppo(p: Panels, reps: int, seed: int, scope: str = "paper") -> l
                                    V.Verdict(V.NO_DISCRIMINATION if pool else V.NOT_MEASURED),
                                    _not_discriminating(p, pool, "rfig", "none").strip(), scope))
         return claims
-    per = poi_by_panel(p, "rfig", "none", envs)
     x, y = {e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "none") for e in envs}
-    d = V.poi_over_panels(x, y)
-    claims.append(Claim.judged(
-        f"{words} (final score)", f"P(RFIG > PPO), mean over {len(envs)} of {where}", fmt(d), V.judge_effect(d),
-        _resampled(x, y, reps, seed) + "; ".join(f"{env_label(e)} {fmt(x)}" for e, x in per.items()) + "."
-        + _not_discriminating(p, pool, "rfig", "none"), scope))
+    claims.append(pooled_poi(f"{words} (final score)", f"P(RFIG > PPO), mean over {len(envs)} of {where}", x, y,
+                             0.5, reps, seed + 2, (_resampled(x, y, reps, seed)
+                                                   + _not_discriminating(p, pool, "rfig", "none")).strip(),
+                             scope, effect=True))
     auc_x, auc_y = {}, {}
     for e in envs:
         ax, ay = area_under_curve(p.coll, e, "rfig"), area_under_curve(p.coll, e, "none")
         if ax and ay:
             auc_x[e], auc_y[e] = np.array(list(ax.values())), np.array(list(ay.values()))
     if auc_x:
-        d = V.poi_over_panels(auc_x, auc_y)
-        claims.append(Claim.judged(f"{words} (area under the curve)",
-                                   f"P(RFIG > PPO) on the mean return over all windows, {panels_text(len(auc_x))}",
-                                   fmt(d), V.judge_effect(d), _resampled(auc_x, auc_y, reps, seed + 1).strip(),
-                                   scope=scope))
-    tables, rows = [], []
+        claims.append(pooled_poi(f"{words} (area under the curve)",
+                                 f"P(RFIG > PPO) on the mean return over all windows, {panels_text(len(auc_x))}",
+                                 auc_x, auc_y, 0.5, reps, seed + 3, _resampled(auc_x, auc_y, reps, seed + 1).strip(),
+                                 scope, effect=True))
+    tables, rows, by_panel = [], [], {}
     for e in pool:
         sx, sy = success_of_runs(p.coll, e, "rfig"), success_of_runs(p.coll, e, "none")
         if sx is None or sy is None or not len(sx) or not len(sy) or p.saturated(e, "rfig", "none"):
             continue
         a, c = int(sx.sum()), int(sy.sum())
         tables.append((a, len(sx) - a, c, len(sy) - c))
+        by_panel[e] = tables[-1]
         rows.append(f"{env_label(e)}: RFIG {a}/{len(sx)}, PPO {c}/{len(sy)}")
     if tables:
         odds = P.mantel_haenszel(tables)
         value = (f"odds ratio {odds.point:.2f} [{odds.lo:.2f}, {odds.hi:.2f}] over {panels_text(odds.strata)} where "
                  "solving varies"
                  if odds.strata else "no panel where solving varies")
-        claims.append(Claim.judged(
+        v = confirm_odds(P.judge_odds_ratio(odds), tables)
+        effects = odds_effects(by_panel, {e: env_label(e) for e in by_panel})
+        effects = effects if len(effects) > 1 else []  # one informative panel: its own value is the pooled one
+        c = Claim.judged(
             f"{words} (seeds solved)", "Mantel-Haenszel odds ratio of solving, RFIG against PPO, stratified by panel "
-            f"({panels_text(len(tables))} with a success rule)", value, P.judge_odds_ratio(odds), "; ".join(rows) + ".",
-            scope))
+            f"({panels_text(len(tables))} with a success rule)", value, v, "; ".join(rows) + ".", scope,
+            effects_text(effects, v.kind, 1.0))
+        c.verdict = qualified(c.verdict, effects, v.kind)
+        claims.append(c)
     return claims
 
 
@@ -261,8 +279,8 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             f"work there), > -{V.MARGIN:g}" + (f"; so far without {', '.join(map(method_label, absent))}" if absent
                                                else ""),
             f"shown on {shown} of {len(envs)} panels", overall,
-            "; ".join(rows) + f". MARGIN {V.MARGIN:g} of the panel's range, in seed SDs (rule 8): " + "; ".join(sds)
-            + "." + named + no_runs))
+            f"MARGIN {V.MARGIN:g} of the panel's range, in seed SDs (rule 8): " + "; ".join(sds) + "." + named
+            + no_runs, panels=_each_panel(rows)))
     else:  # the claim stays in the table, saying why nothing was judged
         claims.append(Claim.judged("RFIG is competitive with NN-based methods across all environments",
                                    "per panel, IQM(RFIG) - best IQM of the working NN baselines", "—",
@@ -281,10 +299,15 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
             "RFIG maintains stable performance without catastrophic failures",
             "per panel, IQM(RFIG) - IQM(PPO) / 2 (normalised): a failure when below 0",
             f"failures on {failures} of {len(envs)} panels", overall,
-            "; ".join(rows) + ". The same rule for the other methods (what it can flag): failures of "
-            + ", ".join(others) + " panels." + _not_discriminating(p, p.paper, "rfig", "none")))
+            "The same rule for the other methods (what it can flag): failures of " + ", ".join(others) + " panels."
+            + _not_discriminating(p, p.paper, "rfig", "none"), panels=_each_panel(rows)))
         claims.append(_failure_before_the_rule_book(p, reps, seed + 90))
     return claims
+
+
+def _each_panel(rows: Sequence[str]) -> str:
+    """A claim on every panel (rule 6) beside its verdict: each panel's value and own verdict."""
+    return "Each panel judged (rule 6): " + "; ".join(rows) + "."
 
 
 def _failures(p: Panels, norm, method: str, envs: Sequence[str], reps: int, seed: int):
@@ -334,53 +357,9 @@ def _matches_rnd(p: Panels, reps: int, seed: int) -> Claim:
     if not envs:
         return Claim.judged(words, "P(RFIG > RND)", "—", V.Verdict(V.NOT_MEASURED))
     x, y = {e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, "rnd") for e in envs}
-    d = V.poi_over_panels(x, y)
-    return Claim.judged(words, f"P(RFIG > RND) over {len(envs)} panels, > {0.5 - V.POI_MARGIN:.3f} "
-                        "(non-inferiority)", fmt(d), V.judge_dist(d, 0.5 - V.POI_MARGIN),
-                        (_resampled(x, y, reps, seed) + _not_discriminating(p, p.paper, "rfig", "rnd")).strip())
-
-
-def _peaks(p: Panels, reps: int, seed: int) -> list[Claim]:
-    claims = []
-    for method, target, words in PEAKS:
-        env = next((e for e in p.paper if base_env(e) == target), None)
-        if env is None or method not in p.scores.get(env, {}):
-            claims.append(Claim.judged(words, "P(X > each other method) on the panel", "—", V.Verdict(V.NOT_MEASURED),
-                                       f"no {method_label(method)} runs on {env_label(target)}"))
-            continue
-        # the methods the paper compares: the control (campaign.claims.control) is not one of them
-        others = [m for m in p.scores[env] if m != method and p.coll.bonus_of(m) not in CONTROLS]
-        if p.saturated(env, method, *others):
-            claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))
-            continue
-        verdicts, rows = [], []
-        broken = p.broken(env, method, *others)
-        for m in others:
-            if broken and m in broken + [method]:
-                rows.append(f"P({method_label(method)} > {p.coll.label(m)}) not judged: degenerate by the signal check")
-                continue
-            d = V.poi_over_panels({env: p.runs(env, method)}, {env: p.runs(env, m)})
-            label = f"P({method_label(method)} > {p.coll.label(m)})"
-            v = (V.Verdict(V.NO_DISCRIMINATION) if p.saturated(env, method, m) or p.near_tie(env, method, m)
-                 else V.judge_dist(d, 0.5, comparisons=len(others), label=label))
-            verdicts.append(v)
-            rows.append(f"{label} {fmt(d)} ({v.kind if v.kind != V.NO_DISCRIMINATION else 'near-saturated, rule 3b'})")
-        ranking = ", ".join(f"{p.coll.label(m)} {float(np.median(p.runs(env, m))):.3g}"
-                            for m in sorted(p.scores[env], key=lambda m: -float(np.median(p.runs(env, m)))))
-        judged = [r for r in rows if "not judged" not in r]
-        weakest = min(judged, key=lambda r: float(r.split(") ", 1)[1].split(" ", 1)[0])) if judged else "—"
-        overall = V.judge_all(verdicts) if verdicts else V.Verdict(V.NOT_MEASURED)
-        unrun = [b for b in BASELINES if b != method and b not in p.scores[env]]
-        no_runs = f" No runs there yet of: {', '.join(map(method_label, unrun))}." if unrun else ""
-        if (broken or unrun) and overall.kind == V.SUPPORTED:  # a peak over every method is not shown without one
-            overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
-                f"shown against every method judged; {', '.join(map(p.coll.label, broken))} degenerate there"
-                if broken else f"shown against every method judged; no runs there yet of "
-                               f"{', '.join(map(method_label, unrun))}"))
-        claims.append(Claim.judged(words, f"P({method_label(method)} > each of the other {len(others)}) on "
-                                   f"{env_label(env)}", weakest.split(" (")[0], overall,
-                                   "; ".join(rows) + f". Medians: {ranking}." + no_runs))
-    return claims
+    return pooled_poi(words, f"P(RFIG > RND) over {len(envs)} panels, > {0.5 - V.POI_MARGIN:.3f} (non-inferiority)",
+                      x, y, 0.5 - V.POI_MARGIN, reps, seed + 2,
+                      (_resampled(x, y, reps, seed) + _not_discriminating(p, p.paper, "rfig", "rnd")).strip())
 
 
 def _execution_time(timing, reps: int, seed: int) -> Claim:
@@ -429,10 +408,9 @@ def beyond_paper_claims(coll: Collection, paper_envs: Sequence[str], reps: int =
     claims = _outperforms_ppo(p, reps, seed + 700, scope="beyond")
     every = p.discriminating(p.paper + p.beyond, "rfig", "none")
     if every:
-        d = V.poi_over_panels({e: p.runs(e, "rfig") for e in every}, {e: p.runs(e, "none") for e in every})
-        claims.append(Claim.judged("PPO+RFIG against PPO, every env together (the paper's and beyond)",
-                                   f"P(RFIG > PPO), mean over {len(every)} panels", fmt(d), V.judge_dist(d, 0.5),
-                                   scope="beyond"))
+        claims.append(pooled_poi("PPO+RFIG against PPO, every env together (the paper's and beyond)",
+                                 f"P(RFIG > PPO), mean over {len(every)} panels", {e: p.runs(e, "rfig") for e in every},
+                                 {e: p.runs(e, "none") for e in every}, 0.5, reps, seed + 800, scope="beyond"))
     return claims
 
 

@@ -32,6 +32,8 @@ _BOOK_2026_11_27 = {"LEVEL": 0.95, "SATURATION_SHARE": 0.9, "MARGIN": 0.10, "POI
 _BOOK_2026_11_28 = {**_BOOK_2026_11_27, "REPS": 20000, "NEAR_BAND": 0.05, "POWER": 0.8, "MC_GUARD": 3.0,
                     "MC_BATCHES": 10}
 
+_BOOK_2026_12_02 = {**_BOOK_2026_11_28, "PERM_DRAWS": 100000, "HELD_OUT_FROM": 8}
+
 RULE_HISTORY: tuple[RuleChange, ...] = (
     RuleChange(
         "2026-11-26T13:47Z", "99f1c63",
@@ -134,6 +136,26 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "on Sparse-Ant moved (0.93 to 1.6 seed SDs): that one was the fixed VIME's best window (150), one of the "
         "five methods, which the rule counts; the control's share was found checking every panel's range.",
         _BOOK_2026_11_28),
+    RuleChange(
+        "2026-12-02T04:32Z", "uncommitted",
+        "Rules 10-12 (new), so that no verdict says more than its evidence. Rule 10: beside a verdict pooled over "
+        "panels, each panel's own value and interval, a panel marked (and named in the verdict's words) where its "
+        "Bonferroni interval over the pooled panels lies on a side of the threshold the pooled verdict does not "
+        "state; no verdict changes by it. Rule 11: every verdict again on seeds 8-31 alone (HELD_OUT_FROM = 8), "
+        "the seeds not read when the rule book was first written, in a column beside the verdict on every seed; "
+        "no verdict changes by it. Rule 12: a verdict that DeLong's or the Robins-Breslow-Greenland interval "
+        "decides stands only when a test without the normal approximation agrees: against 0.5 an exact "
+        "permutation test (PERM_DRAWS = 100,000 relabellings drawn where panels' sizes differ), against a "
+        "non-inferiority threshold or the parity band the stratified bootstrap, for the odds ratio the exact "
+        "conditional test; else undecided. With it 'RFIG achieves peak performance in ... sparse-halfcheetah' "
+        "moved from contradicted to undecided: P(RFIG > PPO)'s Bonferroni DeLong interval [0.155, 0.496] lies "
+        "below 0.5, its exact permutation p = 0.0080 is above the Bonferroni tail 0.00625.",
+        "Every verdict of the complete 32-seed grid (seeds 0-31 of the 12 panels, every baseline's rerun in) and "
+        "the report built from it, and a recomputation from the committed data that found what these rules now "
+        "show: panels differing both ways under 'no effect larger than d = 0.2' (Sparse-Hopper, Breakout, "
+        "Asterix), that pooled interval on seeds 8-31 alone ([0.476, 0.572], undecided), and a permutation p of "
+        "0.0084 (drawn) on Sparse-HalfCheetah against 0.00625.",
+        _BOOK_2026_12_02),
 )
 
 

@@ -14,6 +14,7 @@ from analysis.names import BASELINES, env_label, method_label
 from . import pooled as P
 from . import verdicts as V
 from .claim_rows import BETA, Claim, fmt, panels_text
+from .confirm import confirm_poi
 
 
 def sensitivity_knobs(sens: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:
@@ -77,8 +78,9 @@ def _beta_claim(scores, knobs, panels, reps, seed) -> Claim:
         for beta in betas:
             ka, kb = by_bonus[a][beta], by_bonus[b][beta]
             have = [e for e in envs if ka in scores[e] and kb in scores[e]]
-            d = V.poi_over_panels({e: scores[e][ka][1] for e in have}, {e: scores[e][kb][1] for e in have})
-            v = V.judge_dist(d, 0.5, comparisons=m)
+            xs, ys = {e: scores[e][ka][1] for e in have}, {e: scores[e][kb][1] for e in have}
+            d = V.poi_over_panels(xs, ys)
+            v = confirm_poi(V.judge_dist(d, 0.5, comparisons=m), xs, ys, 0.5, m, reps, seed)  # rule 12
             vs.append(v)
             cells.append(f"{beta:g}: {fmt(d)}")
         directions[(a, b)] = vs

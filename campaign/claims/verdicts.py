@@ -1,8 +1,10 @@
 """The rules that turn measurements into verdicts, and when each was fixed.
 
 This docstring is the rule book: the reproduction report quotes it (``rules.md`` beside its
-``index.md``), the numbers below are the module's constants, and ``tests/test_verdicts.py`` holds
-every rule to synthetic scores whose answer is known, with a case that fails if the rule is loosened.
+``index.md``), the numbers below are the module's constants (kept in ``campaign/claims/constants.py``
+and read through this module), ``tests/test_verdicts.py`` holds every rule to synthetic scores whose
+answer is known, with a case that fails if the rule is loosened, and ``tests/test_verdict_evidence.py``
+holds rules 10-12 to enumeration, scipy and hand-made collections.
 Not every rule was fixed before the data it judges was read: ``campaign/claims/rule_history.py`` records
 each change with its date, its commit and the data that had been seen, and ``rules.md`` shows it;
 a test fails when a constant changes without an entry there.
@@ -54,7 +56,8 @@ a test fails when a constant changes without an entry there.
    Robins-Breslow-Greenland interval. A percentile interval's end moves with the bootstrap's seed:
    its Monte-Carlo standard error is estimated from ``MC_BATCHES`` disjoint batches of the resamples,
    and an end within ``MC_GUARD`` (3) of them of a threshold counts as touching it, so that no rebuild
-   with another seed turns a verdict. Every verdict shows the interval that decided it.
+   with another seed turns a verdict. Every verdict shows the interval that decided it, and where a
+   normal approximation decided it, the second test of rule 12 beside it.
 6. Several comparisons in one claim. A claim that must hold on every panel (or against every other
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
@@ -83,6 +86,44 @@ a test fails when a constant changes without an entry there.
    not decided by rule 4 is tested symmetrically: when its 95% interval lies inside 0.5 ± POI_MARGIN
    it reads **no effect larger than d = 0.2**: the data rule out more than a small effect either way,
    which is not the same as not knowing.
+
+## Verdicts that say no more than their evidence
+
+10. **Each panel beside a pooled verdict.** A verdict on a statistic pooled over panels (rule 7's mean
+   P(X > Y), the Mantel-Haenszel odds ratio) is about the mean, not about each panel. Beside it the
+   report lists every panel's own value with its 95% interval, and marks each panel whose own interval
+   at the Bonferroni level over the m pooled panels (1 - 0.05/m) lies entirely on a side of the claim's
+   threshold that the pooled verdict does not state: below it for a supported claim, above it for a
+   contradicted one, either side for an undecided claim or one of no effect (rule 9; where the panel's
+   interval lies beyond the parity band as well, that is said too). A pooled verdict with marked
+   panels says so in its words: "as a mean over m panels; on their own, k of them differ". The marks
+   change no verdict; they keep a mean from reading as a statement about every panel.
+11. **Every verdict again on the seeds that had not been read.** Seeds 0-7 had been read when the rule
+   book was first written (2026-11-27T15:07Z, campaign/claims/rule_history.py); seeds from
+   ``HELD_OUT_FROM`` (8) on had not. Every verdict is also given on those seeds alone, by the same
+   rules on their runs only: rule 2's scale refitted on them, rules 3 and 3b judged on them, the signal
+   check's degenerate cells as on every seed (that check judges whether a bonus works on a panel, on
+   runs of its own). Rules changed after the 32-seed grid was complete were set with every seed read,
+   so this column tests the first rule book on seeds it could not have been fitted to, not the later
+   changes. It never changes the verdict on every seed; where the two differ, the claim's evidence
+   rests on the seeds read first as much as on the others. A claim measured without seeds (the
+   execution-time benchmark) has no such column.
+12. **A second test where a normal approximation decides.** DeLong's interval (rule 5) and the
+   Robins-Breslow-Greenland one are normal approximations. A verdict one of them decides (a
+   comparison's P(X > Y), a pooled one, the odds ratio) stands only when a test without that
+   approximation reaches it too; otherwise it is undecided, and says which test did not clear:
+   - against 0.5 (no difference): the permutation test of the same statistic, X's and Y's runs
+     relabelled within each panel, exact (every relabelling counted) where the panels share one
+     n_x n_y, else ``PERM_DRAWS`` (100,000) relabellings drawn from a fixed seed. Its one-sided p on
+     the verdict's side must lie below the deciding interval's tail: 0.025 at 95%, 0.025/m at rule 6's
+     Bonferroni level over m comparisons (by MC_GUARD Monte-Carlo standard errors where drawn);
+   - against another threshold (rule 8's non-inferiority) or rule 9's band, which no relabelling can
+     produce: the stratified bootstrap of rule 5 (percentile interval, REPS resamples, its ends
+     guarded) must give the same verdict;
+   - the odds ratio: the exact conditional test of an odds ratio of 1 (each panel's count of X's
+     solved runs hypergeometric given its margins), its one-sided p below 0.025.
+   The second test never resolves a verdict DeLong leaves undecided (both must clear); the report
+   shows it beside the deciding interval either way.
 
 ## The claims (the paper's words; Section 5 and Table 1)
 
@@ -131,81 +172,47 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
+
+# The rule book's constants (campaign/claims/constants.py): the verdicts and the claims read them here.
+from .constants import (  # noqa: F401
+    HELD_OUT_FROM,
+    LEVEL,
+    MARGIN,
+    MC_BATCHES,
+    MC_GUARD,
+    NEAR_BAND,
+    NO_EFFECT,
+    PERM_DRAWS,
+    POI_MARGIN,
+    POWER,
+    REPS,
+    RULE_CONSTANTS,
+    SATURATION_SHARE,
+    TIME_BAND,
+    Z95,
+)
+
+# The statistics the verdicts judge (campaign/claims/resampling.py): the claims read them here.
+from .resampling import (  # noqa: F401
+    Dist,
+    PoiDist,
+    _z,
+    iqm_rows,
+    poi_delong,
+    poi_over_panels,
+    poi_panels_resampled,
+    poi_rows,
+    resample,
+    stratified,
+)
 
 SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "undecided"
 NO_DISCRIMINATION, NOT_MEASURED = "does not discriminate", "not measured here"
 
 SUPPORTED_EQUIVALENT = "no effect"  # rule 9: an effect claim whose interval lies inside the parity band
-
-LEVEL = 0.95            # every interval that supports a claim
-SATURATION_SHARE = 0.9  # rule 3
-NEAR_BAND = 0.05        # rule 3b: share of a panel's range of final scores that counts as one score
-MARGIN = 0.10           # rule 8, normalised scores
-POI_MARGIN = 0.056      # rule 8, probability of improvement
-TIME_BAND = (0.8, 1.25)  # the execution-time claim's equivalence band
-NO_EFFECT = 0.01        # rule 4: below this share of the statistic's range an estimate is "no effect"
-POWER = 0.8             # rule 4: the seeds to resolve are those at which an effect of this size has this power
-REPS = 20000            # rule 5
-MC_GUARD = 3.0          # rule 5: an interval end within this many Monte-Carlo standard errors of a threshold touches it
-MC_BATCHES = 10         # rule 5: the batches whose spread estimates an interval end's Monte-Carlo error
-Z95 = 1.959963984540054
-# The constants the rule book states, as campaign/claims/rule_history.py records them at each change.
-RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
-                  "REPS", "MC_GUARD", "MC_BATCHES")
-
-
-@dataclass(frozen=True)
-class Dist:
-    """A statistic's point estimate and its bootstrap distribution; ``n``: seeds per method (the
-    smallest sample behind it), ``scale``: the width of the statistic's range (1 for probabilities
-    and normalised scores), for rule 4's "no effect"; ``n_max``: the largest sample behind it (None:
-    every sample has ``n``)."""
-
-    point: float
-    samples: np.ndarray
-    n: int
-    scale: float = 1.0
-    n_max: int | None = None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        tail = (1.0 - level) / 2 * 100
-        lo, hi = np.percentile(self.samples, [tail, 100 - tail])
-        return float(lo), float(hi)
-
-    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
-        """Rule 5: the Monte-Carlo standard error of each end of the ``level`` interval, from the
-        spread of that percentile over :data:`MC_BATCHES` disjoint batches of the resamples, over
-        sqrt(batches); zero with too few resamples to batch (nothing then guards the ends)."""
-        batches = np.array_split(np.asarray(self.samples, float).reshape(-1), MC_BATCHES)
-        if min(len(b) for b in batches) < 20:
-            return 0.0, 0.0
-        tail = (1.0 - level) / 2 * 100
-        ends = np.array([np.percentile(b, [tail, 100 - tail]) for b in batches])
-        se = ends.std(axis=0, ddof=1) / math.sqrt(MC_BATCHES)
-        return float(se[0]), float(se[1])
-
-
-@dataclass(frozen=True)
-class PoiDist:
-    """P(X > Y) (rule 7) with its DeLong standard error (:func:`poi_delong`; a mean over panels: the
-    root of the summed variances over the panels): intervals point +- z se clipped to [0, 1], the same
-    on every rebuild (rule 5). :class:`Dist`'s interface where the verdicts read it."""
-
-    point: float
-    se: float
-    n: int
-    scale: float = 1.0
-    n_max: int | None = None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        half = _z(level) * self.se
-        return max(0.0, self.point - half), min(1.0, self.point + half)
-
-    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
-        return 0.0, 0.0
 
 
 @dataclass(frozen=True)
@@ -245,6 +252,7 @@ class Verdict:
     why: str = ""  # an undecided verdict's reason, where it is not one estimate's distance from a threshold
     n_max: int | None = None
     deciding: Deciding | None = None  # the interval that decided it (or, undecided, the one nearest to deciding)
+    second: str = ""  # rule 12: the test without a normal approximation beside the deciding interval, in words
 
     @property
     def mixed(self) -> bool:
@@ -335,30 +343,41 @@ def judge_dist(d: Dist | PoiDist, threshold: float, comparisons: int = 1, claim_
 
 def judge_all(verdicts: Sequence[Verdict]) -> Verdict:
     """Rule 6 for a claim that must hold on every panel (each verdict judged with its Bonferroni
-    "against" interval): contradicted when any is; supported when all are; else undecided (rule 4)."""
+    "against" interval): contradicted when any is; supported when all are; else undecided (rule 4).
+    The result carries the deciding comparison's interval, its second test (rule 12) and, where that
+    test held it back, its reason."""
     verdicts = [v for v in verdicts if v.kind != NO_DISCRIMINATION]
     if not verdicts:
         return Verdict(NO_DISCRIMINATION)
     n, n_max = _seed_range(verdicts)
+
+    def by(chosen: Sequence[Verdict], kind: str, toward: int = 0, resolve: float | None = None) -> Verdict:
+        d = _deciding(chosen)
+        return Verdict(kind, n, toward, resolve, d.why if kind == UNDECIDED else "", n_max, d.deciding, d.second)
+
     if any(v.kind == CONTRADICTED for v in verdicts):
-        return Verdict(CONTRADICTED, n, n_max=n_max, deciding=_nearest([v for v in verdicts if v.kind == CONTRADICTED]))
+        return by([v for v in verdicts if v.kind == CONTRADICTED], CONTRADICTED)
     open_ = [v for v in verdicts if v.kind != SUPPORTED]
     if not open_:
-        return Verdict(SUPPORTED, n, n_max=n_max, deciding=_nearest(verdicts))
+        return by(verdicts, SUPPORTED)
     toward = -1 if any(v.toward == -1 for v in open_) else (1 if all(v.toward == 1 for v in open_) else 0)
     if toward == -1:  # one comparison decides against the claim: the one nearest to it
         against = [v for v in open_ if v.toward == -1]
         resolve = [v.resolve_at for v in against if v.resolve_at is not None]
-        return Verdict(UNDECIDED, n, -1, min(resolve) if resolve else None, n_max=n_max, deciding=_nearest(against))
+        return by(against, UNDECIDED, -1, min(resolve) if resolve else None)
     resolve_all = [v.resolve_at for v in open_]  # every open one must be resolved for the claim
-    return Verdict(UNDECIDED, n, toward, None if any(r is None for r in resolve_all) else max(resolve_all),
-                   n_max=n_max, deciding=_nearest(open_))
+    return by(open_, UNDECIDED, toward, None if any(r is None for r in resolve_all) else max(resolve_all))
 
 
-def _nearest(verdicts: Sequence[Verdict]) -> Deciding | None:
-    """The deciding interval of the comparison whose interval end is nearest its threshold."""
-    shown = [v.deciding for v in verdicts if v.deciding is not None]
-    return min(shown, key=lambda d: min(abs(d.lo - d.threshold), abs(d.hi - d.threshold)), default=None)
+def _deciding(verdicts: Sequence[Verdict]) -> Verdict:
+    """The comparison that decides a claim of several: one that its second test held back (rule 12:
+    its interval had cleared the threshold), else the one whose interval end is nearest its threshold."""
+    held = [v for v in verdicts if v.why and v.deciding is not None]
+    shown = held or [v for v in verdicts if v.deciding is not None]
+    if not shown:
+        return verdicts[0]
+    return min(shown, key=lambda v: min(abs(v.deciding.lo - v.deciding.threshold),
+                                        abs(v.deciding.hi - v.deciding.threshold)))
 
 
 def judge_effect(d: Dist | PoiDist, comparisons: int = 1, label: str = "") -> Verdict:
@@ -419,82 +438,3 @@ def saturated(scores: Mapping[str, np.ndarray], share: float = SATURATION_SHARE)
     values, counts = np.unique(np.concatenate(arrays), return_counts=True)
     common = values[np.argmax(counts)]
     return all(np.mean(np.isclose(a, common, rtol=1e-9, atol=1e-12)) >= share for a in arrays)
-
-
-# --------------------------------------------------------------------------- bootstrap statistics
-
-
-def resample(x: np.ndarray, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """``reps`` bootstrap resamples of the runs in ``x``: (reps, len(x))."""
-    x = np.asarray(x, float)
-    return x[rng.integers(0, len(x), size=(reps, len(x)))]
-
-
-def iqm_rows(x: np.ndarray) -> np.ndarray:
-    """The interquartile mean of each row of (reps, n): scipy.stats.trim_mean(row, 0.25)."""
-    n = x.shape[-1]
-    k = int(0.25 * n)
-    return np.sort(x, axis=-1)[..., k:n - k].mean(axis=-1)
-
-
-def poi_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(X > Y) + P(X = Y) / 2 over all run pairs, per row of (reps, nx) and (reps, ny)."""
-    gt = (x[..., :, None] > y[..., None, :]).mean(axis=(-1, -2))
-    eq = (x[..., :, None] == y[..., None, :]).mean(axis=(-1, -2))
-    return gt + 0.5 * eq
-
-
-def stratified(samples: Mapping[tuple, np.ndarray], statistic: Callable[[Mapping[tuple, np.ndarray]], np.ndarray],
-               reps: int = REPS, seed: int = 0, scale: float = 1.0) -> Dist:
-    """Rule 5: the statistic on the runs as they are, and on ``reps`` resamples drawn within each
-    stratum (a key: a panel and a method). ``statistic`` maps {key: (R, n_key)} to (R,)."""
-    rng = np.random.default_rng(seed)
-    keys = sorted(samples)
-    point = statistic({k: np.asarray(samples[k], float)[None, :] for k in keys})
-    boot = statistic({k: resample(samples[k], reps, rng) for k in keys})
-    sizes = [len(samples[k]) for k in keys]
-    return Dist(float(np.asarray(point).reshape(-1)[0]), np.asarray(boot, float), min(sizes), scale, max(sizes))
-
-
-def poi_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """P(X > Y) + P(X = Y) / 2 over all run pairs and its DeLong variance: with V10_i the share of
-    Y's runs that run i of X beats (a tie a half) and V01_j the share of X's runs that beat run j of
-    Y, var = var(V10) / n_x + var(V01) / n_y."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    wins = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
-    var = (wins.mean(axis=1).var(ddof=1) / len(x) if len(x) > 1 else 0.0) + (
-        wins.mean(axis=0).var(ddof=1) / len(y) if len(y) > 1 else 0.0)
-    return float(wins.mean()), float(var)
-
-
-def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) -> PoiDist:
-    """Rule 7: P(X > Y) averaged over the panels both have (the panels held fixed), with its DeLong
-    standard error (panels independent: the variances add)."""
-    panels = sorted(set(x) & set(y))
-    each = [poi_delong(x[p], y[p]) for p in panels]
-    sizes = [len(v[p]) for v in (x, y) for p in panels]
-    return PoiDist(float(np.mean([e[0] for e in each])), math.sqrt(sum(e[1] for e in each)) / len(panels),
-                   min(sizes), 1.0, max(sizes))
-
-
-def poi_panels_resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
-                         seed: int = 0) -> Dist:
-    """Rule 7's pooled P(X > Y) with the panels resampled too: each resample draws as many panels as
-    there are, with replacement, and resamples the runs within each drawn panel; the interval then
-    covers which panels one happened to run, not only which seeds (the verdicts hold the paper's
-    panels fixed; the report shows this one beside them)."""
-    panels = sorted(set(x) & set(y))
-    rng = np.random.default_rng(seed)
-    per = np.stack([poi_rows(resample(x[p], reps, rng), resample(y[p], reps, rng)) for p in panels])  # (P, R)
-    draws = rng.integers(0, len(panels), size=(reps, len(panels)))
-    boot = per[draws, np.arange(reps)[:, None]].mean(axis=1)
-    point = float(np.mean([poi_rows(np.asarray(x[p], float)[None], np.asarray(y[p], float)[None])[0]
-                           for p in panels]))
-    sizes = [len(v[p]) for v in (x, y) for p in panels]
-    return Dist(point, boot, min(sizes), 1.0, max(sizes))
-
-
-def _z(level: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + level / 2))

@@ -37,6 +37,7 @@ from analysis.report import build_report
 from analysis.tables import usual_seeds
 from campaign.claims import verdicts
 from campaign.claims.claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
+from campaign.claims.held_out import held_out_of, held_out_seeds, on_held_out, seeds_text
 from campaign.claims.rule_history import history_md
 
 from .baselines import BaselinesSection, baselines_section, degenerate_cells
@@ -84,14 +85,28 @@ CURVES = "main/curves.png"
 CLAIM_HEADER = ["The paper says (Section 5, Table 1)", "Measured as", "Value [95% CI]", "Verdict (rules.md)"]
 
 
-def _claims_md(claims, compared: list[tuple[Path, str]] | None = None, first: str = CLAIM_HEADER[0]) -> str:
+def _claims_md(claims, compared: list[tuple[Path, str]] | None = None, first: str = CLAIM_HEADER[0],
+               held: str = "") -> str:
+    """The claims table: each verdict with its deciding interval, its second test (rule 12), its
+    verdict on the held-out seeds (rule 11; ``held``: those seeds in words, no column when empty) and
+    each panel on its own (rules 6 and 10); with ``compared``, the other reports' verdicts after them,
+    else how each was measured and its details."""
+    head = ["Second test (rule 12)", *([f"Verdict on seeds {held} alone (rule 11)"] if held else []),
+            "Each panel on its own (rules 6, 10)"]
+
+    def extra(c) -> list[str]:
+        return [c.second or "—", *([c.held_out or "—"] if held else []), c.panels or "—"]
+
     beside = compare_claims(claims, compared) if compared else None
     if beside is not None:
         labels = [label for path, label in compared or [] if Path(path).is_file()]
-        return render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)", "Deciding interval",
-                                *[f"Verdict at {label}" for label in labels]], beside, align="l" * (4 + len(labels)))
-    rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.deciding or "—", c.detail] for c in claims]
-    return render_markdown([first, *CLAIM_HEADER[1:], "Deciding interval", "Details"], rows, align="llllll")
+        rows = [row[:4] + extra(c) + row[4:] for row, c in zip(beside, claims)]
+        return render_markdown(["The paper says", "Value [95% CI]", "Verdict (rules.md)", "Deciding interval", *head,
+                                *[f"Verdict at {label}" for label in labels]], rows,
+                               align="l" * (4 + len(head) + len(labels)))
+    rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.deciding or "—", *extra(c), c.detail] for c in claims]
+    return render_markdown([first, *CLAIM_HEADER[1:], "Deciding interval", *head, "Details"], rows,
+                           align="l" * (6 + len(head)))
 
 
 def _speed_md(speed: dict[str, dict[str, dict[str, float]]], coll: Collection) -> str:
@@ -226,7 +241,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     # The short form the README shows between its markers (update_readme).
     table = (out / "main" / "final_scores_iqm.md")
     claims = parts["claims"]
-    judged = _claims_md(claims, parts["compared"]) if parts["compared"] else render_markdown(
+    judged = _claims_md(claims, parts["compared"], held=parts["held"]) if parts["compared"] else render_markdown(
         ["The paper says", "Value [95% CI]", "Verdict (rules.md)", "Deciding interval"],
         [[c.claim, c.value, f"**{c.verdict}**", c.deciding or "—"] for c in claims], align="llll")
     rules = f"{out.as_posix()}/rules.md"
@@ -271,8 +286,13 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
     timing_dir = data_dir if read_timing(data_dir) is not None else TIMING_FROM.get(experiment, data_dir)
     audit = collect(tree, SIGNAL) if SIGNAL in have else None
     broken = degenerate_cells(main, audit)  # no verdict uses a bonus the signal check finds degenerate
-    claims = claims_table(main, agg, paper, reps=reps, seed=seed, timing=read_timing(timing_dir), sens=sens,
-                          degenerate=broken)
+    timing = read_timing(timing_dir)
+
+    def judged(c: Collection, late: bool) -> list:  # rule 11: the same rules on the held-out seeds when late
+        return claims_table(c, agg, paper, reps=reps, seed=seed, timing=None if late else timing,
+                            sens=held_out_of(sens) if late else sens, degenerate=broken)
+
+    claims = on_held_out(judged, main)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
     working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
@@ -281,8 +301,10 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         if r.path not in seen:
             seen.add(r.path)
             unique.append(r)
-    return {"main": main, "claims": claims, "comparisons": comparisons_table(main, paper, reps, seed, broken),
-            "beyond": beyond_paper_claims(main, paper, reps, seed), "poi_md": poi_md, "speed": measured_speed,
+    return {"main": main, "claims": claims, "held": seeds_text(held_out_seeds(main)),
+            "comparisons": on_held_out(lambda c, _: comparisons_table(c, paper, reps, seed, broken), main),
+            "beyond": on_held_out(lambda c, _: beyond_paper_claims(c, paper, reps, seed), main),
+            "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
             "devices_md": device_confound_md(main, opts.run_devices),
             "timing_md": timing_section(timing_dir), "backend_md": backend_section(tree, main, reps, seed),
@@ -386,13 +408,17 @@ def _claims_sections(parts: dict) -> list[str]:
         "*undecided* with the seeds at which an effect of the measured size would have 80% power. Not every rule "
         "was fixed before the data was read: seeds 0-7 (the 8-seed reproduction) had been read, and judged, when "
         "the rule book was written, and rules changed after the 32-seed grid was complete; rules.md gives the "
-        "history, and the last columns give the verdicts at 8 seeds and under the rules before the last change."
+        "history. Beside each verdict: the *second test*, without a normal approximation, which must agree for the "
+        "verdict to stand (rule 12); the verdict by the same rules on the seeds not read when the rule book was "
+        "first written, where there are any (rule 11); each panel on its own, in bold a pooled verdict's panel whose "
+        "own interval says what the pooled one does not (rule 10); last, the verdicts at 8 seeds and under the "
+        "rules before 2026-11-28."
         + (" The grid is still filling (its missing cells are listed above), so these verdicts are interim: read "
            "again at each stage's export, one whose interval lies near its threshold can turn as seeds arrive (no "
            "correction is made for the repeated looks), and the grid's answer is its verdicts once every cell holds "
            "all its seeds." if parts.get("filling") else ""),
         "",
-        _claims_md(parts["claims"], parts.get("compared")),
+        _claims_md(parts["claims"], parts.get("compared"), held=parts.get("held", "")),
         "",
         f"*Margins (rule 8): MARGIN = {verdicts.MARGIN:g} of a panel's range of normalised scores (the competitive "
         f"claim; each panel's MARGIN in seed SDs is in its details), POI_MARGIN = {verdicts.POI_MARGIN:g} on the "
@@ -407,14 +433,14 @@ def _claims_sections(parts: dict) -> list[str]:
         lines += ["**What the 8-seed forecasts said, and what the seeds showed:**", "", forecast, ""]
     if parts.get("compared"):
         lines += ["<details><summary>How each claim was measured, and the numbers behind it</summary>", "",
-                  _claims_md(parts["claims"]), "", "</details>", ""]
+                  _claims_md(parts["claims"], held=parts.get("held", "")), "", "</details>", ""]
     if parts["comparisons"]:
         lines += ["## RFIG against each NN baseline (measurements, not claims of the paper)", "",
-                  _claims_md(parts["comparisons"], first="Comparison"), ""]
+                  _claims_md(parts["comparisons"], first="Comparison", held=parts.get("held", "")), ""]
     if parts["beyond"]:
         lines += ["## Beyond the paper: the same comparison on the envs the paper did not run", "",
                   "These never enter a verdict above (rules.md, rule 1).", "",
-                  _claims_md(parts["beyond"], first="Comparison"), ""]
+                  _claims_md(parts["beyond"], first="Comparison", held=parts.get("held", "")), ""]
     if parts["timing_md"]:
         lines += ["## Execution time, from a controlled benchmark", "", parts["timing_md"], ""]
     if parts["backend_md"]:

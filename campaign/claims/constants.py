@@ -1,0 +1,24 @@
+"""The rule book's numbers. ``campaign/claims/verdicts.py``'s docstring states each of them and that
+module re-exports them, where the verdicts and the tests read them; they live here so that the
+statistics the verdicts judge (``campaign.claims.resampling``) can read them without importing the
+verdicts. ``campaign/claims/rule_history.py`` records them at each change of a rule."""
+
+from __future__ import annotations
+
+LEVEL = 0.95            # every interval that supports a claim
+SATURATION_SHARE = 0.9  # rule 3
+NEAR_BAND = 0.05        # rule 3b: share of a panel's range of final scores that counts as one score
+MARGIN = 0.10           # rule 8, normalised scores
+POI_MARGIN = 0.056      # rule 8, probability of improvement
+TIME_BAND = (0.8, 1.25)  # the execution-time claim's equivalence band
+NO_EFFECT = 0.01        # rule 4: below this share of the statistic's range an estimate is "no effect"
+POWER = 0.8             # rule 4: the seeds to resolve are those at which an effect of this size has this power
+REPS = 20000            # rule 5
+MC_GUARD = 3.0          # rule 5: an interval end within this many Monte-Carlo standard errors of a threshold touches it
+MC_BATCHES = 10         # rule 5: the batches whose spread estimates an interval end's Monte-Carlo error
+PERM_DRAWS = 100000     # rule 12: relabellings drawn where a permutation test cannot count them all
+HELD_OUT_FROM = 8       # rule 11: the first seed not read when the rule book was first written
+Z95 = 1.959963984540054
+# The constants the rule book states, as campaign/claims/rule_history.py records them at each change.
+RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
+                  "REPS", "MC_GUARD", "MC_BATCHES", "PERM_DRAWS", "HELD_OUT_FROM")
