@@ -37,7 +37,10 @@ def test_results_contract_and_skip(tiny_config, tmp_path):
     cfg = tiny_config("env=mountaincar", "bonus=rfig", f"results_dir={tmp_path}", "experiment=contract")
     (summary,) = run_experiment(cfg)
     run = find_run(tmp_path, "mountaincar", "rfig", experiment="contract")
-    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "metrics.csv", "summary.json", "visits.npy"]
+    events = [p.name for p in run.glob("events.out.tfevents.*")]  # the same rows for TensorBoard (tensorboard=true)
+    assert sorted(p.name for p in run.iterdir() if p.name not in events) == ["config.yaml", "metrics.csv",
+                                                                              "summary.json", "visits.npy"]
+    assert len(events) == 1
     assert (run.parent / "variant.yaml").exists()
     rows = read_metrics(run)
     assert [int(r["env_steps"]) for r in rows] == [128, 256]

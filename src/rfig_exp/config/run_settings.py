@@ -1,6 +1,6 @@
 """The run's own settings: every top-level key of ``conf/config.yaml``, declared once.
 
-Storage, checkpoints, the wandb mirror, the stall clock and placement (:class:`RunSettings` and its
+Storage, checkpoints, the wandb and TensorBoard mirrors, the stall clock and placement (:class:`RunSettings` and its
 groups), each with its default, rule and doc (``rfig_exp.config.settings``). They sit on the ground
 floor with the rules they use: the variant's naming (``rfig_exp.config.variants``) reads which of
 them are hyperparameters, the run spec (``rfig_exp.spec.run_spec``) parses them, and the run
@@ -205,6 +205,10 @@ class RunSettings(WatchSettings):
         "${oc.env:RFIG_COMPILE_CACHE,${results_dir}/.jax_cache}", _path_or_none, hyperparameter=False,
         doc=("JAX's persistent compilation cache, shared by the jobs that see it (null: off); RFIG_COMPILE_CACHE moves"
              " the default"))
+    tensorboard: bool = setting(
+        True, Boolean(), hyperparameter=False,
+        doc=("also write each run's metrics as TensorBoard events in its folder: `tensorboard --logdir "
+             "<results_dir>/<experiment>` shows every run of a sweep (false: off)"))
     checkpoint: CheckpointSettings = group(
         CheckpointSettings, hyperparameter=False,
         doc="when each seed's whole run state is saved (and always at SIGTERM/SIGUSR2), in the background")

@@ -5,7 +5,7 @@ Each run (env, bonus, variant, seed) owns
 :mod:`rfig_exp.config.variants`; its full list of overrides is ``<variant>/variant.yaml``):
 
 - ``config.yaml``: the resolved config of the run (with its own ``seed``);
-- ``metrics.csv``: one row per evaluation window, appended and flushed as training goes;
+- ``metrics.csv``: a row per window, appended and flushed as it goes (``events.out.tfevents.*``: TensorBoard's);
 - ``visits.npy``: the final visit counts of the env's coverage grid (envs with a grid);
 - ``summary.json``: written last and atomically, its fields those of :class:`RunSummary` (the run
   loop writes one, ``status``, ``estimate`` and ``analysis`` read them); see
@@ -351,11 +351,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def start_run(path: Path, config_yaml: str) -> None:
     """Prepare a run folder for a fresh start: an old summary goes first, so a crash can never
-    look complete; so do the metrics, visits and wandb runs of an earlier attempt (an orphaned
-    offline wandb run would otherwise be uploaded beside the new one by ``wandb sync``)."""
+    look complete; so do the metrics, visits, TensorBoard events and wandb runs of an earlier attempt
+    (``wandb sync`` would upload an orphaned offline run beside the new one, TensorBoard draw both)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / SUMMARY).unlink(missing_ok=True)
-    for name in (METRICS, VISITS):
+    for name in (METRICS, VISITS, *(p.name for p in path.glob("events.out.tfevents.*"))):
         (path / name).unlink(missing_ok=True)
     shutil.rmtree(path / "wandb", ignore_errors=True)
     atomic_write_text(path / CONFIG, config_yaml)

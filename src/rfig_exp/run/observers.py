@@ -2,7 +2,8 @@
 
 The run loop (:mod:`rfig_exp.run.run_loop`) trains a window, brings its ``[S]`` metrics to the host
 and hands the :class:`Window` to each observer in a fixed order: the pulse (the supervisor's stall
-clock and the run folders' owner locks), the metrics files (they are the record), the divergence guard, the
+clock and the run folders' owner locks), the metrics files (they are the record; TensorBoard's event
+files beside them), the divergence guard, the
 wandb mirror, the checkpointer (so a checkpoint never covers a row the metrics file lacks), then
 the progress line. Like Brax's ``progress_fn``, an
 observer sees a window after it happened and cannot change the training.
@@ -29,7 +30,7 @@ from rfig_exp.config.run_settings import CheckpointSettings
 from rfig_exp.results import contract as results
 from rfig_exp.run import checkpoint
 from rfig_exp.run.stop_signals import StopSignalScope
-from rfig_exp.run.tracking import WandbRuns, progress_line
+from rfig_exp.run.tracking import EventFile, WandbRuns, progress_line
 
 log = logging.getLogger("rfig_exp")
 
@@ -64,21 +65,33 @@ class Pulse:
 
 
 class MetricsFiles:
-    """Each seed's ``metrics.csv`` (the record), and its last finite episode return."""
+    """Each seed's ``metrics.csv`` (the record), its TensorBoard event file (``tensorboard``: the
+    same rows, written right after them, so that a window is in both or replayed into the events
+    on resume; :class:`~rfig_exp.run.tracking.EventFile`), and its last finite episode return."""
 
-    def __init__(self, dirs: Mapping[int, Path], keep_rows: int):
+    def __init__(self, dirs: Mapping[int, Path], keep_rows: int, tensorboard: bool = False):
         self.writers = {s: results.MetricsWriter(d, keep_rows=keep_rows) for s, d in dirs.items()}
         self.final_returns = {s: w.last_finite("episode_return") for s, w in self.writers.items()}
+        self.events = {s: EventFile(d, self.writers[s].kept) for s, d in dirs.items()} if tensorboard else {}
+
+    @property
+    def kept(self) -> dict[int, list[dict]]:
+        """The rows of ``metrics.csv`` a resumed run kept (as read: strings), by run."""
+        return {s: w.kept for s, w in self.writers.items()}
 
     def on_window(self, window: Window) -> None:
         for s, row in window.rows.items():
             self.writers[s].append(row)
+            if s in self.events:
+                self.events[s].append(row, window.env_steps)
             if math.isfinite(row["episode_return"]):
                 self.final_returns[s] = row["episode_return"]
 
     def close(self) -> None:
         for writer in self.writers.values():
             writer.close()
+        for events in self.events.values():
+            events.close()
 
 
 class DivergenceGuard:
@@ -99,10 +112,16 @@ class DivergenceGuard:
 
 
 class WandbMirror:
-    """Mirrors each row to the seed's wandb run (never the record: it may stop working)."""
+    """Mirrors each row to the seed's wandb run (never the record: it may stop working). ``kept``:
+    the rows of ``metrics.csv`` a resumed run kept, by run; those its wandb run lacks (a kill lost
+    what wandb had not written out) are replayed first, under the same run id."""
 
-    def __init__(self, runs: WandbRuns):
+    def __init__(self, runs: WandbRuns, kept: Mapping[int, Sequence[Mapping[str, str]]] | None = None,
+                 tag: str = ""):
         self.runs = runs
+        replayed = sum(runs.replay(s, rows) for s, rows in (kept or {}).items())
+        if replayed:
+            log.info("[%s] wandb: %d window(s) the resumed runs lacked replayed from metrics.csv", tag, replayed)
 
     def on_window(self, window: Window) -> None:
         for s, row in window.rows.items():

@@ -175,7 +175,10 @@ class JobRun:
             wandb_runs = self._wandb(restored.wandb_ids)
             self.completed = False  # wandb marks the runs failed unless the job got to its summaries
             stack.callback(lambda: wandb_runs.finish_all(failed=not self.completed))
-            files = MetricsFiles(self.dirs, keep_rows=done)
+            files = MetricsFiles(self.dirs, keep_rows=done, tensorboard=spec.tensorboard)
+            if spec.tensorboard:
+                log.info("[%s] TensorBoard events beside each metrics.csv: tensorboard --logdir %s", self.tag,
+                         Path(spec.results_dir) / spec.experiment)
             stack.callback(files.close)
             signals = self.signals or stack.enter_context(StopSignals())
             guard = DivergenceGuard(self.tag, self.names)
@@ -190,7 +193,8 @@ class JobRun:
                 # the stall clock starts after compiling: a long compile is not a stall
                 self.pulse(("compiled", self.tag))
                 stack.callback(saver.close, self.tag)  # a hung write is still a stall: no pulse comes
-                observers = [Pulse(self.pulse, self.heartbeat), files, guard, WandbMirror(wandb_runs), saver, progress]
+                mirror = WandbMirror(wandb_runs, files.kept, self.tag)  # first replays what wandb lacks
+                observers = [Pulse(self.pulse, self.heartbeat), files, guard, mirror, saver, progress]
                 states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
                 saver.wait()  # before the summaries remove the checkpoints
                 summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,

@@ -1,15 +1,30 @@
-"""Progress lines and the optional wandb mirror of the metrics (never the source of truth)."""
+"""Progress lines and the optional mirrors of the metrics: wandb runs and TensorBoard event files
+(never the source of truth: ``metrics.csv`` is).
+
+A mirror of a resumed run holds what the killed attempt got into it, which is not what
+``metrics.csv`` kept: a kill loses the rows a mirror had not yet written out (wandb's service writes
+its transaction log in blocks, not row by row: a short run killed has none of its rows on disk), and
+keeps those it wrote after the checkpoint that the run resumes from. So each mirror of a resumed
+run is read back first (its event files, its wandb transaction logs), the windows of ``metrics.csv``
+it lacks are replayed into it, and the windows it holds already are not logged again: every window
+once, in order of steps.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import math
+import os
 import shutil
+import socket
 import statistics
+import struct
+import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from rfig_exp.config.errors import ConfigError
 
@@ -98,17 +113,21 @@ class WandbRuns:
     Online without a key or network falls back to offline after ``init_timeout`` seconds
     with one warning line, so a sweep never blocks on it; offline runs land in
     ``<run_dir>/wandb/`` and upload later with ``make wandb-sync`` (``rfig_exp.results.wandb_sync``).
-    A seed given a run id (a resumed run) continues that wandb run instead of starting a second one.
+    A seed given a run id (a resumed run) continues that wandb run instead of starting a second one;
+    what its earlier attempts' transaction logs hold (:func:`wandb_logged_step`) is not logged again,
+    and :meth:`replay` logs the rows of ``metrics.csv`` they lack.
     """
 
     def __init__(self, mode: str, project: str, entity: str | None, runs: Mapping[int, WandbRun],
                  init_timeout: float = 10.0):
-        self._runs = {}
+        self._runs: dict[int, Any] = {}
+        self._held: dict[int, int] = {}  # run -> the last env step its wandb run holds
         if mode == "disabled":
             return
         import wandb
 
         for key, (directory, config, run_id, labels, seed) in runs.items():
+            held = _logged_step_or_none(Path(directory) / "wandb", run_id) if run_id else 0
             kwargs = dict(project=project, entity=entity, group=labels.group, job_type=labels.job_type,
                           name=labels.name(seed), dir=directory, config=config, tags=list(labels.tags),
                           reinit="create_new",
@@ -126,7 +145,12 @@ class WandbRuns:
                 for leftover in Path(directory, "wandb").glob("run-*"):  # the failed online attempt
                     shutil.rmtree(leftover, ignore_errors=True)
                 run = wandb.init(mode="offline", settings=wandb.Settings(silent=True), **kwargs)
+            if mode == "online" and run_id and run.resumed:
+                # the server's history, not the local log, is what an online run holds: it starts
+                # after the last step the server has (a replayed step it holds is dropped by wandb)
+                held = max(run.starting_step - 1, 0)
             self._runs[key] = run
+            self._held[key] = held
         if self._runs:
             first = next(iter(runs.values()))
             log.info("wandb (%s): one run per seed under %s/wandb/%s", mode,
@@ -136,12 +160,22 @@ class WandbRuns:
         return {key: run.id for key, run in self._runs.items()}
 
     def log(self, key: int, row: Mapping[str, float], step: int) -> None:
-        if key in self._runs:
+        """Logs ``row`` at ``step`` unless the run holds that step already (an earlier attempt logged
+        it); committed at once, so that it goes to wandb's service now, not with the next row."""
+        if key in self._runs and step > self._held.get(key, 0):
             try:
                 self._runs[key].log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))},
-                                     step=step)
+                                     step=step, commit=True)
+                self._held[key] = step
             except Exception as err:  # noqa: BLE001 - a mirror must never stop the training it mirrors
                 self._give_up(err)
+
+    def replay(self, key: int, rows: Sequence[Mapping[str, str]]) -> int:
+        """Logs the rows of ``metrics.csv`` (as read, strings) that the run's wandb run lacks; how many."""
+        before = self._held.get(key, 0)
+        for row in rows:
+            self.log(key, csv_values(row), int(row["env_steps"]))
+        return sum(before < int(row["env_steps"]) <= self._held.get(key, 0) for row in rows)
 
     def finish(self, key: int, summary: Mapping | None = None, failed: bool = False) -> None:
         run = self._runs.pop(key, None)
@@ -168,3 +202,192 @@ class WandbRuns:
     def finish_all(self, failed: bool) -> None:
         for key in list(self._runs):
             self.finish(key, failed=failed)
+
+
+def csv_values(row: Mapping[str, str]) -> dict[str, float]:
+    """A ``metrics.csv`` row as read (strings) as the numbers the run logged: an empty cell (NaN)
+    left out, an integer column as an ``int``."""
+    out: dict[str, float] = {}
+    for key, text in row.items():
+        if text:
+            try:
+                out[key] = int(text)
+            except ValueError:
+                out[key] = float(text)
+    return out
+
+
+# -- TensorBoard ---------------------------------------------------------------------------------
+EVENTS = "events.out.tfevents."  # what TensorBoard looks for in a file's name
+
+
+def _masked_crc32c(data: bytes) -> int:
+    from tensorboardX.record_writer import masked_crc32c
+
+    return masked_crc32c(data)
+
+
+def _tfrecords(path: Path) -> tuple[list[bytes], int]:
+    """The whole records of a TFRecord file and the length they span: a record torn by a kill (or
+    one whose length is garbled) ends them. Only each length is checked against its checksum: a
+    file is read once per resume, and checking every payload in pure Python would cost seconds."""
+    data = path.read_bytes()
+    records, pos = [], 0
+    while pos + 12 <= len(data):
+        header = data[pos:pos + 8]
+        if struct.unpack("<I", data[pos + 8:pos + 12])[0] != _masked_crc32c(header):
+            break
+        (length,) = struct.unpack("<Q", header)
+        end = pos + 12 + length + 4
+        if end > len(data):
+            break
+        records.append(data[pos + 12:pos + 12 + length])
+        pos = end
+    return records, pos
+
+
+def events_logged_step(run_dir: Path) -> int:
+    """The last env step of the metrics in a run folder's TensorBoard event files (0: none), each
+    file cut back to its whole records (a torn last record, which TensorBoard could not read
+    either, goes: its window is replayed)."""
+    from tensorboardX.proto import event_pb2
+
+    last = 0
+    for path in sorted(run_dir.glob(EVENTS + "*")):
+        records, whole = _tfrecords(path)
+        if whole < path.stat().st_size:
+            os.truncate(path, whole)
+        for data in records:
+            try:
+                event = event_pb2.Event.FromString(data)
+            except Exception:  # noqa: BLE001 - protobuf's DecodeError: a garbled record ends the file
+                break
+            if event.HasField("summary"):
+                last = max(last, event.step)
+    return last
+
+
+class EventFile:
+    """One run's metrics as TensorBoard scalars, in an event file of its own folder, so that
+    ``tensorboard --logdir <results_dir>/<experiment>`` shows every run of a sweep, each named by its
+    folder (``<env>/<bonus>/<variant>/seed_<k>``). One event per window, its step the window's env
+    steps, one scalar per metrics column (NaN left out), flushed like ``metrics.csv``.
+
+    Each attempt writes a file of its own (TensorBoard reads a folder's files in order of their
+    names, which begin with the time): ``kept``, the rows of ``metrics.csv`` a resumed run keeps,
+    are replayed into it from the first the earlier files lack, and a window they hold already is
+    not written again (:func:`events_logged_step`). A replayed window carries the time of its replay.
+    """
+
+    def __init__(self, run_dir: Path, kept: Sequence[Mapping[str, str]] = ()):
+        try:
+            from tensorboardX.proto import event_pb2, summary_pb2
+        except ImportError:
+            raise ImportError("tensorboard=true writes TensorBoard event files with tensorboardX: "
+                              "pip install tensorboardX, or set tensorboard=false") from None
+        self._event, self._summary = event_pb2.Event, summary_pb2.Summary
+        self.path = run_dir / f"{EVENTS}{time.time():.6f}.{socket.gethostname()}.{os.getpid()}"
+        self.held = events_logged_step(run_dir)
+        self._file: Any = None
+        self.replayed = 0
+        for row in kept:
+            step = int(row["env_steps"])
+            if step > self.held:
+                self.append(csv_values(row), step)
+                self.replayed += 1
+
+    def append(self, row: Mapping[str, float], step: int) -> None:
+        """Writes ``row`` at ``step`` (unless an earlier attempt's file holds that step) and flushes."""
+        if step <= self.held:
+            return
+        if self._file is None:
+            self._file = open(self.path, "ab")
+            self._write(self._event(wall_time=time.time(), file_version="brain.Event:2"))
+        values = [self._summary.Value(tag=k, simple_value=float(v)) for k, v in row.items()
+                  if not math.isnan(float(v))]
+        self._write(self._event(wall_time=time.time(), step=step, summary=self._summary(value=values)))
+        self._file.flush()
+        self.held = step
+
+    def _write(self, event: Any) -> None:
+        data = event.SerializeToString()
+        header = struct.pack("<Q", len(data))
+        self._file.write(header + struct.pack("<I", _masked_crc32c(header)) + data
+                         + struct.pack("<I", _masked_crc32c(data)))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+# -- what a wandb run holds ------------------------------------------------------------------------
+_WANDB_BLOCK, _WANDB_FILE_HEADER, _WANDB_RECORD_HEADER = 32768, 7, 7
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def wandb_records(path: Path) -> Iterator[bytes]:
+    """The whole records of a wandb transaction log (``run-<id>.wandb``): LevelDB's log format,
+    32 KiB blocks of checksummed pieces after a 7-byte file header, as wandb's service writes it.
+    A piece torn or lost by a kill ends them (a record cut across blocks is left out whole), as
+    ``wandb sync`` would read the file too."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return
+    if not data.startswith(b":W&B"):
+        return
+    pos, pending = _WANDB_FILE_HEADER, None
+    while True:
+        left = _WANDB_BLOCK - pos % _WANDB_BLOCK
+        if left < _WANDB_RECORD_HEADER:  # a block's tail too short for a header is padding
+            pos += left
+            continue
+        if pos + _WANDB_RECORD_HEADER > len(data):
+            return
+        crc, length, kind = struct.unpack_from("<IHB", data, pos)
+        body = data[pos + _WANDB_RECORD_HEADER:pos + _WANDB_RECORD_HEADER + length]
+        if kind not in (_FULL, _FIRST, _MIDDLE, _LAST) or len(body) < length or \
+                zlib.crc32(body, zlib.crc32(bytes([kind]))) != crc:
+            return
+        pos += _WANDB_RECORD_HEADER + length
+        if kind == _FULL:
+            yield body
+        elif kind == _FIRST:
+            pending = body
+        elif pending is not None:
+            pending += body
+            if kind == _LAST:
+                yield pending
+                pending = None
+
+
+def wandb_logged_step(wandb_dir: Path, run_id: str) -> int:
+    """The last step of history the earlier attempts of wandb run ``run_id`` wrote into their
+    transaction logs under ``wandb_dir`` (0: none), what ``wandb sync`` would upload. An attempt
+    whose log lost even its run record (killed before wandb's service wrote a block) holds nothing
+    to upload and is removed, so that ``wandb sync`` is not handed an empty run."""
+    from wandb.proto import wandb_internal_pb2
+
+    last = 0
+    for folder in sorted(wandb_dir.glob(f"*run-*-{run_id}")):
+        has_run = False
+        for body in wandb_records(folder / f"run-{run_id}.wandb"):
+            record = wandb_internal_pb2.Record.FromString(body)
+            kind = record.WhichOneof("record_type")
+            has_run = has_run or kind == "run"
+            if kind == "history":
+                last = max(last, record.history.step.num)
+        if not has_run and not any(folder.glob("*.synced")):
+            shutil.rmtree(folder, ignore_errors=True)
+    return last
+
+
+def _logged_step_or_none(wandb_dir: Path, run_id: str) -> int:
+    """:func:`wandb_logged_step`, or 0 with a warning when the logs cannot be read (a wandb whose
+    format this reader does not know): the resumed run then logs the kept rows again."""
+    try:
+        return wandb_logged_step(wandb_dir, run_id)
+    except Exception as err:  # noqa: BLE001 - a mirror must never stop the training it mirrors
+        log.warning("wandb: cannot read the earlier attempts of run %s (%s: %s); its kept windows are logged again",
+                    run_id, type(err).__name__, err)
+        return 0

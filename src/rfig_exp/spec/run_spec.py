@@ -52,6 +52,7 @@ class RunSpec:
     variant: str = variants.BASE
     variant_overrides: dict = field(default_factory=dict)
     compile_cache: str | None = None
+    tensorboard: bool = True      # each run's metrics also as TensorBoard events in its folder
     resolved_config: dict = field(default_factory=dict)  # saved with each run, never read by it
 
     @property
@@ -143,6 +144,6 @@ def build_run_spec(cfg, searchpath: Sequence[str] = ()) -> RunSpec:
         eval_frequency=run.eval_frequency, overwrite=run.overwrite,
         train=agent.train_spec(num_windows * updates_per_window, updates_per_window), agent=agent, bonus=bonus,
         env=env, variant=variants.variant_name(overrides), variant_overrides=overrides,
-        compile_cache=run.compile_cache, resolved_config=resolved_config(cfg),
+        compile_cache=run.compile_cache, tensorboard=run.tensorboard, resolved_config=resolved_config(cfg),
         checkpoint=run.checkpoint, wandb=run.wandb, watch=watch, placement=run.placement,
     )
