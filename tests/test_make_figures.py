@@ -5,6 +5,7 @@ the Make variables (analysis/__main__.py with ``--caller make``)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,8 @@ def exit_status(out: subprocess.CompletedProcess) -> int:
     if out.returncode == 0:
         return 0
     assert out.returncode == 2, said(out)
-    (line,) = [line for line in out.stderr.splitlines() if line.startswith("make: ***")]
+    # "make: ***", or "make[1]: ***" when the test itself runs under make (make test)
+    (line,) = [line for line in out.stderr.splitlines() if re.match(r"make(\[\d+\])?: \*\*\*", line)]
     return int(line.rsplit("Error ", 1)[1])
 
 

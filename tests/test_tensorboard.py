@@ -128,7 +128,9 @@ KILLED = ["env=cartpole", "bonus=none", "num_seeds=2", "agent.num_envs=4", "agen
 
 
 def launch(results: Path, fault: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}
+    # WANDB_SERVICE: a wandb service this test process started (an earlier test's in-process run) would
+    # be shared by both attempts and still hold the killed attempt's run id when the resumed one asks
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_MODE", "WANDB_SERVICE")}
     env.pop("RFIG_FAULT", None)
     if fault:
         env = fault_env(env, fault)

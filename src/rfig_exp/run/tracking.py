@@ -134,8 +134,8 @@ class WandbRuns:
                           **({"id": run_id, "resume": "allow"} if run_id else {}))
             try:
                 # silent: wandb's own history/summary blocks were most of a sweep's console
-                run = wandb.init(mode=mode, settings=wandb.Settings(init_timeout=init_timeout, silent=True),
-                                 **kwargs)
+                run = _init_when_free(wandb, mode=mode, settings=wandb.Settings(init_timeout=init_timeout, silent=True),
+                                      **kwargs)
             except Exception as err:  # noqa: BLE001 - any online failure means "go offline"
                 if mode != "online":
                     raise
@@ -321,6 +321,22 @@ class EventFile:
 
 
 # -- what a wandb run holds ------------------------------------------------------------------------
+def _init_when_free(wandb, attempts: int = 10, wait_s: float = 3.0, **kwargs):
+    """``wandb.init(**kwargs)``, retried while wandb's service says the run id is in use: a resumed
+    run's id is still held, for some seconds, by the service of the attempt before it (one that was
+    killed, or one finishing in the same process), longer on a loaded machine."""
+    for attempt in range(attempts):
+        try:
+            return wandb.init(**kwargs)
+        except Exception as err:  # noqa: BLE001 - wandb raises its service's error types
+            if "is in use" not in str(err) or attempt == attempts - 1:
+                raise
+            log.info("wandb: run id %s still in use by an earlier attempt; retrying in %.0f s",
+                     kwargs.get("id"), wait_s)
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")
+
+
 _WANDB_BLOCK, _WANDB_FILE_HEADER, _WANDB_RECORD_HEADER = 32768, 7, 7
 _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
