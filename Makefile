@@ -8,7 +8,7 @@ EXPERIMENT ?=
 REPORT ?=
 ALLOW_INCOMPLETE ?=
 
-.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-all bench figures figures-paper smoke coverage repro repro-publish status estimate wandb-sync wheel-check clean
+.PHONY: install install-gpu gpu-wheels gpu-wheels-brax paper32-gpu bench-gpu run test test-extended test-all bench figures figures-paper smoke coverage repro repro-publish status estimate wandb-sync wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,9 +55,12 @@ bench-gpu:
 run: $(STAMP)
 	$(PY) launch.py
 
-# The default test suite (CPU): the linter and the type checker, then pytest; `make test-all` adds the
-# slow end-to-end checks. pytest runs in two passes. First every test not marked kept_apart, on one
-# worker per core (pytest-xdist; TEST_WORKERS=N for N workers, 0 for one process): these write only
+# The default test suite (CPU): the linter and the type checker, then pytest, in about ten minutes on
+# 2 cores; `make test-extended` runs the end-to-end checks marked `extended` (whole sweeps, kills and
+# relaunches, the toy bonus and suite in a copy of the project: each repeats a contract a faster test
+# here covers, at several times its cost), and `make test-all` adds the slow ones too. CI runs
+# `make test`, then `make test-extended`. Each runs pytest in two passes. First every test not marked
+# kept_apart, on one worker per core (pytest-xdist; TEST_WORKERS=N for N workers, 0 for one process): these write only
 # under their own tmp_path and bind no fixed port, so any two may run side by side. Then the
 # kept_apart ones (pyproject.toml's markers: the SLURM tests, and those that judge the timing or
 # overlap of real processes) in one process, one after another, with nothing beside them (xdist's
@@ -72,10 +75,16 @@ TEST_REPORTS := .test-reports
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not kept_apart" --durations=10 \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not extended and not kept_apart" --durations=10 \
 		--junitxml=$(TEST_REPORTS)/parallel.xml; first=$$?; \
-	$(PY) -m pytest -q -m "not slow and kept_apart" --durations=5 --junitxml=$(TEST_REPORTS)/kept_apart.xml \
-		&& exit $$first
+	$(PY) -m pytest -q -m "not slow and not extended and kept_apart" --durations=5 \
+		--junitxml=$(TEST_REPORTS)/kept_apart.xml && exit $$first
+
+test-extended: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "extended and not slow and not kept_apart" --durations=10 \
+		--junitxml=$(TEST_REPORTS)/extended.xml; first=$$?; \
+	$(PY) -m pytest -q -m "extended and not slow and kept_apart" --durations=5 \
+		--junitxml=$(TEST_REPORTS)/extended_kept_apart.xml && exit $$first
 
 test-all: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -38,6 +38,7 @@ def _only_variant_dir(bonus_dir: Path) -> Path:
     return found[0]
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(600)
 def test_launch_then_analysis_report(tmp_path):
     _launch(["env=cartpole", "bonus=none,rfig", "seed=0", "num_seeds=2", *TINY_ARGS], tmp_path, "e2e")

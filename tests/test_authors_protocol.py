@@ -102,6 +102,7 @@ def _metrics(path):
         return [{k: v for k, v in row.items() if k != "wall_time_s"} for row in csv.DictReader(f)]
 
 
+@pytest.mark.extended
 def test_separate_mix_without_a_bonus_is_ppo_on_the_extrinsic_stream_alone(tiny_config, tmp_path):
     # PPO's advantage is std(A_ext) whatever ext_coef: joint at ext_coef 1 and separate at 2 train the same
     runs = {"joint": ("agent.advantage_mix=joint",), "separate": ("agent.advantage_mix=separate", "agent.ext_coef=2")}
@@ -116,6 +117,7 @@ AUTHORS_AGENT = ("agent.intrinsic_return=episodic", "agent.intrinsic_scale=rewar
 AUTHORS_ALL = (*AUTHORS_AGENT, "agent.ext_coef=2", "bonus.beta=1", "agent.time_limit=terminal")
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("bonus", ["rfig", "rnd"])
 def test_the_authors_plumbing_trains(tiny_config, tmp_path, bonus):
     base = ("env=cartpole", f"bonus={bonus}")
@@ -139,6 +141,7 @@ def test_each_of_the_authors_agent_settings_changes_a_run_alone(tiny_config, tmp
         assert _metrics(tmp_path / f"alone{i}") != paper, f"{one} changed nothing"
 
 
+@pytest.mark.extended
 def test_time_limit_as_terminal_changes_a_run_that_reaches_it(tiny_config, tmp_path):
     # 4 envs x 256 steps: every MountainCar episode of a random policy is cut at its 200-step limit
     for limit in ("truncation", "terminal"):

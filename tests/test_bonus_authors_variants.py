@@ -234,6 +234,7 @@ def test_the_training_step_is_mse_only_rho_moves_through_the_samples(x64):
     assert set(metrics) == {"dynamics_mse", "posterior_sigma_mean"}
 
 
+@pytest.mark.extended
 def test_the_settings_combine_with_the_faithful_ones():
     """``bonus_per=batch`` with the variational loss, and the per-transition gain with the MSE loss, tanh
     and the rolled target: each runs, finite and non-negative."""
@@ -373,6 +374,7 @@ def test_the_docs_give_each_variant_as_one_command_line():
         assert where in hash_doc
 
 
+@pytest.mark.extended
 def test_vime_authors_variant_trains_through_the_config_path(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "vime", *command_line(VIME_AUTHORS).split())
     assert summary["bonus_model_updates"] == 256 // (4 * 16)
@@ -383,6 +385,7 @@ def test_vime_authors_variant_trains_through_the_config_path(tiny_config, tmp_pa
         assert "bonus/dynamics_nll" not in row
 
 
+@pytest.mark.extended
 def test_hashexplo_authors_variant_trains_through_the_config_path(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo", *command_line(HASH_AUTHORS).split())
     assert summary["bonus_counted_states"] == 256   # every s of the four batches counted once

@@ -146,6 +146,7 @@ def _cells():
             for e in ENVS for b in bonus_names()]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("bonus_name,env_kind", _cells())
 def test_one_update_of_every_bonus_on_every_observation_kind(bonus_name, env_kind):
     check_one_update(bonus_name, env_kind, num_seeds=1)

@@ -209,6 +209,7 @@ def test_bonus_of_a_repeated_batch_falls_well_below_novel_states():
     assert r_seen < 0.3 * r_novel, (r_seen, r_novel)
 
 
+@pytest.mark.extended
 def test_jit_and_vmap_over_seeds_match_each_seed_alone():
     bonus, hp = make(**SMALL, table_sizes=[10007, 10009])
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
@@ -253,6 +254,7 @@ def test_bad_config_names_the_key(key, value, match):
         make(**{key: value})
 
 
+@pytest.mark.extended
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo")
     assert summary["bonus_counted_states"] == 256  # every s' of both batches counted once
@@ -289,6 +291,7 @@ def test_static_simhash_counts_sgn_of_a_fixed_projection_of_the_state_itself():
     assert int(np.asarray(state.tables)[0].sum()) == 3 * N
 
 
+@pytest.mark.extended
 def test_static_simhash_runs_end_to_end(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo", "bonus.hash=static", "bonus.hash_bits=16")
     assert summary["bonus_counted_states"] == 256 and 1 <= summary["bonus_occupied_buckets"] <= 256

@@ -77,6 +77,7 @@ def woodbury_residual_under_tf32(matmul_precision: str, updates: int = 12) -> fl
     return float(state.max_residual)
 
 
+@pytest.mark.extended
 def test_rfig_needs_its_float32_matmuls_and_keeps_them_under_tf32():
     """The issue's GPU measurement in miniature: at the process default (TF32) the Woodbury
     update drifts past refresh_tol (1e-3) within a few updates; with the bonus's own
@@ -86,6 +87,7 @@ def test_rfig_needs_its_float32_matmuls_and_keeps_them_under_tf32():
     assert highest < 1e-3 < default, (highest, default)
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("name", ["rnd", "vime", "hashexplo"])
 def test_the_network_bonuses_barely_move_under_tf32(name):
     change = relative_change(*trained(name))

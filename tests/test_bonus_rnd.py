@@ -161,6 +161,7 @@ def test_bad_config_names_the_key(key, value, match):
         make(**{key: value})
 
 
+@pytest.mark.extended
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     _, rows = end_to_end(tiny_config, tmp_path, "rnd")
     for row in rows:

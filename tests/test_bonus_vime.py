@@ -251,6 +251,7 @@ def test_kl_to_prior_matches_numerical_integration():
     assert float(kl_to_prior(params, prior)) == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
+@pytest.mark.extended
 def test_more_samples_and_delta_target_run():
     bonus, hp = make(num_samples=3, target="delta", **SMALL, **RAW)
     state = bonus.init(jax.random.PRNGKey(0), None, hp)
@@ -274,6 +275,7 @@ def test_more_samples_and_delta_target_run():
     assert int(new.updates) == 1
 
 
+@pytest.mark.extended
 def test_jit_and_vmap_over_seeds_match_each_seed_alone():
     bonus, hp = make(**SMALL)
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
@@ -320,6 +322,7 @@ def test_zero_kl_weight_is_allowed():
     assert float(hp.kl_weight) == 0.0
 
 
+@pytest.mark.extended
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "vime", "bonus.hidden=[32,32]")
     assert summary["bonus_model_updates"] == 256 // (4 * 16)

@@ -154,6 +154,7 @@ def rollout():
     return env, np.asarray(obs0), np.asarray(first_x), {k: np.asarray(v) for k, v in rec.items()}
 
 
+@pytest.mark.extended
 def test_rollout_shapes_and_dtypes(rollout):
     env, obs0, _, rec = rollout
     assert env.obs_shape == (11,) and obs0.shape == (B, 11) and obs0.dtype == np.float32

@@ -93,6 +93,7 @@ def test_a_users_search_path_in_extra_joins_the_campaigns_folder_instead_of_repl
         _plan([*stage.split(), mine])  # what Hydra makes of the words put side by side
 
 
+@pytest.mark.extended
 def test_repro_sh_passes_extra_with_a_search_path_and_the_stage_still_finds_its_preset(tmp_path):
     """The stage runs for real up to launch.py's checks: an impossible value in EXTRA is what stops it
     (exit 2, not retried), not a preset lost to the user's search path."""

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 from conftest import find_run
 
 from rfig_exp.run import checkpoint
@@ -61,6 +62,7 @@ def _save_then_die(at_window):
     return save_then_die
 
 
+@pytest.mark.extended
 def test_a_resumed_run_continues_its_wandb_run(tiny_config, tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     cfg = tiny_config("env=cartpole", "bonus=none", "wandb.mode=offline", "wandb.tags=[smoke]",

@@ -41,6 +41,7 @@ def _rows(run: Path) -> list[dict]:
         return [{k: v for k, v in row.items() if k != "wall_time_s"} for row in csv.DictReader(f)]
 
 
+@pytest.mark.extended
 @pytest.mark.kept_apart  # two jobs that must overlap, each on a core of its own
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
 @pytest.mark.timeout(900)  # about a minute on a quiet machine; compiles crawl on a shared one

@@ -4,6 +4,7 @@ learning a continuous gymnax task (Pendulum-v1)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy import stats
 
 from rfig_exp.agents.ppo import train
@@ -58,6 +59,7 @@ PENDULUM = ["env=pendulum", "bonus=none", "num_seeds=2", "agent.num_envs=16", "a
             "agent.obs_norm_init_steps=32"]
 
 
+@pytest.mark.extended
 def test_ppo_learns_pendulum(tiny_config, tmp_path):
     summaries = run_experiment(tiny_config(*PENDULUM, f"results_dir={tmp_path}"))
     assert [s.seed for s in summaries] == [0, 1]

@@ -195,6 +195,7 @@ def test_pointmaze_grid_cells_and_counts_on_a_hand_made_trajectory():
     assert visits[27] == 2 and visits[77] == 2 and visits.sum() == 7 and (visits > 0).sum() == 5
 
 
+@pytest.mark.extended
 def test_tiny_deepsea_training_run_writes_coverage(tiny_config, tmp_path):
     from rfig_exp.run.experiment import run_experiment
 

@@ -93,6 +93,7 @@ def _trainer(tiny_config, *overrides):
     return make_trainer(spec.train, env, bonus), as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
 
 
+@pytest.mark.extended
 def test_the_window_evaluates_its_final_states_and_changes_none_of_them(tiny_config):
     trainer, hp = _trainer(tiny_config, "agent.eval_episodes=5")
     plain, _ = _trainer(tiny_config)
@@ -134,6 +135,7 @@ def with_and_without(tmp_path_factory):
     return root, runs
 
 
+@pytest.mark.extended
 def test_training_metrics_are_identical_with_and_without_evaluation(with_and_without):
     root, runs = with_and_without
     for seed in (0, 1):
@@ -164,6 +166,7 @@ def test_eval_columns_and_the_step0_value_are_recorded(with_and_without, tiny_co
         assert "eval_return_at_start" not in plain
 
 
+@pytest.mark.extended
 def test_a_resumed_run_has_the_same_evaluations(tiny_config, tmp_path, monkeypatch):
     common = ("env=cartpole", "bonus=none", "agent.eval_episodes=4", "checkpoint.every_windows=1",
               "agent.total_timesteps=384", f"results_dir={tmp_path}")

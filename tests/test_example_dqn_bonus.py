@@ -22,6 +22,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("bonus, settings", [("rfig", ["num_features=64", "lengthscale_samples=32"]),
                                              ("rnd", ["hidden=[32,32]"])])
 def test_the_example_trains_with_a_bonus_its_intrinsic_reward_finite_and_varying(bonus, settings):

@@ -22,6 +22,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("bonus, settings", [("rfig", ["num_features=64", "lengthscale_samples=32"]),
                                              ("rnd", ["hidden=[32,32]", "update_proportion=0.5"])])
 def test_the_example_trains_a_few_updates_with_a_bonus_by_name(bonus, settings):

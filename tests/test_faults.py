@@ -111,6 +111,7 @@ def _slow_unless(default: set, *cases):
             else pytest.param(*(c if isinstance(c, tuple) else (c,)), marks=pytest.mark.slow) for c in cases]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("point", _slow_unless(
     {"checkpoint.npz@3", "summary@1"},
     "checkpoint.npz@1", "checkpoint.npz@3", "checkpoint.json@1", "checkpoint.json@4",  # inside a checkpoint write
@@ -146,6 +147,7 @@ def test_sigkill_from_outside_at_random_times(tmp_path, cache, reference):
 
 
 # -- a full disk -----------------------------------------------------------------------------
+@pytest.mark.extended
 @pytest.mark.parametrize("point", _slow_unless({"checkpoint.npz@2", "summary@1"},
                                                "metrics@3", "checkpoint.npz@2", "checkpoint.json@1", "summary@1"))
 def test_a_full_disk_is_one_clear_error_and_a_relaunch_completes(tmp_path, cache, reference, point):
@@ -181,6 +183,7 @@ def _garble(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("name,damage", _slow_unless(
     {"metrics.csv/_truncate"},
     ("checkpoint/window_6.npz", _truncate), ("checkpoint/window_6.npz", _garble),
@@ -194,6 +197,7 @@ def test_a_damaged_file_of_a_partial_run_is_survived(tmp_path, cache, reference,
     assert any(said in log for said in ("unusable", "damaged", "cannot be resumed")), log[-3000:]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("name,damage", _slow_unless(
     {"summary.json/_truncate", "metrics.csv/_truncate"},
     ("summary.json", _truncate), ("summary.json", _garble), ("metrics.csv", _truncate),
@@ -252,6 +256,7 @@ def _paused_at_window_3(results: Path, cache: Path, *extra: str, env_mode: str =
     pytest.fail("the run wrote no 3 windows within 180 s")
 
 
+@pytest.mark.extended
 @pytest.mark.kept_apart  # the folder must go within the run's pause of PAUSE_S seconds
 def test_a_results_dir_that_vanishes_mid_run_is_an_error_not_a_complete_run(tmp_path, cache, reference):
     results = tmp_path / "vanishing"
@@ -312,6 +317,7 @@ STALL = ["stall_timeout_s=2"]
 # kept_apart: a window slowed down by a test beside it would be a second stall.
 
 
+@pytest.mark.extended
 @pytest.mark.kept_apart
 def test_a_stalled_sweep_job_is_retried_from_its_checkpoint_and_completes(tmp_path, cache, reference):
     out = launch(tmp_path, cache, "-m", *STALL, fault="window@3:stall", once=tmp_path / "stalled-once")

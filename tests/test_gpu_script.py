@@ -141,6 +141,7 @@ def script(tmp_path: Path, *args: str, timeout: float = 900, **env: str) -> subp
                           timeout=timeout)
 
 
+@pytest.mark.extended
 def test_the_script_installs_what_is_missing_and_needs_a_gpu(tmp_path):
     """Steps 1-2 on a machine without a GPU: the missing wheel lands in SITE; then exit 3."""
     (tmp_path / "wheels").mkdir()

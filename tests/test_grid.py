@@ -54,6 +54,7 @@ TINY_RUN = ["agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
             "bonus=none"]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("env", [pytest.param(e, marks=() if e in DEFAULT_RUNS else pytest.mark.slow)
                                  for e in env_names()])
 def test_a_tiny_run_of_every_env_completes(env, tmp_path):

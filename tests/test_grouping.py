@@ -65,6 +65,7 @@ def _rows(run):
         return [{k: v for k, v in r.items() if k != "wall_time_s"} for r in csv.DictReader(f)]
 
 
+@pytest.mark.extended
 def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
     args = ["env=cartpole", "bonus=none", *TINY, f"results_dir={tmp_path}"]
     out = launch("-m", *args, "seed=range(3)", "seeds_per_job=2", "experiment=grouped")

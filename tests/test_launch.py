@@ -61,6 +61,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.extended
 def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
     """A sweep over agent.lr runs both jobs (it once ran one and skipped the other); one job per
     value (members_per_job=1: not stacked, see test_a_stacked_sweep_...)."""
@@ -88,6 +89,7 @@ def test_a_hyperparameter_sweep_keeps_every_value(tmp_path):
     assert "agent.lr=0.0001" in index and "agent.lr=0.001" in index
 
 
+@pytest.mark.extended
 def test_a_changed_default_is_refused_not_overwritten(tmp_path):
     args = ["env=cartpole", "bonus=none", *TINY, f"results_dir={tmp_path}"]
     assert launch(*args).returncode == 0
@@ -143,6 +145,7 @@ def test_bad_input_is_one_line_with_exit_2_and_creates_nothing(tmp_path, overrid
     assert not (tmp_path / "r").exists(), "nothing may be created for a rejected launch"
 
 
+@pytest.mark.extended
 def test_results_dir_that_is_a_file_and_a_float_budget(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("")
@@ -222,6 +225,7 @@ def test_a_killed_run_never_looks_complete_and_resumes_to_identical_metrics(tmp_
     assert got == want, "a resumed run must match an uninterrupted one"
 
 
+@pytest.mark.extended
 def test_sigterm_checkpoints_and_exits_143_then_resumes(tmp_path):
     args = [*LONG, "agent.total_timesteps=50000000", "checkpoint.every_windows=1000", f"results_dir={tmp_path}"]
     proc = _start(args)
@@ -239,6 +243,7 @@ def test_sigterm_checkpoints_and_exits_143_then_resumes(tmp_path):
     assert saved and saved[-1] == len(rows(metrics.parent)), "the checkpoint is no older than the last window"
 
 
+@pytest.mark.extended
 def test_ctrl_c_checkpoints_like_sigterm_exits_130_and_the_relaunch_resumes(tmp_path):
     args = [*LONG, "agent.total_timesteps=50000000", "checkpoint.every_windows=1000", f"results_dir={tmp_path}"]
     proc = _start(args)
@@ -271,6 +276,7 @@ def test_ctrl_c_checkpoints_like_sigterm_exits_130_and_the_relaunch_resumes(tmp_
     assert f"resuming from the checkpoint after window {done} of 781250" in log.read_text()
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("every, says", [
     (1, "relaunch the same command to resume from window "),  # a checkpoint exists whenever Ctrl-C lands
     (1000, "relaunch the same command to start it again"),    # none yet: no promise of a resume
@@ -295,6 +301,7 @@ def test_a_second_ctrl_c_quits_at_once_with_one_line(tmp_path, every, says):
     assert says in err
 
 
+@pytest.mark.extended
 def test_a_failing_job_is_reported_and_the_sweep_goes_on(tmp_path):
     # lr = 1e30 drives the policy to NaN: that job fails (its run is "failed", never complete),
     # the other job still runs, and the sweep ends with a summary and exit code 1.
@@ -340,6 +347,7 @@ def test_a_smoke_sweep_over_all_five_bonuses_and_its_report(tmp_path):
     assert len(scores) == 10 and all(math.isfinite(float(r["final_score"])) for r in scores)
 
 
+@pytest.mark.extended
 def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
     # stall_timeout_s so small that the supervisor (polling once a second) judges the first window,
     # made seconds long, a stall: the real exit path (message, exit code, no summary) without
@@ -353,6 +361,7 @@ def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
     assert (run / "config.yaml").exists() and not (run / "summary.json").exists()
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_a_stacked_sweep_is_one_compiled_job_that_resumes_run_by_run(tmp_path):
     """The issue's command at a small scale: 2 values of agent.lr x 2 of bonus.beta x 2 seeds of a

@@ -57,6 +57,7 @@ def test_the_bonus_names_are_its_modules_and_its_yaml_files():
     assert declaring_modules() == folders.group_options("bonus") == bonus_names()
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("name", bonus_names())
 def test_create_gives_the_trainers_bonus_state_and_rewards(name):
     settings = settings_class(name).small  # small enough to run eagerly in seconds

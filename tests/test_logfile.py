@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rfig_exp.run.logfile import LogFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +31,7 @@ def test_a_full_disk_is_said_once_and_the_lines_are_dropped(capsys):
     assert "Logging error" not in err and "Traceback" not in err
 
 
+@pytest.mark.extended
 def test_a_run_whose_log_file_cannot_be_written_says_so_once_and_completes(tmp_path):
     """Hydra's job log file on a full device (/dev/full) under a real run: one line, no traceback."""
     tiny = ["env=cartpole", "bonus=none", "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",

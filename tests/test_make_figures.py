@@ -74,6 +74,7 @@ def two_real_experiments(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.extended
 def test_make_figures_builds_each_experiment_then_exits_4_for_the_one_with_problems(two_real_experiments):
     root = two_real_experiments
     out = make_figures(root)

@@ -103,6 +103,7 @@ def _run(tree: Path, *args: str, timeout: float = 480) -> subprocess.CompletedPr
                           timeout=timeout)
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_a_toy_bonus_needs_only_its_module_yaml_and_doc_page(tmp_path):
     tree, results = _toy_tree(tmp_path), tmp_path / "results"

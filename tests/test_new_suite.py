@@ -90,6 +90,7 @@ def _toy_tree(root: Path) -> Path:
     return project_copy(root, TOY_FILES)
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_a_toy_suite_needs_only_its_module_yamls_and_doc_page(tmp_path):
     tree, results = _toy_tree(tmp_path), tmp_path / "results"

@@ -37,6 +37,7 @@ def _run(cwd: Path, *args: str, timeout: float = 480) -> subprocess.CompletedPro
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_a_users_bonus_and_env_run_through_a_sweep_and_the_report(tmp_path):
     user = _user_folder(tmp_path)

@@ -85,6 +85,7 @@ def _parent_of(pid: int) -> int:
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
 
 
+@pytest.mark.extended
 def test_the_same_command_twice_trains_each_seed_once(tmp_path):
     """Two launches of one command must not both train seed 0 to the end (they once did):
     The second waits owner_grace_s for the first to let go, then leaves the seed to it. The seed is
@@ -110,6 +111,7 @@ def test_the_same_command_twice_trains_each_seed_once(tmp_path):
     _check_trained_once(tmp_path, windows)
 
 
+@pytest.mark.extended
 def test_a_relaunch_waits_for_the_owner_to_let_go_and_does_not_train_again(tmp_path):
     """A requeue that starts while the old process is still at work: it waits, sees the seed
     complete, and trains nothing."""
@@ -126,6 +128,7 @@ def test_a_relaunch_waits_for_the_owner_to_let_go_and_does_not_train_again(tmp_p
     _check_trained_once(tmp_path, windows)
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)  # five tiny launches, each importing JAX and compiling
 def test_runs_left_to_another_process_are_not_reported_done(tmp_path):
     """A seed another live process owns (here: this test's own process, which never trains it) is

@@ -215,6 +215,7 @@ def _rollout_positions(env, num_envs, steps, key):
     return np.asarray(run(), np.float64).reshape(-1, 2)
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("dynamics", BOTH)
 @pytest.mark.parametrize("maze", MAZE_NAMES)
 def test_ball_never_ends_inside_a_wall_or_outside_the_maze(maze, dynamics):

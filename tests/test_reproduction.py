@@ -291,6 +291,7 @@ def test_repro_sh_refuses_an_unknown_stage_before_it_runs_any(tmp_path):
     assert "[repro]" not in out.stdout and not (tmp_path / "results").exists()
 
 
+@pytest.mark.extended
 @pytest.mark.skipif(shutil.which("taskset") is None or (os.cpu_count() or 1) < 2, reason="two lanes need two cores")
 def test_repro_sh_runs_the_named_stages_once_each_on_one_lane_or_two(tmp_path):
     """Named stages run one after another, or with LANES=2 on two lanes that share them out; each
@@ -403,6 +404,7 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
     assert listed == names
 
 
+@pytest.mark.extended
 def test_the_baselines_campaign_makes_vime_and_the_control_at_32_seeds_and_audits_the_other_bonuses():
     import subprocess
     import sys

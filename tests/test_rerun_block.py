@@ -198,6 +198,7 @@ def test_the_signal_audit_s_reruns_against_the_grid_name_identical_parted_and_th
 TINY = ["agent.num_envs=8", "agent.num_steps=64", "agent.num_minibatches=4", "eval_frequency=2048"]
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(900)
 def test_a_tiny_block_launched_twice_is_bit_identical(tmp_path):
     block = ["env=cartpole", "bonus=none", "seed=0", "num_seeds=2", "experiment=tiny"]

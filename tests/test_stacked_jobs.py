@@ -44,6 +44,7 @@ def _runs(results):
     return sorted(p.relative_to(results) for p in results.glob("*/*/*/*/seed_*"))
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("common, values", [
     (("env=cartpole", "bonus=none"), ("agent.lr=0.0001", "agent.lr=0.001")),          # the agent's traced setting
     (("env=mountaincar", "bonus=rnd", "bonus.hidden=[16,16]", "bonus.embedding_dim=8"),
@@ -96,6 +97,7 @@ def test_program_key_splits_on_static_settings_only(tiny_config, tmp_path):
              JobPart(build_run_spec(tiny_config("env=acrobot", f"results_dir={tmp_path}")))))
 
 
+@pytest.mark.extended
 def test_members_that_do_not_fit_in_memory_train_in_equal_turns(tiny_config, tmp_path, monkeypatch, caplog):
     from rfig_exp.run import memory
 
@@ -129,6 +131,7 @@ class _StopAfterFirstWindow:
         pass
 
 
+@pytest.mark.extended
 def test_a_sweep_extended_by_a_setting_resumes_the_others_from_their_checkpoints(tiny_config, tmp_path, caplog):
     """A stacked job stopped after window 1, relaunched with one setting more: the two old members
     resume from their own checkpoints, the new one starts, in turns; each is the run it is alone."""

@@ -286,6 +286,7 @@ def test_wall_hours_spreads_the_longest_jobs_first():
     assert estimate_sweep.wall_hours([5.0, 1.0], 8) == 5.0
 
 
+@pytest.mark.extended
 def test_estimate_of_a_sweep_preset_costs_every_job_and_prefers_runs_measured_here(tmp_path, capsys):
     import socket
 

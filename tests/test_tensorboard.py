@@ -151,6 +151,7 @@ def wandb_history(seed_dir: Path) -> list[dict]:
     return out
 
 
+@pytest.mark.extended
 def test_a_run_killed_mid_way_and_resumed_has_every_window_once_in_tensorboard_and_wandb(tmp_path):
     killed = launch(tmp_path, fault="window@5:kill")  # after window 5's rows reached every sink
     assert killed.returncode == -signal.SIGKILL, (killed.stdout + killed.stderr)[-3000:]

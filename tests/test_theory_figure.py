@@ -41,6 +41,7 @@ def _settings(rows):
     return {k: sorted(v, key=lambda r: r["D"]) for k, v in out.items()}
 
 
+@pytest.mark.extended
 @pytest.mark.timeout(600)
 def test_csv_columns_and_grid(quick):
     with open(quick["csv"], newline="") as f:

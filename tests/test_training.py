@@ -6,6 +6,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import assert_same_to_float32_rounding, find_run
 
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
@@ -20,6 +21,7 @@ def read_metrics(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.extended
 def test_ppo_learns_cartpole(tiny_config, tmp_path):
     cfg = tiny_config("env=cartpole", "bonus=none", f"results_dir={tmp_path}", "num_seeds=2",
                       "agent.num_envs=16", "agent.num_steps=64", "agent.num_minibatches=8", "agent.update_epochs=4",
@@ -60,6 +62,7 @@ def test_results_contract_and_skip(tiny_config, tmp_path):
     assert len(run_experiment(cfg_over)) == 1
 
 
+@pytest.mark.extended
 def test_same_seed_twice_is_identical_and_vmapped_seed_equals_alone(tiny_config, tmp_path):
     common = ("env=acrobot", "bonus=rfig", "bonus.inverse=woodbury", "bonus.refresh_every=1")
     run_experiment(tiny_config(*common, f"results_dir={tmp_path / 'a'}", "seed=1"))
