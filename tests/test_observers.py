@@ -10,12 +10,15 @@ import signal
 import numpy as np
 
 from rfig_exp.results import contract as results
-from rfig_exp.run.observers import DivergenceGuard, MetricsFiles, StopSignals, Window
+from rfig_exp.run.observers import DivergenceGuard, MetricsFiles, ProgressLine, StopSignals, Window
 
 
-def _window(index: int, rows: dict) -> Window:
+def _window(index: int, rows: dict, train_time_s: float | None = None,
+            attempt_train_time_s: float | None = None) -> Window:
     metrics = {k: np.array([row[k] for row in rows.values()]) for k in next(iter(rows.values()))}
-    return Window(index=index, env_steps=index * 10, rows=rows, metrics=metrics, train_time_s=float(index))
+    train = float(index) if train_time_s is None else train_time_s
+    return Window(index=index, env_steps=index * 10, rows=rows, metrics=metrics, train_time_s=train,
+                  attempt_train_time_s=train if attempt_train_time_s is None else attempt_train_time_s)
 
 
 def _row(episode_return: float, loss: float = 0.5) -> dict:
@@ -48,6 +51,19 @@ def test_stop_signals_takes_sigusr2_only_under_submitit():
             assert signals.received is None and handed == [signal.SIGUSR2]
     finally:
         signal.signal(signal.SIGUSR2, previous)
+
+
+def test_a_resumed_runs_speed_and_eta_count_only_the_windows_this_process_trained(caplog):
+    """Resumed after window 10 of 20 whose training took 100 s: window 12 arrives 4 s into this
+    attempt. Speed is 2 windows x 1000 steps x 2 seeds / 4 s; the ETA, 8 windows at 2 s each (the
+    cumulative 104 s over 2 windows gave half the speed and a 416 s ETA)."""
+    progress = ProgressLine("t", num_windows=20, eval_frequency=1000, total_env_steps=20_000,
+                            updates_per_window=1, done_windows=10, intrinsic=False)
+    rows = {0: {"episode_return": 1.0}, 1: {"episode_return": 2.0}}
+    with caplog.at_level("INFO", logger="rfig_exp"):
+        progress.on_window(_window(12, rows, train_time_s=104.0, attempt_train_time_s=4.0))
+    line = caplog.messages[-1]
+    assert "| 1.0k steps/s |" in line and line.endswith("| eta 16s"), line
 
 
 def test_divergence_guard_fails_a_seed_once_at_its_first_non_finite_loss(caplog):

@@ -23,6 +23,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -39,14 +40,41 @@ log = logging.getLogger("rfig_exp")
 class Tally:
     """How the sweep's jobs went, counted as their outcomes come back."""
 
-    def __init__(self, sweep_dir: Path, budget: int):
+    def __init__(self, sweep_dir: Path, budget: int, jobs: Sequence[Job] = ()):
         self.sweep_dir, self.budget = sweep_dir, budget
         self.counts = {"completed": 0, "skipped": 0, "resumed": 0, "failed": 0, "left": 0, "stall_retries": 0}
         self.failures: list[str] = []
         self.left: list[str] = []
+        self.total_jobs, self.total_runs = len(jobs), sum(job.members for job in jobs)
+        self.jobs_done = self.runs_done = 0
+        self.trained_s, self.trained_jobs = 0.0, 0  # the jobs that trained (not skipped) and their time
+        self.last = time.perf_counter()
 
-    def add(self, index: int, job: Job, outcome: JobOutcome) -> None:
-        """Count ``outcome`` of job ``index``."""
+    def add(self, index: int, job: Job, outcome: JobOutcome, report: bool = True) -> None:
+        """Count ``outcome`` of job ``index``, then (``report``: not for all but the last of a batch that
+        came back together) say where the sweep stands."""
+        self._count(index, job, outcome)
+        now = time.perf_counter()
+        self.jobs_done += 1
+        self.runs_done += job.members
+        if not (outcome.error is None and outcome.skipped):
+            self.trained_s += now - self.last
+            self.trained_jobs += 1
+        self.last = now
+        if report and self.total_jobs > 1:
+            log.info("[sweep] %s", self.progress())
+
+    def progress(self) -> str:
+        """``job k/n back | runs r/R | eta ...``: the ETA is the mean time of the jobs that trained (skipped
+        ones take none) times the jobs left; a batch that ran side by side counts its time once over
+        its jobs, so the ETA is the batches left times a batch's time."""
+        left = self.total_jobs - self.jobs_done
+        eta = (f"eta {_duration(self.trained_s / self.trained_jobs * left)}" if self.trained_jobs and left
+               else "eta n/a" if left else "all jobs back")
+        return (f"job {self.jobs_done}/{self.total_jobs} back | runs {self.runs_done}/{self.total_runs} "
+                f"| {eta}")
+
+    def _count(self, index: int, job: Job, outcome: JobOutcome) -> None:
         c = self.counts
         c["stall_retries"] += outcome.stall_retries
         if outcome.error is None and outcome.left:
@@ -93,6 +121,12 @@ class Tally:
             sys.exit(ExitCode.STALLED)
 
 
+def _duration(seconds: float) -> str:
+    """``45s``, ``12m05s``, ``3h07m``."""
+    s = int(round(seconds))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
 def describe(job: Job) -> str:
     """A job as a failure line names it: its parts' overrides (a stacked job: the first and a count)."""
     first = " ".join(job.parts[0].overrides)
@@ -108,7 +142,7 @@ def run_sweep(plan: LaunchPlan) -> None:
     OmegaConf.save(primary, sweep_dir / "multirun.yaml")
     sweep_logging = hydra_adapter.job_logging(primary, sweep_dir)  # the sweep's own lines: <sweep dir>/launch.log
     hydra_adapter.configure_logging(sweep_logging)
-    tally = Tally(sweep_dir, int(OmegaConf.select(primary, "stall_retries", default=0) or 0))
+    tally = Tally(sweep_dir, int(OmegaConf.select(primary, "stall_retries", default=0) or 0), plan.jobs)
     t0 = time.perf_counter()
     if kind == IN_PROCESS:
         _in_process(plan, tally)
@@ -159,10 +193,44 @@ def _submitit(plan: LaunchPlan, tally: Tally, kind: str, watcher) -> None:
         with watcher:
             tasks = executor.map_array(SubmititTask(), [plan.jobs[i] for i in batch], contexts)
             for i, task in zip(batch, tasks):
-                log.info("[sweep] job #%d: submitit task %s", i, task.job_id)
+                log.info("[sweep] job #%d: submitit task %s, its log %s", i, task.job_id, task.paths.stdout)
+            if kind == LOCAL:  # the jobs run on this machine: their lines come to this console too
+                follow_logs(tasks)
             outcomes = [_result(task) for task in tasks]
         for i, outcome in zip(batch, outcomes):
-            tally.add(i, plan.jobs[i], outcome)
+            tally.add(i, plan.jobs[i], outcome, report=i == batch[-1])
+
+
+def follow_logs(tasks, poll_s: float = 1.0, out=None) -> None:
+    """Echo the whole lines each task writes to its stdout and stderr logs on this console as they come,
+    until every task is done (a local task's progress lines would otherwise be seen only in its log)."""
+    out = out or sys.stdout
+    offsets: dict[Path, int] = {}
+    while True:
+        finished = all(task.done() for task in tasks)
+        for task in tasks:
+            for path in (Path(task.paths.stdout), Path(task.paths.stderr)):
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(offsets.get(path, 0))
+                        chunk = f.read()
+                except FileNotFoundError:
+                    continue
+                whole = chunk if finished else chunk[: chunk.rfind(b"\n") + 1]
+                offsets[path] = offsets.get(path, 0) + len(whole)
+                lines = [line for line in whole.decode(errors="replace").splitlines() if not _submitit_chatter(line)]
+                if lines:
+                    out.write("\n".join(lines) + "\n")
+                    out.flush()
+        if finished:
+            return
+        time.sleep(poll_s)
+
+
+def _submitit_chatter(line: str) -> bool:
+    """submitit's own INFO lines (its task starting, loading its pickle, exiting), in the two forms a
+    task's logs hold them: said once in the sweep's summary instead."""
+    return line.startswith("submitit INFO") or "][submitit][INFO]" in line
 
 
 def _result(task) -> JobOutcome:

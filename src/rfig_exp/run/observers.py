@@ -48,6 +48,7 @@ class Window:
     rows: dict[int, dict[str, float]]   # run (its index in the job) -> its metrics.csv row
     metrics: Mapping[str, np.ndarray]   # metric -> [S] host values, in the job's order of runs
     train_time_s: float                 # training wall time so far (resumed attempts included)
+    attempt_train_time_s: float         # this process's share of it: the windows it trained
     stopping: int | None = None         # the signal that ends the run after this window
 
 
@@ -221,14 +222,16 @@ class ProgressLine:
 
     def on_window(self, window: Window) -> None:
         seeds = list(window.rows)
+        # speed and ETA from the windows this process trained: a resumed run's earlier attempts
+        # add time but none of these windows
         trained = window.index - self.done_windows
         steps_done = trained * self.eval_frequency
-        train_time = max(window.train_time_s, 1e-9)
+        train_time = max(window.attempt_train_time_s, 1e-9)
         log.info(progress_line(
             self.tag, window.index, self.num_windows, window.env_steps, self.total_env_steps,
             steps_done * len(seeds) / train_time, [window.rows[s]["episode_return"] for s in seeds],
             [window.rows[s]["intrinsic_reward"] for s in seeds] if self.intrinsic else None,
-            (self.num_windows - window.index) * window.train_time_s / max(trained, 1),
+            (self.num_windows - window.index) * train_time / max(trained, 1),
             self.bonus_note(window.metrics, len(seeds)), noun=self.runs_noun))
 
     def bonus_note(self, metrics: Mapping[str, Any], num_seeds: int) -> str:

@@ -167,6 +167,9 @@ class JobRun:
         spec = self.spec
         start = time.perf_counter()
         trainer = make_trainer(spec.train, self.env, self.bonus)
+        # initialising and compiling take 15-60 s on a CPU before the first window's line
+        log.info("[%s] initialising and compiling%s", self.tag,
+                 f" (compile cache: {spec.compile_cache})" if spec.compile_cache else "")
         restored = self.restore_or_init(trainer)
         done = restored.done_windows
         resumed_from = list(restored.extra.get("resumed_from_windows", [])) + ([done] if done else [])
@@ -195,10 +198,12 @@ class JobRun:
                 stack.callback(saver.close, self.tag)  # a hung write is still a stall: no pulse comes
                 mirror = WandbMirror(wandb_runs, files.kept, self.tag)  # first replays what wandb lacks
                 observers = [Pulse(self.pulse, self.heartbeat), files, guard, mirror, saver, progress]
-                states, train_time = self._windows(window_fn, restored, observers, signals, saver, start)
+                states, train_time, attempt_time = self._windows(window_fn, restored, observers, signals, saver,
+                                                                 start)
                 saver.wait()  # before the summaries remove the checkpoints
                 summaries = self._finish(states, files.final_returns, guard.failures, saver, compile_time,
-                                         train_time, start, resumed_from, wandb_runs, restored.at_start)
+                                         train_time, attempt_time, start, resumed_from, wandb_runs,
+                                         restored.at_start)
                 self.completed = not guard.failures
             except KeyboardInterrupt:
                 last = saver.wait()  # a write in flight lands before the message names its window
@@ -212,10 +217,11 @@ class JobRun:
 
     def _windows(self, window_fn, restored: Restored, observers, signals: StopSignals, saver: Checkpointer,
                  start: float):
-        """Windows ``done+1 .. num_windows``, each handed to the observers; the final states and
-        the training time (earlier attempts' included)."""
+        """Windows ``done+1 .. num_windows``, each handed to the observers; the final states, the
+        training time (earlier attempts' included) and this attempt's share of it."""
         spec, keys, done = self.spec, self.keys, restored.done_windows
-        train_time = float(restored.extra.get("train_time_s", 0.0))
+        earlier = float(restored.extra.get("train_time_s", 0.0))
+        train_time = earlier
         states = restored.states
         pending = window_fn(states, self.hparams) if done < spec.num_windows else None
         last_arrival = time.perf_counter()
@@ -234,7 +240,7 @@ class JobRun:
             rows = {i: {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
                         **{k: float(v[i]) for k, v in metrics.items()}, "wall_time_s": now - start}
                     for i in keys}
-            window = Window(w, env_steps, rows, metrics, train_time, stopping)
+            window = Window(w, env_steps, rows, metrics, train_time, train_time - earlier, stopping)
             for observer in observers:
                 observer.on_window(window)
             if stopping is not None:
@@ -244,7 +250,7 @@ class JobRun:
                                       ExitCode.INTERRUPTED)
                 raise Interrupted(f"terminated (signal {stopping}) after window {w} of {spec.num_windows}; its "
                                   "checkpoint is saved: relaunch the same command to resume", 128 + stopping)
-        return states, train_time
+        return states, train_time, train_time - earlier
 
     def _wandb(self, run_ids: dict) -> WandbRuns:
         settings = self.spec.wandb
@@ -269,8 +275,8 @@ class JobRun:
                 log.info("[%s] %s: %s", self.tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
 
     # -- the end --------------------------------------------------------------------------
-    def _finish(self, states, final_returns, failures, saver, compile_time, train_time, start, resumed_from,
-                wandb_runs, at_start: dict) -> list[results.RunSummary]:
+    def _finish(self, states, final_returns, failures, saver, compile_time, train_time, attempt_time, start,
+                resumed_from, wandb_runs, at_start: dict) -> list[results.RunSummary]:
         spec, n = self.spec, len(self.members)
         described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
         grid = self.env.coverage
@@ -298,7 +304,7 @@ class JobRun:
                 requested_timesteps=spec.requested_timesteps, final_return=final_returns[i],
                 wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
                 checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
-                env_steps_per_second=steps_trained * n / max(train_time, 1e-9),
+                env_steps_per_second=steps_trained * n / max(attempt_time, 1e-9),
                 warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
                 # a window's return averages the episodes that ended in it; until each env has run
                 # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
@@ -318,5 +324,5 @@ class JobRun:
                 summaries.append(summary)
         noun = "runs" if len({m.path.parent for m in self.members}) > 1 else "seeds" if n > 1 else "seed"
         log.info("[%s] done in %.1fs (compile %.1fs, %.0f env steps/s over %d %s); results in %s",
-                 self.tag, wall, compile_time, steps_trained * n / max(train_time, 1e-9), n, noun, self._where())
+                 self.tag, wall, compile_time, steps_trained * n / max(attempt_time, 1e-9), n, noun, self._where())
         return summaries
