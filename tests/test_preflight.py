@@ -86,6 +86,15 @@ def test_every_bad_job_is_counted_once_and_a_bad_choice_is_said_once():
     assert lines[-1] == "error: 10 of 12 jobs are invalid; nothing was started"
 
 
+def test_a_misspelt_choice_gets_the_closest_name_and_a_far_one_none():
+    lines = [line.removeprefix("error: ") for line in _refusal(["-m", "env=cartpol,mountaincar", "bonus=rfgi"])]
+    assert any(line.startswith("env=cartpol is not a known environment (did you mean cartpole?); valid: acrobot, ")
+               for line in lines), lines
+    assert any(line.startswith("bonus=rfgi is not a known bonus (did you mean rfig?); valid: ") for line in lines)
+    far = _refusal(["sweep=qqqq"])
+    assert far[0].removeprefix("error: ").startswith("sweep=qqqq is not a known sweep preset; valid: "), far
+
+
 def test_the_pages_exit_code_table_is_the_codes_table():
     table = _between("<!-- exit codes:", "<!-- end of exit codes -->").strip()
     assert table == exit_codes_markdown(), f"docs/running.md's exit codes should read:\n{exit_codes_markdown()}"

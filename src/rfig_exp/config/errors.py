@@ -8,6 +8,7 @@ and the error paths stay fast.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import textwrap
 from typing import Sequence
@@ -79,6 +80,14 @@ class Stalled(RuntimeError):
     def __init__(self, message: str, retries: int):
         super().__init__(message)
         self.stall_retries = retries
+
+
+def unknown_choice(key: str, value: str, label: str, options: Sequence[str]) -> str:
+    """The one line for a name that is none of ``options``: ``env=cartpol is not a known environment
+    (did you mean cartpole?); valid: ...``, the guess when one option is close."""
+    close = difflib.get_close_matches(str(value), list(options), n=1, cutoff=0.6)
+    guess = f" (did you mean {close[0]}?)" if close else ""
+    return f"{key}={value} is not a known {label}{guess}; valid: {', '.join(options)}"
 
 
 def exit_codes_help(width: int = 100) -> list[str]:

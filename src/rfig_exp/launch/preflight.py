@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from rfig_exp.config import folders, variants
-from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help
+from rfig_exp.config.errors import ConfigError, PreflightError, exit_codes_help, unknown_choice
 from rfig_exp.spec.defaults import defaults
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _check_choice(group: str, value: str, errors: list[str], dirs: folders.ConfD
         # a preset may live in a config folder of its own (a project's, the campaign's): say how to add it
         elsewhere = " (a preset of another config folder: add 'hydra.searchpath=[file://DIR]')" \
             if group == "sweep" else ""
-        errors.append(f"{group}={value} is not a known {GROUP_LABELS[group]}; valid: {', '.join(options)}{elsewhere}")
+        errors.append(unknown_choice(group, value, GROUP_LABELS[group], options) + elsewhere)
 
 
 def searchpath_of(overrides: Sequence[str]) -> list[str]:

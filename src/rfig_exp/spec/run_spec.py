@@ -18,7 +18,7 @@ from typing import Sequence
 from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.config import folders, variants
-from rfig_exp.config.errors import ConfigError
+from rfig_exp.config.errors import ConfigError, unknown_choice
 from rfig_exp.config.run_settings import (
     CheckpointSettings,
     PlacementSettings,
@@ -98,7 +98,7 @@ def check_names(cfg, conf_dirs: folders.ConfDirs = folders.CONF_DIR) -> None:
         name = str(select(cfg, f"{kind}.name"))
         options = folders.group_options(kind, conf_dirs)
         if name not in options:
-            raise ConfigError(f"{kind}={name} is not a known {label}; valid: {', '.join(options)}")
+            raise ConfigError(unknown_choice(kind, name, label, options))
     unknown = defaults.unknown_keys(cfg, choices(cfg), conf_dirs)
     if unknown:
         raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''}: {'; '.join(unknown)} "
