@@ -249,12 +249,12 @@ class Evidence:
     identical: bool
 
 
-# Measured, not computed by the build: each row is a rerun of a committed block (issue 41, item 12).
+# Measured, not computed by the build: each row is a rerun of a committed block.
 # The committed blocks were made at 76a9300 on a VM recorded as "2 CPU cores (AMD EPYC)", one core
 # per job; "here" is such a VM too (family 26 model 2 stepping 1, ISA hash 25fc08b1fed3d885, jaxlib
 # 0.10.2), at a commit whose training program is main's (6afc77c).
 _HERE = ("this project's 2-core AMD EPYC VM (family 26 model 2 stepping 1, ISA 25fc08b1fed3d885, jaxlib 0.10.2), "
-         "recorded alike, at 6afc77c + issue 41's provenance, one core")
+         "recorded alike, at 6afc77c with the later provenance fields (the same training program), one core")
 _STAGE = "`python campaign/scripts/rerun_block.py --env {env} --bonus {bonus} --seeds 8-15` (the stage's own command)"
 EVIDENCE: tuple[Evidence, ...] = (
     Evidence("2026-11-28", "PointMaze-UMaze, PPO, seeds 8-15 (stage p32-pointmaze_umaze-8)", _HERE,
@@ -266,7 +266,7 @@ EVIDENCE: tuple[Evidence, ...] = (
     Evidence("2026-11-28", "PointMaze-Medium, RFIG, seeds 8-15 (stage p32-pointmaze_medium-8)", _HERE,
              _STAGE.format(env="pointmaze_medium", bonus="rfig"),
              "8 seeds x 41 windows, every one of 7 columns equal (wall time aside); 371 s beside other work", True),
-    Evidence("issue 41 (an outside reviewer)",
+    Evidence("2026-11-28 (a second VM)",
              "PointMaze-Medium, PPO and RFIG, seeds 8-15 (stage p32-pointmaze_medium-8)",
              "another 2-core AMD EPYC VM (recorded as \"2 CPU cores (AMD EPYC)\", like the one that made them), "
              "at main and at 76a9300 (the commit that made them)",
