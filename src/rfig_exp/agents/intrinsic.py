@@ -43,9 +43,23 @@ from rfig_exp.agents.ppo.normalization import (
     scale_by_return_std,
     scale_by_reward_std,
 )
-from rfig_exp.agents.shapes import RolloutShape
+from rfig_exp.agents.shapes import (
+    BONUS_DTYPE,
+    RolloutShape,
+    TreeSpec,
+    bonus_input,
+    bonus_reward,
+    bonus_update,
+    check_fraction,
+    check_hparams,
+    check_key,
+    check_tree,
+    checked_need,
+    checked_refresh,
+    tree_spec,
+)
 from rfig_exp.bonuses import action_space_of, create, observation_shape, positive_integer
-from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
+from rfig_exp.bonuses.base import Bonus, BonusBatch, concrete, float32_hparams
 from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.settings import declared
 
@@ -73,9 +87,9 @@ class IntrinsicHparams(NamedTuple):
 def init(bonus: Bonus, key: jax.Array, warmup_obs: jax.Array, num_envs: int, hp: Any) -> IntrinsicState:
     """The state before the first update: observation statistics of ``warmup_obs`` (``[N, *obs]``
     raw states of a random policy: the resets and the steps after them) and the bonus's state made
-    from those states normalised."""
+    from those states normalised (in the bonus's float32)."""
     obs_rms = rms_update(rms_init(warmup_obs.shape[1:]), warmup_obs)
-    bonus_state = bonus.init(key, normalize(obs_rms, warmup_obs, hp.obs_clip), hp.bonus)
+    bonus_state = bonus.init(key, bonus_input(normalize(obs_rms, warmup_obs, hp.obs_clip)), hp.bonus)
     return IntrinsicState(obs_rms, jnp.zeros((num_envs,), jnp.float32), rms_init(()), bonus_state)
 
 
@@ -84,14 +98,18 @@ def observe(bonus: Bonus, state: IntrinsicState, rollout: BonusBatch, key: jax.A
     """``(state, r_int [T, B], metrics)`` for ``rollout``, a ``BonusBatch`` of *raw* observations
     (``next_obs``: the true ``s'``, the final observation at an episode end): the statistics merged
     with ``rollout.obs``, the bonus's reward (unscaled) from its state before this batch, then its
-    update, both on the batch normalised by the merged statistics. ``metrics``: the bonus's, of its
-    reward then of its update."""
+    update, both on the batch normalised by the merged statistics (its floats in the bonus's float32).
+    ``metrics``: the bonus's, of its reward then of its update. What the bonus returns is checked as it is
+    traced (``r_int`` of the batch's ``[T, B]`` floats, the state of the structure it was given: a one-line
+    error naming the bonus, ``rfig_exp.agents.shapes``)."""
     obs_rms = rms_update(state.obs_rms, rollout.obs.reshape((-1,) + state.obs_rms.mean.shape))
-    batch = BonusBatch(obs=normalize(obs_rms, rollout.obs, hp.obs_clip), actions=rollout.actions,
-                       next_obs=normalize(obs_rms, rollout.next_obs, hp.obs_clip),
+    batch = BonusBatch(obs=bonus_input(normalize(obs_rms, rollout.obs, hp.obs_clip)),
+                       actions=bonus_input(rollout.actions),
+                       next_obs=bonus_input(normalize(obs_rms, rollout.next_obs, hp.obs_clip)),
                        terminated=rollout.terminated, truncated=rollout.truncated)
-    r_int, reward_metrics = bonus.reward(state.bonus, batch, hp.bonus)
-    bonus_state, update_metrics = bonus.update(state.bonus, batch, key, hp.bonus)
+    r_int, reward_metrics = bonus_reward(bonus.name, bonus.reward(state.bonus, batch, hp.bonus),
+                                         rollout.terminated.shape)
+    bonus_state, update_metrics = bonus_update(bonus.name, bonus.update(state.bonus, batch, key, hp.bonus), state.bonus)
     return state._replace(obs_rms=obs_rms, bonus=bonus_state), r_int, {**reward_metrics, **update_metrics}
 
 
@@ -132,10 +150,10 @@ def refresh_seeds(bonus: Bonus, states: Any, hp: Any, hp_axis: int | None = None
     (RFIG's exact inverse) runs on the updates where some seed needs it, not on every update as a
     vmapped ``cond`` (a select of both branches) would. ``hp``: the bonus's hyperparameters, shared
     by the seeds (``hp_axis=0``: one per seed)."""
-    need = jax.vmap(bonus.needs_refresh)(states)
+    need = jax.vmap(lambda s: checked_need(bonus.name, bonus.needs_refresh, s))(states)
 
     def refresh(stacked):
-        fresh = jax.vmap(bonus.refresh, in_axes=(0, hp_axis))(stacked, hp)
+        fresh = jax.vmap(checked_refresh(bonus.name, bonus.refresh), in_axes=(0, hp_axis))(stacked, hp)
         return _where_seed(need, fresh, stacked)
 
     return jax.lax.cond(need.any(), refresh, lambda b: b, states)
@@ -147,7 +165,9 @@ def refresh_if_needed(bonus: Bonus, state: Any, hp: Any) -> Any:
     updates where no seed needs one. The state unchanged for a bonus without a refresh."""
     if bonus.refresh is None:
         return state
-    one = custom_vmap(lambda s, h: jax.lax.cond(bonus.needs_refresh(s), bonus.refresh, lambda s_, h_: s_, s, h))
+    refresh = checked_refresh(bonus.name, bonus.refresh)
+    one = custom_vmap(lambda s, h: jax.lax.cond(checked_need(bonus.name, bonus.needs_refresh, s), refresh,
+                                                lambda s_, h_: s_, s, h))
 
     @one.def_vmap
     def rule(axis_size, in_batched, states, h):
@@ -187,9 +207,11 @@ class IntrinsicReward:
     """A bonus with the agent's side of it, for a PPO of one's own: :meth:`create` it once, then per
     seed :meth:`init` (from :meth:`warmup`'s states), and per update :meth:`step` after the rollout
     and :meth:`advantage` beside the extrinsic GAE. ``hparams`` are the default of each method's
-    ``hp`` (pass other ``IntrinsicHparams`` to vmap a sweep over them). Each method checks the shapes it
-    is given against ``rollout`` as it is traced (a one-line ValueError naming the argument; nothing
-    at run time)."""
+    ``hp`` (pass other ``IntrinsicHparams`` to vmap a sweep over them). Each method checks what it is
+    given as it is traced: the arrays' shapes against ``rollout``, the state's structure, shapes and
+    dtypes against what :meth:`init` makes, ``key``, ``hp`` and ``gae_lambda`` (a one-line ValueError or
+    TypeError naming the argument; nothing at run time; values only where they are concrete, outside
+    ``jit``)."""
 
     bonus: Bonus
     hparams: IntrinsicHparams
@@ -240,13 +262,18 @@ class IntrinsicReward:
         """:func:`init`: the state before the first update, from ``warmup_obs [N, *obs_shape]``
         (:meth:`warmup`)."""
         self.rollout.check_obs("IntrinsicReward.init", "warmup_obs", warmup_obs, leading=1)
-        return init(self.bonus, key, warmup_obs, self.num_envs, self.hparams if hp is None else hp)
+        if warmup_obs.shape[0] == 0:
+            raise ValueError("IntrinsicReward.init: warmup_obs holds no state (shape "
+                             f"{tuple(warmup_obs.shape)}); the statistics start from them (IntrinsicReward.warmup)")
+        check_key("IntrinsicReward.init", key)
+        return init(self.bonus, key, warmup_obs, self.num_envs, self.checked_hp("IntrinsicReward.init", hp))
 
     def normalize(self, state: IntrinsicState, obs: jax.Array, hp: IntrinsicHparams | None = None) -> jax.Array:
         """``obs [..., *obs_shape]`` normalised and clipped by the current statistics (for a policy that
         wants them too)."""
+        self.check_state("IntrinsicReward.normalize", state)
         self.rollout.check_obs("IntrinsicReward.normalize", "obs", obs)
-        return normalize(state.obs_rms, obs, (self.hparams if hp is None else hp).obs_clip)
+        return normalize(state.obs_rms, obs, self.checked_hp("IntrinsicReward.normalize", hp).obs_clip)
 
     def step(self, state: IntrinsicState, obs: jax.Array, actions: jax.Array, next_obs: jax.Array,
              terminated: jax.Array, truncated: jax.Array, key: jax.Array,
@@ -258,8 +285,9 @@ class IntrinsicReward:
         metrics)``, ``r_int`` scaled (:func:`observe`, :func:`refresh_if_needed`, :func:`scale`); zero for a
         bonus whose reward is (``none``). ``metrics``: the bonus's, and the raw and scaled reward's means
         (``intrinsic_reward``, ``intrinsic_reward_normalized``)."""
+        self.check_state("IntrinsicReward.step", state, key)
         self.rollout.check_rollout("IntrinsicReward.step", obs, actions, next_obs, terminated, truncated)
-        hp = self.hparams if hp is None else hp
+        hp = self.checked_hp("IntrinsicReward.step", hp)
         rollout = BonusBatch(obs, actions, next_obs.reshape(obs.shape), terminated, truncated)
         state, raw, metrics = observe(self.bonus, state, rollout, key, hp)
         state = state._replace(bonus=refresh_if_needed(self.bonus, state.bonus, hp.bonus))
@@ -275,10 +303,69 @@ class IntrinsicReward:
         intrinsic head and its loss can go (the run is plain PPO). ``adv_ext``, ``r_int``, ``v_int``
         ``[T, B]``; ``v_int_last [B]``."""
         self.rollout.check_advantage("IntrinsicReward.advantage", adv_ext, r_int, v_int, v_int_last)
-        hp = self.hparams if hp is None else hp
+        check_fraction("IntrinsicReward.advantage", "gae_lambda", gae_lambda)
+        hp = self.checked_hp("IntrinsicReward.advantage", hp)
         if self.bonus.intrinsic:
             return advantage(adv_ext, r_int, v_int, v_int_last, gae_lambda, hp)
         return hp.ext_coef * adv_ext, jnp.zeros_like(adv_ext)
+
+    def checked_hp(self, where: str, hp: IntrinsicHparams | None) -> IntrinsicHparams:
+        """``hp``, or :attr:`hparams` when None; TypeError or ValueError naming ``hp`` where it is not this
+        bonus's (``rfig_exp.agents.shapes.check_hparams``)."""
+        if hp is None:
+            return self.hparams
+        check_hparams(where, hp, self.hparams, self.bonus.name)
+        return hp
+
+    def check_state(self, where: str, state: Any, key: Any = ...) -> None:
+        """TypeError or ValueError naming ``state`` (``key``) unless it is an :class:`IntrinsicState` of the
+        structure, shapes and dtypes :meth:`init` makes for these ``num_envs``, observations and bonus (the
+        bonus's part is compared with ``jax.eval_shape`` of its ``init``, once, where ``key`` is given: it is
+        checked too, and a state may hold one), and, when the state is concrete, one :meth:`init` made: a zeroed
+        state (its observation count 0) would give NaN rewards. Under ``jit`` that count is traced, unknown."""
+        if not isinstance(state, IntrinsicState):
+            raise TypeError(f"{where}: state is {'None' if state is None else type(state).__name__}, expected the "
+                            "IntrinsicState of IntrinsicReward.init (carry the one step returns)")
+        made = f"as IntrinsicReward.init makes it for num_envs={self.num_envs}, obs_shape {self.rollout.obs_shape}"
+        f32 = jax.ShapeDtypeStruct((), BONUS_DTYPE)
+        obs = jax.ShapeDtypeStruct(self.rollout.obs_shape, BONUS_DTYPE)
+        for name, want in (("obs_rms", RunningMeanStd(obs, obs, f32)), ("return_rms", RunningMeanStd(f32, f32, f32)),
+                           ("return_filter", jax.ShapeDtypeStruct((self.num_envs,), BONUS_DTYPE))):
+            check_tree(f"{where}: state.{name}", getattr(state, name), tree_spec(want), made)
+        if key is not ...:
+            check_key(where, key)
+            bonus_spec = self._bonus_spec(key)
+            if bonus_spec is not None:
+                check_tree(f"{where}: state.bonus", state.bonus, bonus_spec, f"the state of bonus {self.bonus.name}, "
+                           "as IntrinsicReward.init makes it")
+        count = concrete(state.obs_rms.count)
+        if count is not None and count.size == 1 and float(count) == 0.0:
+            raise ValueError(f"{where}: state.obs_rms.count is 0: a state IntrinsicReward.init did not make (it counts "
+                             "the warm-up states; a zeroed state gives NaN rewards): make it with explore.init(key, "
+                             "explore.warmup(key, env, env_params))")
+
+    def _bonus_spec(self, key: Any) -> TreeSpec | None:
+        """The bonus's state as its ``init`` makes it (``jax.eval_shape``: traced, not run) for warm-up states
+        of :meth:`warmup`'s number and of twice that, whose leaves of different shapes are free; None where
+        ``init`` cannot be traced alone. Kept per key type (a state may hold a key)."""
+        cache = self.__dict__.setdefault("_bonus_specs", {})  # a frozen dataclass: its __dict__ holds the memo
+        aval = jax.ShapeDtypeStruct(key.shape, key.dtype)
+        if (aval.shape, str(aval.dtype)) not in cache:
+            n = self.num_envs * (self.warmup_steps + 1)
+            specs = []
+            for size in (n, 2 * n):
+                warm = jax.ShapeDtypeStruct((size, *self.rollout.obs_shape), BONUS_DTYPE)
+                try:
+                    specs.append(tree_spec(jax.eval_shape(self.bonus.init, aval, warm, self.hparams.bonus)))
+                except Exception:  # an init that reads values (no state to compare), or fails as it runs itself
+                    specs = []
+                    break
+            spec = None
+            if len(specs) == 2 and specs[0].treedef == specs[1].treedef:
+                free = frozenset(i for i, (a, b) in enumerate(zip(specs[0].leaves, specs[1].leaves)) if a[0] != b[0])
+                spec = specs[0]._replace(free=free)
+            cache[(aval.shape, str(aval.dtype))] = spec
+        return cache[(aval.shape, str(aval.dtype))]
 
 
 __all__ = ["AGENT_SETTINGS", "IntrinsicHparams", "IntrinsicReward", "IntrinsicState", "advantage", "init", "observe",

@@ -89,7 +89,8 @@ class ReplayIntrinsic:
         bonus's state before these transitions, which it then learns (one update), and zero until
         ``warmup_steps * num_envs`` returns are in the std (the module's docstring); ``metrics``: the
         bonus's, ``intrinsic_reward`` (raw mean) and ``intrinsic_reward_normalized`` (scaled mean)."""
-        hp = self.hparams if hp is None else hp
+        self.explore.check_state("ReplayIntrinsic.step", state, key)
+        hp = self.explore.checked_hp("ReplayIntrinsic.step", hp)
         one_step = self.explore.rollout.num_steps == 1 and getattr(terminated, "ndim", 0) == 1
         if one_step:  # one vmapped env step: [B, ...] -> [1, B, ...]
             obs, actions, next_obs, terminated, truncated, reward = jax.tree.map(

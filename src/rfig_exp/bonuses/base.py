@@ -19,6 +19,7 @@ from typing import Any, Callable, Generic, Mapping, NamedTuple, Optional, TypeVa
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.settings import Settings
@@ -95,13 +96,48 @@ def flat_states(x: jax.Array, obs_ndim: int) -> jax.Array:
     return x.reshape(n, -1)
 
 
-def action_features(actions: jax.Array, action_space) -> jax.Array:
+def concrete(x: Any) -> Optional[np.ndarray]:
+    """``x``'s value as a numpy array when it is known now (an array or number passed outside ``jit``,
+    ``vmap`` or ``grad``), else None (a traced value, known only as the program runs)."""
+    if isinstance(x, jax.core.Tracer):
+        return None
+    try:
+        return np.asarray(x)
+    except Exception:  # not an array at all: the dtype and shape checks name it
+        return None
+
+
+def check_actions(actions: Any, action_space: Any, where: str = "action_features") -> None:
+    """TypeError unless ``actions`` have the dtype of ``action_space``'s actions: integers for a
+    ``DiscreteSpace``, floats for a ``BoxSpace`` (from the dtype alone, as the function is traced);
+    ValueError for a discrete action outside ``[0, num_actions)`` when the array is concrete. A traced
+    array's values are unknown while it is traced, and checking them as the program runs would cost a
+    host callback per step: under ``jit`` an out-of-range action goes through (one-hot, a row of zeros)."""
+    dtype = getattr(actions, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(actions).dtype
+    if isinstance(action_space, DiscreteSpace):
+        n = action_space.num_actions
+        if not jnp.issubdtype(dtype, jnp.integer):
+            raise TypeError(f"{where}: actions have dtype {dtype}, expected integers in [0, {n}) for "
+                            f"DiscreteSpace({n}) (an action index: .astype(jnp.int32) if it is one)")
+        values = concrete(actions)
+        if values is not None and values.size and (values.min() < 0 or values.max() >= n):
+            raise ValueError(f"{where}: actions hold values in [{values.min()}, {values.max()}], expected integers "
+                             f"in [0, {n}) for DiscreteSpace({n})")
+    elif isinstance(action_space, BoxSpace) and not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"{where}: actions have dtype {dtype}, expected floats for BoxSpace(dim={action_space.dim})")
+
+
+def action_features(actions: jax.Array, action_space, where: str = "action_features") -> jax.Array:
     """Actions as float32 model inputs: ``[...] int -> [..., A]`` one-hot for a
     ``DiscreteSpace`` (A = num_actions), ``[..., A] -> [..., A]`` unchanged for a ``BoxSpace``.
 
     For bonuses whose model takes the action (e.g. a dynamics model ``p(s' | s, a)``), so
-    they work for both kinds of action space.
+    they work for both kinds of action space. The actions are checked against the space
+    (:func:`check_actions`; ``where`` starts its error).
     """
+    check_actions(actions, action_space, where)
     if isinstance(action_space, DiscreteSpace):
         return jax.nn.one_hot(actions, action_space.num_actions, dtype=jnp.float32)
     if isinstance(action_space, BoxSpace):

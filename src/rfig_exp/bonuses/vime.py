@@ -120,7 +120,7 @@ def make(settings: VIMESettings, obs_shape, action_space):
     import jax.numpy as jnp
 
     from rfig_exp.bonuses import bnn
-    from rfig_exp.bonuses.base import Bonus, action_features, flat_states
+    from rfig_exp.bonuses.base import Bonus, action_features, check_actions, flat_states
     from rfig_exp.bonuses.nets import adam_init, adam_step
     from rfig_exp.envs.base import DiscreteSpace
 
@@ -133,10 +133,12 @@ def make(settings: VIMESettings, obs_shape, action_space):
 
     def inputs_targets(batch):
         obs = flat_states(batch.obs, obs_ndim)                        # [N, obs_dim]
+        where = f"bonus {settings.name}"  # the actions checked against the space (dtype; values when concrete)
         if index_actions:   # the RFIG authors: the raw index as one float column
+            check_actions(batch.actions, action_space, where)
             actions = jnp.asarray(batch.actions, jnp.float32).reshape(obs.shape[0], 1)
         else:
-            actions = action_features(batch.actions, action_space).reshape(obs.shape[0], -1)
+            actions = action_features(batch.actions, action_space, where).reshape(obs.shape[0], -1)
         x = jnp.concatenate([obs, actions], axis=-1)                 # [N, obs_dim + A]
         if settings.target == "rolled_batch":
             # flat_states keeps the batch's [T, B] order, row t * B + e (time-major, as the authors'
