@@ -53,7 +53,9 @@ def test_each_synthetic_bonus_gets_its_known_answer(cells):
     causes = " ".join(grid["constant"].causes)
     assert "at its clip" in causes and "constant within a batch" in causes
     assert grid["saturated"].verdict == "degenerate" and "at its clip (0.90" in grid["saturated"].causes[0]
-    assert grid["partly"].verdict == "ok" and grid["partly"].notes == ("partly at its clip (0.20)",)
+    # no visit maps here, so no distance reference (tests/test_signal_calibration.py has them): the note says so
+    assert grid["partly"].verdict == "ok" and grid["partly"].notes == (
+        "partly at its clip (0.20)", "no distance reference (no visit maps): compared with 0 only")
     assert grid["noise"].verdict == "degenerate" and grid["noise"].causes[0].startswith("blind to visits")
     assert grid["informative"].verdict == "ok" and grid["informative"].rank == pytest.approx(-0.6, abs=0.02)
     lo, hi = grid["informative"].rank_interval

@@ -22,3 +22,14 @@ Z95 = 1.959963984540054
 # The constants the rule book states, as campaign/claims/rule_history.py records them at each change.
 RULE_CONSTANTS = ("LEVEL", "SATURATION_SHARE", "NEAR_BAND", "MARGIN", "POI_MARGIN", "TIME_BAND", "NO_EFFECT", "POWER",
                   "REPS", "MC_GUARD", "MC_BATCHES", "PERM_DRAWS", "HELD_OUT_FROM")
+
+# The signal check's rule (campaign/claims/signal.py, docs/analysis.md *Signal check and the control*),
+# locked the same way: campaign/claims/rule_history.py records them at each change (``signal_constants``)
+# and tests/test_signal_calibration.py fails when these differ from the last entry's.
+SIGNAL_AT_MAX = 0.5            # median run's fraction of transitions at the batch maximum: at or above, degenerate
+SIGNAL_PARTLY_AT_MAX = 0.05    # at or above (and below SIGNAL_AT_MAX): noted
+SIGNAL_CONSTANT_CV = 0.01      # median run's coefficient of variation: below, degenerate
+SIGNAL_LEVEL = 0.95            # the t-intervals over runs (the rank correlation; its difference from the reference)
+SIGNAL_DISTANCE_MARGIN = 0.05  # 2026-12-02: the difference from the distance score's rank correlation lies below -this
+SIGNAL_CONSTANTS = ("SIGNAL_AT_MAX", "SIGNAL_PARTLY_AT_MAX", "SIGNAL_CONSTANT_CV", "SIGNAL_LEVEL",
+                    "SIGNAL_DISTANCE_MARGIN")

@@ -8,6 +8,8 @@ replaced on it. Each :class:`RuleChange` says what changed and what had been see
 holds the rule book's constants (``campaign.claims.verdicts.RULE_CONSTANTS``) as they stood after the
 change (empty before the rule book had any), and ``tests/test_verdicts.py`` fails when the module's
 constants differ from the last entry's: a constant cannot change without a dated entry here.
+``signal_constants`` does the same for the signal check's rule (``campaign.claims.constants.SIGNAL_CONSTANTS``),
+locked by ``tests/test_signal_calibration.py``.
 ``rules.md`` beside each report renders this history after the rules.
 """
 
@@ -24,6 +26,10 @@ class RuleChange:
     change: str                       # what was fixed or changed, and what it replaced
     seen: str                         # which data had been read (and judged) when it was made
     constants: Mapping[str, Any] = field(default_factory=dict)
+    # the signal check's constants (campaign.claims.constants.SIGNAL_CONSTANTS) as they stood after the
+    # change (empty before the check had a rule); tests/test_signal_calibration.py locks them as
+    # tests/test_verdicts.py locks ``constants``
+    signal_constants: Mapping[str, Any] = field(default_factory=dict)
 
 
 _BOOK_2026_11_27 = {"LEVEL": 0.95, "SATURATION_SHARE": 0.9, "MARGIN": 0.10, "POI_MARGIN": 0.056,
@@ -33,6 +39,11 @@ _BOOK_2026_11_28 = {**_BOOK_2026_11_27, "REPS": 20000, "NEAR_BAND": 0.05, "POWER
                     "MC_BATCHES": 10}
 
 _BOOK_2026_12_02 = {**_BOOK_2026_11_28, "PERM_DRAWS": 100000, "HELD_OUT_FROM": 8}
+
+_SIGNAL_2026_11_28 = {"SIGNAL_AT_MAX": 0.5, "SIGNAL_PARTLY_AT_MAX": 0.05, "SIGNAL_CONSTANT_CV": 0.01,
+                      "SIGNAL_LEVEL": 0.95}
+
+_SIGNAL_2026_12_02 = {**_SIGNAL_2026_11_28, "SIGNAL_DISTANCE_MARGIN": 0.05}
 
 RULE_HISTORY: tuple[RuleChange, ...] = (
     RuleChange(
@@ -66,8 +77,19 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "The 32-seed grid while it filled (seeds 8-23 of most panels).",
         _BOOK_2026_11_27),
     RuleChange(
+        "2026-11-28T10:06Z", "6afc77c",
+        "The signal check (campaign/claims/signal.py, then analysis/signal.py): a panel x bonus cell is degenerate "
+        "when its median run has at least half its transitions at the batch maximum (SIGNAL_AT_MAX, 'at its "
+        "clip'), a coefficient of variation below SIGNAL_CONSTANT_CV (constant), or, on a panel with a coverage "
+        "grid, a SIGNAL_LEVEL t-interval of its mean rank correlation with visits that does not lie below 0 "
+        "(blind to visits). Entered here 2026-12-02: the history had recorded the check only through rule 6.",
+        "No run carrying the signal statistics (first recorded by a189559, 09:53Z the same day; the signal "
+        "audit's first stage entered the data at 14:01Z), as the module then stated. The complete 32-seed grid's "
+        "scores and verdicts had been read.",
+        _BOOK_2026_11_27, _SIGNAL_2026_11_28),
+    RuleChange(
         "2026-11-28T10:59Z", "3027eb3",
-        "After an outside referee's reading of the complete 32-seed report (issue 41): rule 3b (a comparison where "
+        "After a reading of the complete 32-seed report: rule 3b (a comparison where "
         "90% of each method's runs lie within 5% of the panel's range of one value is near-saturated and does not "
         "discriminate); rule 4's seeds to resolve are those with 80% power, from the comparison that decides; rule "
         "5's resamples raised from 2,000 to 20,000, an interval end within 3 Monte-Carlo standard errors of a "
@@ -80,13 +102,13 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "claim's verdict under the rules before this change (the committed 32-seed claims of 42f25de) beside the "
         "new one, and the replaced catastrophic-failure rule's verdict on the same data.",
         "Every verdict of the complete 32-seed grid (seeds 0-31 of the 12 panels, VIME then at its old defaults), "
-        "and the referee's recomputation of them.",
-        _BOOK_2026_11_28),
+        "and their recomputation from the data with independent code.",
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
         "2026-11-28T13:22Z", "0e2278d",
         "Rules 3 and 3b are judged on the runs of the methods a comparison compares, where they had been judged "
         "on every method of the panel: rule 3 on all of them, rule 3b on the panel's range over all of them. "
-        "Found when VIME's rerun and the noise control entered the data (issue 40): their runs below RFIG's and "
+        "Found when VIME's rerun and the noise control entered the data: their runs below RFIG's and "
         "PPO's made PointMaze-UMaze no longer saturated and widened rule 3b's scale, so a comparison of RFIG with "
         "PPO, whose runs had not changed, moved (the area-under-the-curve claim from 'no effect larger than "
         "d = 0.2' over 11 panels to undecided over 10). A comparison's panel set must not depend on a third "
@@ -94,7 +116,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "reruns. No constant changed.",
         "Every verdict of the 32-seed grid with VIME's rerun and the noise control on five panels (MountainCar, "
         "Acrobot, PointMaze-UMaze, PointMaze-Medium, Breakout), and the report built from it before this change.",
-        _BOOK_2026_11_28),
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
         "2026-11-28T13:33Z", "cdb3098",
         "Rule 6: a panel where a method the claim needs has no runs yet is named, not silently dropped, and while "
@@ -102,7 +124,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "shown on 4 of 4 panels' with VIME's rerun on 5 of the 12 panels; it now reads undecided until the rerun "
         "covers them. Every comparison also names the panels rules 3 and 3b leave out. No constant changed.",
         "The same data as the change before.",
-        _BOOK_2026_11_28),
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
         "2026-11-28T14:36Z", "4bd28e5",
         "Rule 6: a panel where the signal check (its rule fixed earlier the same day) finds a compared bonus "
@@ -110,7 +132,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "does not work there. No constant changed.",
         "The signal audit's MountainCar stage (RND, #Explo and RFIG, seeds 0-7): #Explo blind to visits, the first "
         "degenerate cell of a paper method; its effect on the claims had not been read when this was fixed.",
-        _BOOK_2026_11_28),
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
         "2026-11-28T20:01Z", "d6f4b1f",
         "Rule 6 for the competitive claim (RFIG against the best of the NN baselines): a panel where a baseline has "
@@ -122,7 +144,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "#Explo or had it degenerate, and the claim left the report. No constant changed.",
         "The 32-seed grid with #Explo's fixed runs on MountainCar (seeds 0-23) and none elsewhere; a report built "
         "from it had lost the claim's row. The claim's verdicts under this change had not been read.",
-        _BOOK_2026_11_28),
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
         "2026-11-29T01:53Z", "2c79097",
         "Rule 2's scale as the rule states it: the worst and best windows of the five methods' runs on a panel. "
@@ -135,9 +157,9 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "non-Brax ones; the report built from it had been read. Found reading why the competitive claim's margin "
         "on Sparse-Ant moved (0.93 to 1.6 seed SDs): that one was the fixed VIME's best window (150), one of the "
         "five methods, which the rule counts; the control's share was found checking every panel's range.",
-        _BOOK_2026_11_28),
+        _BOOK_2026_11_28, _SIGNAL_2026_11_28),
     RuleChange(
-        "2026-12-02T04:32Z", "uncommitted",
+        "2026-12-02T04:32Z", "1d95b83",
         "Rules 10-12 (new), so that no verdict says more than its evidence. Rule 10: beside a verdict pooled over "
         "panels, each panel's own value and interval, a panel marked (and named in the verdict's words) where its "
         "Bonferroni interval over the pooled panels lies on a side of the threshold the pooled verdict does not "
@@ -155,7 +177,36 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "show: panels differing both ways under 'no effect larger than d = 0.2' (Sparse-Hopper, Breakout, "
         "Asterix), that pooled interval on seeds 8-31 alone ([0.476, 0.572], undecided), and a permutation p of "
         "0.0084 (drawn) on Sparse-HalfCheetah against 0.00625.",
-        _BOOK_2026_12_02),
+        _BOOK_2026_12_02, _SIGNAL_2026_11_28),
+    RuleChange(
+        "2026-12-02T07:25Z", "uncommitted",
+        "The signal check revised: tested on known answers, it could not tell a working bonus from a broken "
+        "one: a score that learns nothing (a state's standardised distance from the visit-weighted mean cell) "
+        "falls with visits "
+        "on every grid panel, and passed the 2026-11-28 rule there (campaign/claims/signal_calibration.py: the "
+        "known answers on the committed runs' visit maps). New cause on a panel with a coverage grid, **no better "
+        "than a distance score**: the SIGNAL_LEVEL t-interval of the mean over runs of the bonus's rank correlation "
+        "minus that of the distance score on the same run's visits (computed offline from each run's final visit "
+        "map: no committed run records it) does not lie below -SIGNAL_DISTANCE_MARGIN (0.05). With it the check "
+        "rejects the distance score, a constant and noise and passes a count bonus on all 8 grid panels; the old "
+        "rule passed the distance score on all 8. The batch-maximum cause keeps its threshold and is named for "
+        "what it is on a count bonus (#Explo has no clip: its maximum is a bucket's first visit). The new cause "
+        "decides only where the coverage grid is the whole state the bonus sees (WHOLE_STATE_GRIDS: MountainCar, "
+        "DeepSea); on the other grid panels the grid is a projection (Acrobot's angles, PointMaze's position, "
+        "Brax's torso coordinates) on which the distance score is computed while the bonuses see 11-27 "
+        "dimensions, so there the comparison is reported as a note, not a cause: applied there, it would have "
+        "made RFIG degenerate on 6 of the 8 grid panels and #Explo on all 8, on a test the known answers do "
+        "not validate for a bonus whose input is not the grid. Newly degenerate at the defaults: RFIG and VIME "
+        "on MountainCar (rule 6 leaves comparisons with them there unjudged). The 2026-11-28 entry (6afc77c) "
+        "is the rule it replaces; the report shows each cell's verdict under it where they differ.",
+        "The complete committed 32-seed data (seeds 0-31 of the 12 panels, every baseline's rerun and the signal "
+        "audit in), its report and signal table; a recomputation of the distance score's rank "
+        "correlation from the committed visits.npz; the known answers on those maps; and, before "
+        "SIGNAL_DISTANCE_MARGIN was fixed, every real cell's difference from its runs' distance reference, so "
+        "which cells the margin excludes was known when it was set (at 0 instead of 0.05, RFIG and VIME on "
+        "MountainCar would pass: upper ends -0.04 and -0.01). The verdicts under the revised rule had not been "
+        "read (no report rebuilt with it).",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_02),
 )
 
 

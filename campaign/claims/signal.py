@@ -1,6 +1,7 @@
-"""The signal check: does a bonus's reward tell the agent anything on a panel? One rule, fixed in
-advance (2026-11-28, before any run carrying these statistics had been read), applied to every
-bonus on every panel.
+"""The signal check: does a bonus's reward tell the agent anything on a panel? One rule applied to
+every bonus on every panel, first fixed 2026-11-28 (before any run carrying these statistics had
+been read) and revised 2026-12-02 after the committed 32-seed data had been read
+(``campaign/claims/rule_history.py``; the constants in ``campaign/claims/constants.py``).
 
 Each run records, per window, statistics of its raw intrinsic reward over each batch
 (``rfig_exp.agents.signal``): the fraction of transitions at the batch's maximum, the coefficient
@@ -8,27 +9,40 @@ of variation, and on panels with a coverage grid the rank correlation with the v
 next state's cell. A run's value is the mean over its windows; a cell (panel x bonus) is judged on
 its runs:
 
-- **at its clip**: the median run has at least :attr:`SignalRule.at_clip` (one half) of its
-  transitions at the batch maximum. A clip that binds puts them there (an informative continuous
-  bonus has one transition in ``T B`` there); half a batch at one value cannot be ranked. Between
-  :attr:`SignalRule.partly_at_clip` and one half it is noted, not judged.
+- **at its clip** (a count bonus: **at its batch maximum**): the median run has at least
+  :attr:`SignalRule.at_clip` (one half) of its transitions at the batch maximum. A clip that binds
+  puts them there (an informative continuous bonus has one transition in ``T B`` there); half a
+  batch at one value cannot be ranked. A count bonus (:data:`COUNT_BONUSES`) has no clip: its
+  maximum is a bucket's first visit (or, for a collapsed code, the one bucket of the whole batch),
+  and the cause says so. Between :attr:`SignalRule.partly_at_clip` and one half it is noted.
 - **constant**: the median run's coefficient of variation is below :attr:`SignalRule.constant_cv`
-  (1%): every transition's reward within about 1% of the batch mean, so after the agent's scaling
-  the intrinsic advantage is the value head's error, not the bonus's differences.
+  (1%): every transition's reward within about 1% of the batch mean.
 - **blind to visits** (panels with a coverage grid): the two-sided :attr:`SignalRule.level`
-  t-interval of the mean rank correlation over runs does not lie below 0. A novelty bonus falls as
-  a cell is revisited; one whose correlation cannot be told from 0 (or is positive) carries no sign
-  of it. Panels without a grid (MinAtar) cannot be judged on this, which the table says.
+  t-interval of the mean rank correlation over runs does not lie below 0.
+- **no better than a distance score** (panels with a coverage grid; 2026-12-02): the
+  :attr:`SignalRule.level` t-interval of the mean over runs of ``rho_run - rho_dist,run`` does not
+  lie below ``-distance_margin``, where ``rho_dist,run`` is the rank correlation with visits of a
+  score that learns nothing, a state's standardised distance from the visit-weighted mean cell
+  (``rfig_exp.agents.signal.distance_score``), on that run's visits. A bonus that learns nothing
+  falls with visits too (rarely visited cells lie far from where the agent mostly is), so a
+  correlation below 0 alone does not tell a working bonus from a broken one:
+  ``campaign/claims/signal_calibration.py`` shows the 2026-11-28 rule passing the distance score
+  itself on every grid panel of the committed data. No committed run records ``rho_dist`` during
+  training, so it is computed offline from each run's final visit map (``references``); a cell
+  without maps is compared with 0 only, and says so. Panels without a grid (MinAtar) cannot be
+  judged on visits, which the table says.
 
 A cell with any of these is **degenerate**: a verdict that compares against it is not a
 comparison with a working method. The statistics cannot be computed for runs made before they
-were recorded: such a cell is "not measured". Pure functions of a :class:`Collection`.
+were recorded: such a cell is "not measured". Pure functions of a :class:`Collection` (and the
+references, which ``signal_calibration`` computes from the runs' visit maps).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 from scipy import stats
@@ -36,20 +50,38 @@ from scipy import stats
 from analysis.collect import Collection
 from analysis.names import CONTROLS
 
+from .constants import SIGNAL_AT_MAX, SIGNAL_CONSTANT_CV, SIGNAL_DISTANCE_MARGIN, SIGNAL_LEVEL, SIGNAL_PARTLY_AT_MAX
+
 AT_MAX, CV, RANK = "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr"
 COVERAGE = "coverage"  # recorded by every run of an env with a coverage grid
-RULE_FIXED = "2026-11-28"
+RULE_FIXED, RULE_REVISED = "2026-11-28", "2026-12-02"
+# bonuses whose reward is a function of a count: their batch maximum is a first visit, not a clip
+COUNT_BONUSES = frozenset({"hashexplo"})
+# Panels whose coverage grid holds the whole state a bonus sees (MountainCar: position and velocity;
+# DeepSea: row and column of its one-hot grid). Elsewhere the grid is a projection (Acrobot's two
+# angles of six observations, PointMaze's position without velocity, Brax's torso coordinates of
+# 11-27): the distance score there is computed on the grid's own coordinates, which a bonus seeing
+# the whole state is not, so its comparison is reported, not a cause; novelty measured in each
+# bonus's own input space is what would judge them, and no committed run records it.
+WHOLE_STATE_GRIDS = frozenset({"mountaincar", "deepsea"})
+# (env, bonus, variant, seed) -> the distance score's rank correlation with visits on that run's visits
+References = Mapping[tuple[str, str, str, int], float]
 
 
 @dataclass(frozen=True)
 class SignalRule:
-    at_clip: float = 0.5          # median run's fraction at the batch maximum: at or above, degenerate
-    partly_at_clip: float = 0.05  # at or above (and below at_clip): noted
-    constant_cv: float = 0.01     # median run's coefficient of variation: below, degenerate
-    level: float = 0.95           # the rank correlation's t-interval over runs
+    at_clip: float = SIGNAL_AT_MAX                # median run's fraction at the batch maximum: at or above, degenerate
+    partly_at_clip: float = SIGNAL_PARTLY_AT_MAX  # at or above (and below at_clip): noted
+    constant_cv: float = SIGNAL_CONSTANT_CV       # median run's coefficient of variation: below, degenerate
+    level: float = SIGNAL_LEVEL                   # the t-intervals over runs
+    # the mean difference from the distance score's rank correlation must lie below -distance_margin;
+    # None: the 2026-11-28 rule, which compared the rank correlation with 0 only
+    distance_margin: float | None = SIGNAL_DISTANCE_MARGIN
+    fixed: str = RULE_REVISED
 
 
 RULE = SignalRule()
+OLD_RULE = SignalRule(0.5, 0.05, 0.01, 0.95, None, RULE_FIXED)   # as fixed 2026-11-28 (rule_history.py)
 
 
 @dataclass(frozen=True)
@@ -71,6 +103,9 @@ class CellSignal:
     # what the method is, whatever its key in this collection (a bonus's only variant takes the bonus's key)
     bonus: str = ""
     variant: str = "base"
+    reference: float | None = None              # mean over the paired runs of the distance score's rank correlation
+    difference: tuple[float, float, float] | None = None   # mean, interval of rank - reference over the paired runs
+    before: str = ""                            # the verdict under the 2026-11-28 rule
 
 
 def t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -81,18 +116,70 @@ def t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return mean - half, mean + half
 
 
-def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None,
-          rule: SignalRule = RULE) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, float] | None]:
+def distance_comparison(rank: np.ndarray, reference: np.ndarray | None,
+                        level: float) -> tuple[float, tuple[float, float, float]] | None:
+    """``(mean reference, (mean, low, high) of rank - reference)`` over the runs where both are
+    finite (paired by run); None with fewer than two such runs."""
+    if reference is None:
+        return None
+    both = np.isfinite(rank) & np.isfinite(reference)
+    if both.sum() < 2:
+        return None
+    diff = rank[both] - reference[both]
+    return float(np.mean(reference[both])), (float(np.mean(diff)), *t_interval(diff, level))
+
+
+def _at_max_cause(top: float, count: bool) -> str:
+    if count:
+        return (f"at its batch maximum ({top:.2f} of transitions; a count bonus's maximum is a bucket's first visit, "
+                f"or one bucket for the whole batch, not a clip)")
+    return f"at its clip ({top:.2f} of transitions at the batch maximum)"
+
+
+def _visits_causes(rank: np.ndarray, reference: np.ndarray | None, rule: SignalRule,
+                   causes: list[str], notes: list[str], projected: bool = False) -> tuple[float, float] | None:
+    """The visits part of the rule (at least two runs), its causes and notes appended; the rank
+    correlation's interval."""
+    interval = t_interval(rank, rule.level)
+    if interval[1] >= 0:
+        causes.append(f"blind to visits (rank correlation {np.mean(rank):+.2f} "
+                      f"[{interval[0]:+.2f}, {interval[1]:+.2f}])")
+        return interval
+    if rule.distance_margin is None:
+        return interval
+    compared = distance_comparison(rank, reference, rule.level)
+    if compared is None:
+        notes.append("no distance reference (no visit maps): compared with 0 only")
+    elif compared[1][2] >= -rule.distance_margin:
+        ref, (d, lo, hi) = compared
+        what = (f"no better than a distance score (rank correlation {np.mean(rank):+.2f}, the distance "
+                f"score's {ref:+.2f}: difference {d:+.2f} [{lo:+.2f}, {hi:+.2f}], not below "
+                f"-{rule.distance_margin:g})")
+        if projected:
+            notes.append(f"{what}, on a grid that is a projection of the bonus's input: reported, not a cause")
+        else:
+            causes.append(what)
+    return interval
+
+
+def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: SignalRule = RULE,
+          reference: np.ndarray | None = None,
+          count: bool = False,
+          projected: bool = False) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, float] | None]:
     """``(verdict, causes, notes, rank interval)`` of a cell from its runs' statistics (one value per
-    run: ``at_max`` and ``cv``; ``rank`` None where the panel has no coverage grid)."""
+    run: ``at_max`` and ``cv``; ``rank`` None where the panel has no coverage grid; ``reference``
+    each run's distance-score rank correlation, NaN where unknown, None where none is; ``count``:
+    the bonus is a count bonus, whose batch maximum is named for what it is; ``projected``: the
+    coverage grid is a projection of the bonus's input, where the distance comparison is a note)."""
     if len(at_max) == 0:
         return "not measured", (), (), None
-    causes, notes = [], []
+    causes: list[str] = []
+    notes: list[str] = []
     top, spread = float(np.median(at_max)), float(np.median(cv))
     if top >= rule.at_clip:
-        causes.append(f"at its clip ({top:.2f} of transitions at the batch maximum)")
+        causes.append(_at_max_cause(top, count))
     elif top >= rule.partly_at_clip:
-        notes.append(f"partly at its clip ({top:.2f})")
+        notes.append(f"partly at its {'batch maximum' if count else 'clip'} ({top:.2f})")
     if spread < rule.constant_cv:
         causes.append(f"constant within a batch (CV {spread:.3g})")
     interval = None
@@ -101,39 +188,51 @@ def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None,
     elif len(rank) < 2:
         notes.append("visits not testable (one run)")
     else:
-        interval = t_interval(rank, rule.level)
-        if interval[1] >= 0:
-            causes.append(f"blind to visits (rank correlation {np.mean(rank):+.2f} "
-                          f"[{interval[0]:+.2f}, {interval[1]:+.2f}])")
+        interval = _visits_causes(rank, reference, rule, causes, notes, projected)
     return ("degenerate" if causes else "ok"), tuple(causes), tuple(notes), interval
+
+
+def run_values(coll: Collection, env: str, method: str, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(seeds, means)``: each used run's mean over its windows of ``column`` (runs without it left out)."""
+    seeds, values = coll.column(env, method, column)
+    if values.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    have = ~np.all(np.isnan(values), axis=1)
+    return seeds[have], np.nanmean(values[have], axis=1)
 
 
 def run_means(coll: Collection, env: str, method: str, column: str) -> np.ndarray:
     """Each used run's mean over its windows of ``column`` (runs without it left out)."""
-    _, values = coll.column(env, method, column)
-    if values.size == 0:
-        return np.zeros(0)
-    have = ~np.all(np.isnan(values), axis=1)
-    return np.nanmean(values[have], axis=1)
+    return run_values(coll, env, method, column)[1]
 
 
-def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE) -> CellSignal:
-    """The check of ``method`` on ``env`` (the bonus ``none`` has no reward: not judged)."""
+def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE,
+                references: References | None = None) -> CellSignal:
+    """The check of ``method`` on ``env`` (the bonus ``none`` has no reward: not judged);
+    ``references`` the runs' distance-score rank correlations (``signal_calibration.references``)."""
     at_max, cv = run_means(coll, env, method, AT_MAX), run_means(coll, env, method, CV)
-    rank = run_means(coll, env, method, RANK)
+    seeds, rank = run_values(coll, env, method, RANK)
     has_grid = run_means(coll, env, method, COVERAGE).size > 0
-    verdict, causes, notes, interval = judge(at_max, cv, rank if has_grid else None, rule)
+    bonus = coll.bonus_of(method)
+    variant = info.variant if (info := coll.method_info.get(method)) is not None else "base"
+    ref = (np.array([references.get((env, bonus, variant, int(s)), math.nan) for s in seeds])
+           if references is not None and has_grid else None)
+    count = bonus in COUNT_BONUSES
+    grid_rank = rank if has_grid else None
+    verdict, causes, notes, interval = judge(at_max, cv, grid_rank, rule, ref, count, env not in WHOLE_STATE_GRIDS)
+    before = judge(at_max, cv, grid_rank, OLD_RULE, None, count)[0] if rule != OLD_RULE else ""
+    compared = distance_comparison(rank, ref, rule.level) if has_grid else None
     return CellSignal(env, method, len(at_max), float(np.median(at_max)) if len(at_max) else math.nan,
                       float(np.median(cv)) if len(cv) else math.nan,
                       float(np.mean(rank)) if rank.size else None, interval, verdict, causes, notes, has_grid,
-                      coll.bonus_of(method) in CONTROLS, coll.bonus_of(method),
-                      info.variant if (info := coll.method_info.get(method)) is not None else "base")
+                      bonus in CONTROLS, bonus, variant, compared[0] if compared else None,
+                      compared[1] if compared else None, before)
 
 
-def signal_cells(coll: Collection, rule: SignalRule = RULE) -> list[CellSignal]:
+def signal_cells(coll: Collection, rule: SignalRule = RULE, references: References | None = None) -> list[CellSignal]:
     """Every (env, method) cell of the collection whose bonus has a reward, envs then methods in
     the collection's order."""
-    return [cell_signal(coll, env, method, rule) for env in coll.envs for method in coll.methods
+    return [cell_signal(coll, env, method, rule, references) for env in coll.envs for method in coll.methods
             if coll.bonus_of(method) != "none"]
 
 
@@ -146,13 +245,32 @@ def _cell_text(c: CellSignal) -> str:
     if c.verdict == "not measured":
         return "not measured"
     extra = [n for n in c.notes if "not testable" not in n]
+    if c.before and c.before != c.verdict:
+        extra.append(f"{c.before} under the {RULE_FIXED} rule")
     tail = f" ({'; '.join(extra)})" if extra else ""
     if c.verdict == "degenerate" and c.control:
         return "blind, as the control must be: " + "; ".join(c.causes).removeprefix("blind to visits ") + tail
     if c.verdict == "degenerate":
         return "**degenerate**: " + "; ".join(c.causes) + tail
     numbers = f"CV {c.cv:.2f}" + ("" if c.rank is None else f", ρ {c.rank:+.2f}")
+    if c.reference is not None and c.difference is not None:
+        numbers += f", the distance score's {c.reference:+.2f}: difference ≤ {c.difference[2]:+.2f}"
     return f"ok ({'; '.join([numbers, *extra])})"
+
+
+def rule_text(rule: SignalRule = RULE) -> str:
+    """The rule in a sentence or two, as the captions state it."""
+    text = (f"a cell is degenerate when its median run has at least {rule.at_clip:.0%} of its transitions at the "
+            f"batch maximum (at its clip; for a count bonus, which has no clip, its maximum is a first visit), or a "
+            f"coefficient of variation below {rule.constant_cv:g} (constant), or, on panels with a coverage grid, "
+            f"when the {rule.level:.0%} t-interval of its mean rank correlation between bonus and visit count "
+            f"does not lie below 0 (blind to visits)")
+    if rule.distance_margin is None:
+        return text
+    return text + (f", or when the {rule.level:.0%} t-interval of the mean over runs of its rank correlation minus "
+                   f"that of a score that learns nothing (a state's standardised distance from the visit-weighted "
+                   f"mean cell, on the same run's visits) does not lie below -{rule.distance_margin:g} (no better "
+                   f"than a distance score)")
 
 
 def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: SignalRule = RULE) -> str:
@@ -166,20 +284,26 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
         lines.append(f"| {env_label(env)}{' †' if no_grid else ''} | "
                      + " | ".join(_cell_text(by[(env, m)]) if (env, m) in by else "—" for m in methods) + " |")
     runs = sorted({c.runs for c in cells if c.runs})
-    caption = (f"Rule (fixed {RULE_FIXED}, before these statistics were read): a cell is degenerate when its "
-               f"median run has at least {rule.at_clip:.0%} of its transitions at the batch maximum (at its clip), "
-               f"or a "
-               f"coefficient of variation below {rule.constant_cv:g} (constant), or, on panels with a coverage grid, "
-               f"when the {rule.level:.0%} t-interval of its mean rank correlation between bonus and visit count "
-               f"does not lie below 0 (blind to visits). CV: the median run's coefficient of variation of the raw "
-               f"bonus within a batch; ρ: the mean over runs of that rank correlation (a novelty bonus's is "
-               f"negative). Each run's value is its mean over windows; "
+    when = (f"first fixed {RULE_FIXED} before these statistics were read, revised {rule.fixed} after the 32-seed "
+            f"data had been read" if rule.fixed != RULE_FIXED else f"fixed {RULE_FIXED}, before these statistics "
+            f"were read")
+    caption = (f"Rule ({when}; campaign/claims/rule_history.py): {rule_text(rule)}. CV: the median run's coefficient "
+               f"of variation of the raw bonus within a batch; ρ: the mean over runs of that rank correlation (a "
+               f"novelty bonus's is negative). Each run's value is its mean over windows; "
                f"{'runs per cell: ' + ', '.join(map(str, runs)) if runs else 'no run carries the statistics'}. "
-               f"*Not measured*: runs made before the statistics were recorded. †: no coverage grid, so blindness "
-               f"to visits cannot be tested there, and the check cannot tell the noise control from an informative "
-               f"bonus on that panel.")
+               + ("The distance score's rank correlation is not recorded by any committed run: it is computed "
+                  "offline from each run's final visit map (4,096 transitions drawn from it, "
+                  "campaign/claims/signal_calibration.py), for a signal-audit rerun from the grid's run of the same "
+                  "panel, settings and seed; *difference ≤*: the upper end of the interval of rank correlation minus "
+                  "the distance score's. "
+                  if rule.distance_margin is not None else "")
+               + "*Not measured*: runs made before the statistics were recorded. †: no coverage grid, so visits "
+               "cannot be tested there, and the check cannot tell the noise control from an informative bonus on "
+               "that panel.")
     return "\n".join(lines) + "\n\n" + caption + "\n"
 
 
-__all__ = ["AT_MAX", "CV", "RANK", "RULE", "RULE_FIXED", "CellSignal", "SignalRule", "cell_signal", "degenerate",
-           "judge", "run_means", "signal_cells", "signal_md", "t_interval"]
+__all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "OLD_RULE", "WHOLE_STATE_GRIDS",
+           "RANK", "RULE", "RULE_FIXED", "RULE_REVISED", "CellSignal",
+           "References", "SignalRule", "cell_signal", "degenerate", "distance_comparison", "judge", "rule_text",
+           "run_means", "run_values", "signal_cells", "signal_md", "t_interval"]

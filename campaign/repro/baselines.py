@@ -5,6 +5,9 @@ its fix, and every bonus against the control as well as PPO.
   (VIME's runs at its old defaults included: they predate the statistics, so only their raw bonus
   can speak for them, in the next table); a bonus whose grid runs predate the statistics is judged
   on the signal audit's runs (experiment ``signal``: the grid's seeds of it rerun), and says so;
+  beside it, the check on known answers drawn from the grid's visit maps
+  (``campaign.claims.signal_calibration``: a distance score that learns nothing, a count bonus, a
+  constant, noise), under the rule as first fixed and as revised;
 - VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
   window means of its reward) and after (the window means of its clipped information gain, before
   the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
@@ -25,6 +28,7 @@ from analysis.names import CONTROLS, env_label
 from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
 from campaign.claims.signal import AT_MAX, CellSignal, degenerate, signal_cells, signal_md
+from campaign.claims.signal_calibration import calibration_section, references
 from rfig_exp.results.status import seed_ranges
 
 from .fixes import FIXES, BaselineFix, fix_of
@@ -108,8 +112,11 @@ def with_audit(cells: list[CellSignal], audit: list[CellSignal]) -> list[CellSig
 
 def degenerate_cells(main: Collection, audit: Collection | None = None) -> dict[tuple[str, str], tuple[str, ...]]:
     """The main grid's degenerate cells, (env, method) -> causes, each cell not measured in the grid
-    judged on the signal audit's runs (experiment ``signal``) where there are some."""
-    return degenerate(with_audit(signal_cells(main), signal_cells(audit) if audit is not None else []))
+    judged on the signal audit's runs (experiment ``signal``) where there are some; each run's
+    distance reference from the main grid's visit maps (an audit rerun: its grid twin's)."""
+    refs = references(main)
+    return degenerate(with_audit(signal_cells(main, references=refs),
+                                 signal_cells(audit, references=refs) if audit is not None else []))
 
 
 def fixed_runs_md(main: Collection, envs: list[str], every: Collection, fixes=FIXES) -> str:
@@ -262,14 +269,18 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
     grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
     (experiment ``signal``) if any."""
-    audited = signal_cells(audit) if audit is not None else []
-    judged = with_audit(signal_cells(main), audited)
+    refs = references(every)  # each run's distance reference, from the grid's visit maps (an audit rerun: its twin's)
+    audited = signal_cells(audit, references=refs) if audit is not None else []
+    judged = with_audit(signal_cells(main, references=refs), audited)
     flagged = degenerate(judged)
     measured = any(c.verdict != "not measured" and not c.control for c in judged)
     coverage = (signal_coverage_md(signal_coverage(main, audit, panels.paper), main),
                 old_defaults_coverage_md(every, audit, panels.paper))
     coverage_md = "\n\n".join(t for t in coverage if t)
-    return BaselinesSection(signal_md(every, with_audit(signal_cells(every), audited), env_label),
+    known = calibration_section(main, env_label)
+    table = signal_md(every, with_audit(signal_cells(every, references=refs), audited), env_label)
+    return BaselinesSection(table + (f"\n**The check on known answers**, drawn from these runs' visit maps:\n\n{known}"
+                                     if known else ""),
                             vime_before_after(every), control_md(panels, flagged), flagged,
                             fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured),
                             coverage_md)

@@ -64,4 +64,49 @@ def batch_signal(raw: jax.Array, visits_before: jax.Array | None = None) -> dict
     return out
 
 
-__all__ = ["AT_MAX_RTOL", "average_ranks", "batch_signal", "pearson", "spearman"]
+# --------------------------------------------------------------------------- the non-learning reference
+# A bonus that learns nothing can still fall with visits: a state's distance from where the agent
+# mostly is, which is what an untrained network's output tends to track, is larger in rarely visited
+# cells. ``campaign/claims/signal.py`` compares each bonus's ``visit_rank_corr`` with this score's
+# (docs/analysis.md, *Signal check and the control*); ``distance_reference`` computes it on a batch
+# (the trainer could record it as ``signal/distance_rank_corr``), ``campaign/claims/signal_calibration.py``
+# on transitions drawn from a run's final visit map.
+
+
+def cell_centres(cell: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Flat row-major coverage cells ``[...]`` -> their centres ``[..., 2]`` in cell units
+    (``(i + 0.5, j + 0.5)``, ``i`` along the grid's first axis)."""
+    cell = jnp.asarray(cell)
+    return jnp.stack([cell // shape[1], cell % shape[1]], axis=-1).astype(jnp.float32) + 0.5
+
+
+def distance_score(coords: jax.Array, visits: jax.Array) -> jax.Array:
+    """``[N, 2]`` positions in cell units -> ``[N]`` standardised distance from the visit-weighted
+    mean cell of ``visits`` ``[H, W]``: ``|| (x - mu) / sigma ||`` with ``mu`` and ``sigma`` the
+    per-axis mean and standard deviation of the cell centres weighted by their counts (an axis with
+    no spread keeps scale 1; no visits at all weigh every cell alike). Non-negative; learns nothing."""
+    v = jnp.asarray(visits, jnp.float32)
+    total = jnp.sum(v)
+    w = jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), 1.0 / v.size)
+    centres = cell_centres(jnp.arange(v.size), v.shape)                      # [H W, 2]
+    flat = w.reshape(-1, 1)
+    mu = jnp.sum(flat * centres, axis=0)
+    sigma = jnp.sqrt(jnp.sum(flat * (centres - mu) ** 2, axis=0))
+    sigma = jnp.where(sigma > 0, sigma, 1.0)
+    return jnp.sqrt(jnp.sum(((jnp.asarray(coords, jnp.float32) - mu) / sigma) ** 2, axis=-1))
+
+
+def distance_reference(cell: jax.Array, visits: jax.Array, shape: tuple[int, ...]) -> dict[str, jax.Array]:
+    """The reference statistic of one batch: ``distance_rank_corr``, Spearman's rank correlation
+    between the distance score of each transition's next-state cell (its centre) and that cell's
+    visit count before the batch. ``cell`` ``[T, B]`` flat cells, ``visits`` ``[H W]`` the counts
+    before the batch, ``shape`` the grid's ``(H, W)``. Computed beside :func:`batch_signal`, it
+    changes none of that function's values."""
+    flat = jnp.asarray(cell).reshape(-1)
+    counts = jnp.asarray(visits).reshape(shape)
+    score = distance_score(cell_centres(flat, shape), counts)
+    return {"distance_rank_corr": spearman(score, jnp.asarray(visits).reshape(-1)[flat].astype(jnp.float32))}
+
+
+__all__ = ["AT_MAX_RTOL", "average_ranks", "batch_signal", "cell_centres", "distance_reference", "distance_score",
+           "pearson", "spearman"]

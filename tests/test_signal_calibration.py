@@ -1,0 +1,202 @@
+"""The signal check on known answers from the committed runs' visit maps
+(campaign/claims/signal_calibration.py): a valid check rejects a distance score that learns nothing,
+a constant and noise, and passes a count bonus, on every grid panel; the rule as fixed 2026-11-28
+passes the distance score, the revised one does not. Then the new functions against independent
+computations (numpy and scipy in float64), the revised rule's thresholds, and its constants locked
+in the rule history."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+try:
+    from analysis_fixtures import STEPS, T, write_run
+except ImportError:  # tests/ imported as a package
+    from tests.analysis_fixtures import STEPS, T, write_run
+
+from analysis import collect
+from campaign.claims import constants as C
+from campaign.claims import signal_calibration as cal
+from campaign.claims.signal import (
+    AT_MAX,
+    CV,
+    OLD_RULE,
+    RANK,
+    RULE,
+    SignalRule,
+    distance_comparison,
+    judge,
+    signal_cells,
+)
+from rfig_exp.agents.signal import cell_centres, distance_reference, distance_score
+
+GRID_PANELS = ("acrobot", "mountaincar", "pointmaze_medium", "pointmaze_umaze", "sparse_ant", "sparse_halfcheetah",
+               "sparse_hopper", "sparse_walker2d")
+
+
+@pytest.fixture(scope="module")
+def answers():
+    """Seeds 0-2 of every bonus at its defaults (and PPO) on each grid panel: 18 maps a panel."""
+    panels = cal.committed_maps(seeds=range(3))
+    assert sorted(panels) == sorted(GRID_PANELS) and all(len(k) == 18 for k, _ in panels.values())
+    return cal.calibrate(panels)
+
+
+def test_the_revised_rule_rejects_a_distance_score_a_constant_and_noise_and_passes_a_count(answers):
+    by = {(a.panel, a.bonus): a for a in answers}
+    assert len(by) == 4 * len(GRID_PANELS)
+    for panel in GRID_PANELS:
+        for bonus in cal.KNOWN:
+            a = by[(panel, bonus)]
+            assert a.right(RULE), (panel, bonus, a.verdicts[RULE.fixed])
+        distance = by[(panel, "distance")]
+        if distance.verdicts[OLD_RULE.fixed][0] == "ok":   # below 0, so the revised rule's new cause rejects it
+            assert distance.verdicts[RULE.fixed][1][0].startswith("no better than a distance score")
+        assert by[(panel, "count")].rank == pytest.approx(-1.0)    # a function of the count alone
+    assert cal.valid(answers, RULE)
+
+
+def test_the_old_rule_passes_the_distance_score_so_it_is_not_a_valid_check(answers):
+    """The distance score falls with visits: the 2026-11-28 rule, which compares with 0, calls it ok."""
+    by = {(a.panel, a.bonus): a for a in answers}
+    passed = [p for p in GRID_PANELS if by[(p, "distance")].verdicts[OLD_RULE.fixed][0] == "ok"]
+    assert set(GRID_PANELS) - {"pointmaze_medium"} <= set(passed)   # the maze's score is weakest (-0.08 at 192 maps)
+    assert all(by[(p, "distance")].rank < -0.4 for p in GRID_PANELS if p != "pointmaze_medium")
+    assert not cal.valid(answers, OLD_RULE)
+    # the old rule gets the three others right: its failure is the distance score alone
+    assert all(a.right(OLD_RULE) for a in answers if a.bonus != "distance")
+
+
+def test_the_table_shows_both_rules_on_every_panel(answers):
+    text = cal.calibration_md(answers)
+    old_fails = text.count("2026-11-28: **no**, 2026-12-02: yes")
+    assert old_fails >= len(GRID_PANELS) - 1 and old_fails + text.count("2026-11-28: yes, 2026-12-02: yes") == 8
+    assert "ok → **rejected** (no better than a distance score)" in text and "| sparse_hopper | 18 |" in text
+    assert "ok under both" in text and "(blind to visits) under both" in text
+
+
+# --------------------------------------------------------------------------- the new functions, independently
+
+def _distance_f64(coords, visits):
+    v = np.asarray(visits, np.float64)
+    i, j = np.meshgrid(np.arange(v.shape[0]) + 0.5, np.arange(v.shape[1]) + 0.5, indexing="ij")
+    w = v / v.sum()
+    mu = np.array([(w * i).sum(), (w * j).sum()])
+    sd = np.sqrt(np.array([(w * (i - mu[0]) ** 2).sum(), (w * (j - mu[1]) ** 2).sum()]))
+    return np.sqrt((((np.asarray(coords, np.float64) - mu) / sd) ** 2).sum(axis=1))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distance_score_and_its_rank_correlation_equal_float64_computations(seed):
+    rng = np.random.default_rng(seed)
+    visits = rng.poisson(30 * np.exp(-((np.arange(12)[:, None] - 4) ** 2 + (np.arange(9)[None] - 5) ** 2) / 8), (12, 9))
+    coords, counts = cal.draw(visits, rng, 1000)
+    got = np.asarray(distance_score(jnp.asarray(coords), jnp.asarray(visits)))
+    np.testing.assert_allclose(got, _distance_f64(coords, visits), rtol=1e-5, atol=1e-5)
+    assert np.all(counts == visits.ravel()[(coords[:, 0].astype(int)) * 9 + coords[:, 1].astype(int)])
+    # the reference of a batch of flat cells, against scipy's Spearman on float64 cell centres
+    cells = rng.integers(0, visits.size, (8, 50))
+    out = float(distance_reference(jnp.asarray(cells), jnp.asarray(visits.ravel()), visits.shape)["distance_rank_corr"])
+    centres = np.stack([cells.ravel() // 9, cells.ravel() % 9], axis=1) + 0.5
+    expected = stats.spearmanr(_distance_f64(centres, visits), visits.ravel()[cells.ravel()]).statistic
+    assert out == pytest.approx(expected, abs=1e-5)
+    np.testing.assert_array_equal(np.asarray(cell_centres(jnp.asarray([0, 10, 107]), (12, 9))),
+                                  [[0.5, 0.5], [1.5, 1.5], [11.5, 8.5]])
+
+
+def test_a_run_s_reference_is_scipy_s_spearman_on_its_own_draw():
+    rng = np.random.default_rng(7)
+    maps = [rng.poisson(rng.uniform(0, 20, (10, 6))) + 1 for _ in range(3)]
+    keys = [("panel", "rfig", "base", s) for s in range(3)]
+    got = cal.reference_ranks(keys, maps)
+    for k, m, g in zip(keys, maps, got):
+        coords, counts = cal.draw(m, cal._rng(k, "reference"))
+        assert g == pytest.approx(stats.spearmanr(_distance_f64(coords, m), counts).statistic, abs=1e-5)
+    assert cal.reference_ranks(keys, maps) == pytest.approx(got)        # fixed by the run's key
+
+
+def test_draws_follow_the_counts():
+    visits = np.array([[0, 1], [3, 0]])
+    coords, counts = cal.draw(visits, np.random.default_rng(0), 40000)
+    assert set(counts) == {1.0, 3.0} and np.mean(counts == 3.0) == pytest.approx(0.75, abs=0.01)
+    assert np.all((coords[counts == 3.0, 0] >= 1) & (coords[counts == 3.0, 1] < 1))
+
+
+def test_the_difference_from_the_reference_is_a_paired_t_interval():
+    rank = np.array([-0.5, -0.6, -0.55, -0.7, np.nan])
+    ref = np.array([-0.3, -0.35, -0.2, -0.4, -0.3])
+    mean_ref, (d, lo, hi) = distance_comparison(rank, ref, 0.95)
+    diff = (rank - ref)[:4]
+    elo, ehi = stats.t.interval(0.95, 3, loc=diff.mean(), scale=stats.sem(diff))
+    assert (d, lo, hi) == pytest.approx((diff.mean(), elo, ehi)) and mean_ref == pytest.approx(ref[:4].mean())
+    assert distance_comparison(rank, None, 0.95) is None and distance_comparison(rank[:1], ref[:1], 0.95) is None
+
+
+def test_the_revised_thresholds_are_the_rule_s_own():
+    one = np.ones(6)
+    rank = np.array([-0.60, -0.62, -0.58, -0.61, -0.59, -0.60])
+    m = RULE.distance_margin
+    # a difference whose interval ends just below -margin passes; one touching it does not
+    wiggle = np.array([1, -1, 1, -1, 1, -1]) * 1e-3
+    assert judge(one * 0, one, rank, reference=rank + m + 0.005 + wiggle)[0] == "ok"
+    assert judge(one * 0, one, rank, reference=rank + m - 0.002 + wiggle)[0] == "degenerate"
+    # the old rule: below 0 suffices
+    assert judge(one * 0, one, rank, OLD_RULE, reference=rank + m - 0.002 + wiggle)[0] == "ok"
+    verdict, _, notes, _ = judge(one * 0, one, rank)                               # no reference: said, not hidden
+    assert verdict == "ok" and "no distance reference (no visit maps): compared with 0 only" in notes
+    # at the batch maximum: named for what it is on a count bonus, same threshold
+    assert judge(one * 0.51, one, None, count=True)[1][0].startswith("at its batch maximum (0.51 of transitions;")
+    assert "first visit" in judge(one * 0.51, one, None, count=True)[1][0]
+    assert judge(one * 0.51, one, None)[1][0].startswith("at its clip (0.51")
+    assert judge(one * 0.2, one, None, count=True)[2][0] == "partly at its batch maximum (0.20)"
+
+
+def test_real_runs_are_judged_against_their_own_maps(tmp_path):
+    """Runs with visits.npy: each run's reference from its own map; a bonus well below it passes, one
+    above it is no better than a distance score, the old rule passes both."""
+    rng = np.random.default_rng(3)
+    i, j = np.meshgrid(np.arange(20), np.arange(20), indexing="ij")
+    blob = 200 * np.exp(-((i - 8) ** 2 + (j - 11) ** 2) / 30)
+    for bonus, rank in (("rfig", -0.97), ("rnd", -0.3)):
+        for s in range(6):
+            extra = {AT_MAX: np.full(T, 1 / 4096), CV: np.full(T, 1.2), RANK: rank + rng.normal(0, 0.01, T),
+                     "coverage": np.linspace(0.1, 0.5, T)}
+            write_run(tmp_path, "synth", "mountaincar", bonus, s, STEPS, np.linspace(0, 1, T), extra=extra,
+                      visits=rng.poisson(blob * rng.lognormal(0, 1.5, blob.shape)) + 1)
+    coll = collect(tmp_path, "synth")
+    refs = cal.references(coll)
+    assert len(refs) == 12 and all(-0.9 < r < -0.1 for r in refs.values())
+    by = {c.method: c for c in signal_cells(coll, references=refs)}
+    assert by["rfig"].verdict == "ok" and by["rfig"].reference == pytest.approx(
+        np.mean([refs[("mountaincar", "rfig", "base", s)] for s in range(6)]))
+    assert by["rnd"].verdict == "degenerate" and by["rnd"].causes[0].startswith("no better than a distance score")
+    assert by["rnd"].before == "ok" and all(c.verdict == "ok" for c in signal_cells(coll, OLD_RULE, refs))
+    section = cal.calibration_section(coll)
+    assert "| mountaincar | 12 |" in section and "2026-11-28: **no**, 2026-12-02: yes" in section
+
+
+# --------------------------------------------------------------------------- the constants, locked
+
+def test_the_signal_constants_cannot_change_without_a_dated_entry_in_the_rules_history():
+    from campaign.claims.rule_history import RULE_HISTORY
+
+    now = {k: getattr(C, k) for k in C.SIGNAL_CONSTANTS}
+    assert dict(RULE_HISTORY[-1].signal_constants) == now, "a signal constant changed: add a RuleChange"
+    assert (RULE.at_clip, RULE.partly_at_clip, RULE.constant_cv, RULE.level, RULE.distance_margin) == (
+        C.SIGNAL_AT_MAX, C.SIGNAL_PARTLY_AT_MAX, C.SIGNAL_CONSTANT_CV, C.SIGNAL_LEVEL, C.SIGNAL_DISTANCE_MARGIN)
+    assert RULE == SignalRule() and RULE.fixed == "2026-12-02"
+    first = next(c for c in RULE_HISTORY if c.signal_constants)
+    assert (first.when, first.commit) == ("2026-11-28T10:06Z", "6afc77c")
+    old = dict(first.signal_constants)
+    assert (OLD_RULE.at_clip, OLD_RULE.partly_at_clip, OLD_RULE.constant_cv, OLD_RULE.level) == (
+        old["SIGNAL_AT_MAX"], old["SIGNAL_PARTLY_AT_MAX"], old["SIGNAL_CONSTANT_CV"], old["SIGNAL_LEVEL"])
+    assert OLD_RULE.distance_margin is None and "SIGNAL_DISTANCE_MARGIN" not in old
+    # every entry after the check's rule was fixed carries its constants; they change only at a dated entry
+    later = RULE_HISTORY[RULE_HISTORY.index(first):]
+    assert all(c.signal_constants for c in later)
+    changed = [b for a, b in zip(later, later[1:]) if dict(a.signal_constants) != dict(b.signal_constants)]
+    assert [c.when[:10] for c in changed] == ["2026-12-02"] and "no better than a distance score" in changed[0].change
+    assert "32-seed data" in changed[0].seen
+    verdicts = next(c for c in RULE_HISTORY if "Rules 10-12" in c.change)
+    assert verdicts.commit == "1d95b83"
