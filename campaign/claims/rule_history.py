@@ -179,7 +179,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "0.0084 (drawn) on Sparse-HalfCheetah against 0.00625.",
         _BOOK_2026_12_02, _SIGNAL_2026_11_28),
     RuleChange(
-        "2026-12-02T07:25Z", "uncommitted",
+        "2026-12-02T07:25Z", "dc5e0a3",
         "The signal check revised: tested on known answers, it could not tell a working bonus from a broken "
         "one: a score that learns nothing (a state's standardised distance from the visit-weighted mean cell) "
         "falls with visits "
