@@ -200,3 +200,18 @@ def test_the_signal_constants_cannot_change_without_a_dated_entry_in_the_rules_h
     assert "32-seed data" in changed[0].seen
     verdicts = next(c for c in RULE_HISTORY if "Rules 10-12" in c.change)
     assert verdicts.commit == "1d95b83"
+
+
+def test_the_distance_cause_decides_only_where_the_grid_is_the_whole_state():
+    """On a projected grid the same shortfall is a note; an env's options do not change which it is."""
+    rank = np.array([-0.5, -0.52, -0.48, -0.51])
+    ref = rank + 0.01  # no better than the distance score by the margin
+    zero, one = np.zeros(4), np.ones(4)
+    verdict, causes, _, _ = judge(zero, one, rank, reference=ref)
+    assert verdict == "degenerate" and causes[0].startswith("no better than a distance score")
+    verdict, causes, notes, _ = judge(zero, one, rank, reference=ref, projected=True)
+    assert verdict == "ok" and not causes and "reported, not a cause" in notes[-1]
+    from analysis.names import split_task
+    from campaign.claims.signal import WHOLE_STATE_GRIDS
+    assert split_task("deepsea[size=30]")[0] in WHOLE_STATE_GRIDS
+    assert split_task("sparse_ant[backend=spring]")[0] not in WHOLE_STATE_GRIDS

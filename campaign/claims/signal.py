@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.collect import Collection
-from analysis.names import CONTROLS
+from analysis.names import CONTROLS, split_task
 
 from .constants import SIGNAL_AT_MAX, SIGNAL_CONSTANT_CV, SIGNAL_DISTANCE_MARGIN, SIGNAL_LEVEL, SIGNAL_PARTLY_AT_MAX
 
@@ -219,7 +219,8 @@ def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE
            if references is not None and has_grid else None)
     count = bonus in COUNT_BONUSES
     grid_rank = rank if has_grid else None
-    verdict, causes, notes, interval = judge(at_max, cv, grid_rank, rule, ref, count, env not in WHOLE_STATE_GRIDS)
+    verdict, causes, notes, interval = judge(at_max, cv, grid_rank, rule, ref, count,
+                                             split_task(env)[0] not in WHOLE_STATE_GRIDS)
     before = judge(at_max, cv, grid_rank, OLD_RULE, None, count)[0] if rule != OLD_RULE else ""
     compared = distance_comparison(rank, ref, rule.level) if has_grid else None
     return CellSignal(env, method, len(at_max), float(np.median(at_max)) if len(at_max) else math.nan,
