@@ -115,8 +115,9 @@ figures: $(STAMP)
 		$(if $(REPORT),--out $(REPORT)) $(if $(ALLOW_INCOMPLETE),--allow-incomplete)
 
 # The published reports, rebuilt from their committed data (and the README's summaries between their
-# markers): the reproduction (docs/results/repro/) and the 32-seed grid (docs/results/paper32/, once it
-# has data). About ten minutes; `make figures` never runs them.
+# markers): the reproduction (docs/results/repro/), the 32-seed grid (docs/results/paper32/, once it
+# has data) and the grid as its authors ran it (docs/results/paper32_as_run/, once it has data). About
+# ten minutes; `make figures` never runs them.
 figures-paper: $(STAMP)
 	@if [ -f docs/results/repro/data/runs.json.gz ]; then \
 		echo "$(PY) -m campaign.repro build --readme README.md"; \
@@ -125,6 +126,10 @@ figures-paper: $(STAMP)
 		echo "$(PY) -m campaign.repro build --experiment paper32 ... --readme README.md"; \
 		$(PY) -m campaign.repro build --experiment paper32 --data docs/results/paper32/data \
 			--out docs/results/paper32 --readme README.md || exit $$?; fi
+	@if [ -f docs/results/paper32_as_run/data/runs.json.gz ]; then \
+		echo "$(PY) -m campaign.repro build --experiment paper32_as_run ..."; \
+		$(PY) -m campaign.repro build --experiment paper32_as_run --data docs/results/paper32_as_run/data \
+			--out docs/results/paper32_as_run || exit $$?; fi
 
 # All five bonuses x two seeds on CartPole in a few minutes, then the report.
 smoke: $(STAMP)

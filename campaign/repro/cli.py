@@ -20,7 +20,7 @@ from .data import (
     restore_tree,
 )
 from .sections import SENS
-from .stages import BACKEND, SIGNAL, preset_envs
+from .stages import AS_RUN, BACKEND, SIGNAL, preset_envs
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,7 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"restored {written} committed complete runs from {args.data} into {args.results} (runs already "
                   "there were left alone); a sweep there skips them")
         else:
-            index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
+            if args.experiment == AS_RUN:  # the grid as the authors ran it: its own report (as_run_report)
+                from .as_run_report import build_as_run
+
+                index = build_as_run(args.data, args.out, reps=args.reps)
+            else:
+                index = build(args.data, args.out, reps=args.reps, experiment=args.experiment)
             print(f"report: {index}")
             if args.readme is not None:
                 if not update_readme(args.readme, (args.out / "summary.md").read_text(), args.experiment):
