@@ -396,6 +396,26 @@ def test_no_verdict_uses_a_bonus_the_signal_check_finds_degenerate(tmp_path):
     assert rows["RFIG against RND"].measure.endswith("over 2 panels")
 
 
+def test_the_method_a_claim_is_about_is_judged_where_the_signal_check_finds_it_degenerate(tmp_path):
+    """Rule 6 removes a compared method that does not work, never the method under test: a degenerate
+    RFIG far below PPO on MountainCar stays in every comparison of RFIG and is named, so a failing
+    method cannot drop the panels it fails on."""
+    scores = {"none": 100.0, "rnd": 100.0, "vime": 100.0, "hashexplo": 100.0, "rfig": 100.0}
+    _panel(tmp_path, "mountaincar", {**scores, "rfig": 0.0}, 1.0, seed=0)
+    _panel(tmp_path, "acrobot", scores, 1.0, seed=1)
+    coll = collect(tmp_path, "repro")
+    agg = compute_aggregates(coll, reps=REPS)
+    broken = {("mountaincar", "rfig"): ("blind to visits",)}
+    rows = {c.claim: c for c in comparisons_table(coll, PAPER, reps=REPS, degenerate=broken)}
+    assert rows["RFIG against RND"].measure.endswith("over 2 panels")
+    assert "Judged although RFIG is degenerate there by the signal check" in rows["RFIG against RND"].detail
+    claims = {c.claim: c for c in claims_table(coll, agg, PAPER, reps=REPS, degenerate=broken)}
+    final = claims["PPO+RFIG ... outperforming vanilla PPO (final score)"]
+    assert final.kind != V.SUPPORTED and "MountainCar" in final.detail
+    competitive = claims["RFIG is competitive with NN-based methods across all environments"]
+    assert competitive.kind == V.CONTRADICTED and "Judged although RFIG is degenerate" in competitive.detail
+
+
 def test_a_catastrophic_failure_is_below_half_of_ppo_not_any_interval_below_it(tmp_path):
     mild = {"none": 100.0, "rnd": 100.0, "vime": 100.0, "hashexplo": 100.0, "rfig": 79.0}   # 0.79x PPO
     collapse = {**mild, "rfig": -150.0}
@@ -560,6 +580,26 @@ def test_the_deciding_interval_is_the_bonferroni_one_when_it_decides_against():
     assert V.judge_all([near, far, V.Verdict(V.SUPPORTED, 8)]).resolve_at == 12.0
     ahead = [V.Verdict(V.UNDECIDED, 8, 1, 12.0), V.Verdict(V.UNDECIDED, 8, 1, 80.0)]
     assert V.judge_all(ahead).resolve_at == 80.0       # on the claim's side every one must clear: the slowest
+
+
+def test_the_seeds_to_resolve_are_counted_at_the_level_that_would_decide():
+    """Against the claim, one of m comparisons contradicts only at 1 - 0.05/m: the seeds that would
+    resolve it are those at which an effect of this size clears the Bonferroni interval, more than at
+    95%; on the claim's side every comparison must clear at 95%, so the family's size changes nothing."""
+    rng = np.random.default_rng(4)
+    samples = rng.normal(0.46, 0.03, 20000)
+    against = V.Dist(0.46, samples, 32)
+    lo, hi = against.interval(V.LEVEL)
+    b_lo, b_hi = against.interval(1 - 0.05 / 4)
+    z95, zb = scipy.stats.norm.ppf(0.975), scipy.stats.norm.ppf(1 - 0.05 / 8)
+    alone, family = V.judge_dist(against, 0.5), V.judge_dist(against, 0.5, comparisons=4)
+    assert alone.kind == family.kind == V.UNDECIDED and alone.toward == family.toward == -1
+    power = scipy.stats.norm.ppf(0.8)
+    assert alone.resolve_at == pytest.approx(32 * ((z95 + power) * ((hi - 0.46) / z95) / 0.04) ** 2)
+    assert family.resolve_at == pytest.approx(32 * ((zb + power) * ((b_hi - 0.46) / zb) / 0.04) ** 2)
+    assert family.resolve_at > 1.2 * alone.resolve_at
+    ahead = V.Dist(0.54, rng.normal(0.54, 0.03, 20000), 32)
+    assert V.judge_dist(ahead, 0.5, comparisons=4).resolve_at == pytest.approx(V.judge_dist(ahead, 0.5).resolve_at)
 
 
 def test_no_effect_larger_than_a_small_one_is_said_when_the_interval_sits_inside_the_parity_band():

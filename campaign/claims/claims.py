@@ -56,10 +56,14 @@ class Panels:
     beyond: list[str]
     degenerate: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # the signal check's
 
-    def discriminating(self, envs: Sequence[str], *methods: str) -> list[str]:
-        """The panels of ``envs`` with every method, none of them degenerate there (the signal check),
-        that for these methods are neither saturated (rule 3) nor near-saturated (rule 3b)."""
-        return [e for e in envs if all(m in self.scores.get(e, {}) for m in methods) and not self.broken(e, *methods)
+    def discriminating(self, envs: Sequence[str], subject: str, *others: str) -> list[str]:
+        """The panels of ``envs`` with ``subject`` (the method the claim is about) and every one of
+        ``others``, none of ``others`` degenerate there (the signal check), that for these methods are
+        neither saturated (rule 3) nor near-saturated (rule 3b). A degenerate subject is judged as it
+        runs (rule 6): the check keeps a method from being beaten by a baseline that does not work, it
+        never takes the method under test off a panel where it fails."""
+        methods = (subject, *others)
+        return [e for e in envs if all(m in self.scores.get(e, {}) for m in methods) and not self.broken(e, *others)
                 and not self.saturated(e, *methods) and not (len(methods) > 1 and self.near_tie(e, *methods))]
 
     def broken(self, env: str, *methods: str) -> list[str]:
@@ -98,13 +102,16 @@ def panels_of(coll: Collection, paper_envs: Sequence[str],
     return Panels(coll, final_scores(coll), paper, beyond, dict(degenerate or {}))
 
 
-def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
-    """The panels of ``envs`` a comparison of ``methods`` leaves out, each with why: a method without
-    runs there, saturated (rule 3), near-saturated (rule 3b)."""
+def _not_discriminating(p: Panels, envs: Sequence[str], subject: str, *others: str) -> str:
+    """The panels of ``envs`` a comparison of ``subject`` with ``others`` leaves out, each with why: a
+    method without runs there, a compared method degenerate, saturated (rule 3), near-saturated (rule
+    3b); and the panels judged although the subject is degenerate there (rule 6)."""
+    methods = (subject, *others)
     missing = {e: [m for m in methods if m not in p.scores.get(e, {})] for e in envs}
-    broken = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in p.broken(e, *methods))})" for e in envs
-              if not missing[e] and p.broken(e, *methods)]
-    have = [e for e in envs if not missing[e] and not p.broken(e, *methods)]
+    broken = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in p.broken(e, *others))})" for e in envs
+              if not missing[e] and p.broken(e, *others)]
+    have = [e for e in envs if not missing[e] and not p.broken(e, *others)]
+    own = [env_label(e) for e in have if p.broken(e, subject)]
     left = [env_label(e) for e in have if p.saturated(e, *methods)]
     near = [env_label(e) for e in have if len(methods) > 1 and not p.saturated(e, *methods) and p.near_tie(e, *methods)]
     absent = [f"{env_label(e)} ({', '.join(p.coll.label(m) for m in missing[e])})" for e in envs
@@ -112,7 +119,9 @@ def _not_discriminating(p: Panels, envs: Sequence[str], *methods: str) -> str:
     return ((f" Left out, not discriminating (rule 3): {', '.join(left)}." if left else "")
             + (f" Left out, near-saturated (rule 3b): {', '.join(near)}." if near else "")
             + (f" Not judged, no runs yet of: {'; '.join(absent)}." if absent else "")
-            + (f" Not judged, degenerate by the signal check: {'; '.join(broken)}." if broken else ""))
+            + (f" Not judged, degenerate by the signal check: {'; '.join(broken)}." if broken else "")
+            + (f" Judged although {p.coll.label(subject)} is degenerate there by the signal check (rule 6: the "
+               f"method a claim is about is judged as it runs): {', '.join(own)}." if own else ""))
 
 
 def _no_runs_at_all(coll: Collection) -> tuple[str, str]:
@@ -266,7 +275,7 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
         overall = V.judge_all(verdicts)
         absent, no_runs = _no_runs_at_all(p.coll)
         waiting = [e for e in p.paper if "rfig" in p.scores.get(e, {})
-                   and (len(works[e]) < len(BASELINES) or p.broken(e, "rfig"))]
+                   and len(works[e]) < len(BASELINES)]
         if overall.kind == V.SUPPORTED and waiting:  # a claim on every panel is not shown on some of them
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
                 f"shown on every panel judged; {len(waiting)} of the paper's panels wait for a working "

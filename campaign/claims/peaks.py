@@ -43,9 +43,9 @@ def peak_claims(p: Panels, reps: int, seed: int) -> list[Claim]:
             claims.append(Claim.judged(words, f"on {env_label(env)}", "—", V.Verdict(V.NO_DISCRIMINATION)))
             continue
         verdicts, rows = [], []
-        broken = p.broken(env, method, *others)
+        broken = p.broken(env, *others)  # the method the claim is about is judged as it runs (rule 6)
         for i, m in enumerate(others):
-            if broken and m in broken + [method]:
+            if m in broken:
                 rows.append(f"P({method_label(method)} > {p.coll.label(m)}) not judged: degenerate by the signal check")
                 continue
             x, y = {env: p.runs(env, method)}, {env: p.runs(env, m)}
@@ -66,6 +66,9 @@ def peak_claims(p: Panels, reps: int, seed: int) -> list[Claim]:
         overall = V.judge_all(verdicts) if verdicts else V.Verdict(V.NOT_MEASURED)
         unrun = [b for b in BASELINES if b != method and b not in p.scores[env]]
         no_runs = f" No runs there yet of: {', '.join(map(method_label, unrun))}." if unrun else ""
+        if p.broken(env, method):
+            no_runs += (f" {p.coll.label(method)} is degenerate there by the signal check, and judged as it runs "
+                        "(rule 6).")
         if (broken or unrun) and overall.kind == V.SUPPORTED:  # a peak over every method is not shown without one
             overall = dataclasses.replace(overall, kind=V.UNDECIDED, toward=1, why=(
                 f"shown against every method judged; {', '.join(map(p.coll.label, broken))} degenerate there"

@@ -42,12 +42,14 @@ a test fails when a constant changes without an entry there.
      point estimate and the number of seeds at which an effect of the measured size would have
      ``POWER`` (80%) power to clear the threshold, k ((z + z_0.8) (h / z) / e)^2, with e the
      estimate's distance from the threshold, h the half-width of the deciding interval towards it
-     and z its normal quantile (intervals shrink like 1/sqrt(n)); "no effect" when e is below
-     ``NO_EFFECT`` of the statistic's range. For a claim of several comparisons (rule 6) the seeds
-     come from the comparison that decides: when an estimate is against the claim, one comparison
-     can contradict it, the nearest; otherwise all must clear, the slowest. Where the runs behind a statistic have
-     different numbers of seeds (a grid still filling), it reads **n = k to m**, the fewest and the
-     most, and the seeds to resolve, counted from the fewest, are a lower bound ("or more");
+     and z its normal quantile (intervals shrink like 1/sqrt(n)), at the level that would decide:
+     95% on the claim's side, rule 6's Bonferroni level on the other side of a claim of several
+     comparisons; "no effect" when e is below ``NO_EFFECT`` of the statistic's range. For a claim of
+     several comparisons (rule 6) the seeds come from the comparison that decides: when an estimate
+     is against the claim, one comparison can contradict it, the nearest; otherwise all must clear,
+     the slowest. Where the runs behind a statistic have different numbers of seeds (a grid still
+     filling), it reads **n = k to m**, the fewest and the most, and the seeds to resolve, counted
+     from the fewest, are a lower bound ("or more");
    - **does not discriminate**: every panel the claim needs is saturated (rule 3).
 5. Intervals are 95% percentile intervals of a bootstrap over runs, stratified by panel and method
    (runs resampled with replacement within each), ``REPS`` (20,000) resamples from a fixed seed; a
@@ -62,8 +64,10 @@ a test fails when a constant changes without an entry there.
    method) is supported only when each comparison is supported at 95% (an intersection-union test
    needs no correction). It is contradicted when any one comparison is contradicted at the
    Bonferroni level 1 - 0.05/m over its m comparisons. Neither verdict gets easier with more panels.
-   A panel lacking runs of a method the claim needs, or with one degenerate (the signal check), is named, the claim
-   at best undecided; a claim against the best of several methods judges it on those that work there, others skip it.
+   A panel lacking runs of a method the claim needs, or where a method it is compared with is degenerate (the signal
+   check), is named, the claim at best undecided; a claim against the best of several methods judges it on those that
+   work there, others skip it. The check never removes the method a claim is about: where that method is degenerate
+   it is judged as it runs, and the claim names the panel (a method is not excused from the panels where it fails).
 
 ## The statistics
 
@@ -333,9 +337,14 @@ def judge_dist(d: Dist | PoiDist, threshold: float, comparisons: int = 1, claim_
 
     v = judge(d.point, guarded(lo, se[0]), guarded(hi, se[1]), threshold, d.n,
               (guarded(a_lo, a_se[0]), guarded(a_hi, a_se[1])), claim_above, d.scale, d.n_max)
-    if v.kind == UNDECIDED and v.resolve_at is not None:  # its seeds from the unguarded interval
-        v = replace(v, resolve_at=seeds_to_resolve(d.point, lo, hi, threshold, d.n, d.scale))
     against_side = v.kind == CONTRADICTED or (v.kind == UNDECIDED and v.toward == -1)
+    if v.kind == UNDECIDED and v.resolve_at is not None:
+        # its seeds from the unguarded interval at the level that would decide it: against the claim, a
+        # comparison of several contradicts only at the Bonferroni level
+        if against_side and comparisons > 1:
+            v = replace(v, resolve_at=seeds_to_resolve(d.point, a_lo, a_hi, threshold, d.n, d.scale, a_level))
+        else:
+            v = replace(v, resolve_at=seeds_to_resolve(d.point, lo, hi, threshold, d.n, d.scale))
     deciding = (Deciding(a_level, a_lo, a_hi, threshold, comparisons, a_se, label) if against_side and comparisons > 1
                 else Deciding(LEVEL, lo, hi, threshold, 1, se, label))
     return replace(v, deciding=deciding)
