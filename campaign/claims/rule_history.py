@@ -207,6 +207,19 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "MountainCar would pass: upper ends -0.04 and -0.01). The verdicts under the revised rule had not been "
         "read (no report rebuilt with it).",
         _BOOK_2026_12_02, _SIGNAL_2026_12_02),
+    RuleChange(
+        "2026-12-02T14:00Z", "1bac734",
+        "Rule 6 for the method a claim is about: the signal check removes a compared method that does not work "
+        "there, never the claim's own subject, which is judged as it runs on a panel where it is degenerate, the "
+        "panel named (the revised check had made RFIG degenerate on MountainCar and so taken that panel out of "
+        "RFIG's own claims: a method excused from a panel it fails on). Rule 4's seeds to resolve an estimate "
+        "against a claim of several comparisons are counted at the Bonferroni level that would contradict it, as "
+        "that level decides (they were counted at 95%: Breakout's peak claim said about 140 seeds). No constant "
+        "changed.",
+        "The complete committed 32-seed data and its report built before the revised signal check; the revised "
+        "check's table (RFIG and VIME degenerate on MountainCar); the as-run report on 5 panels at 8 seeds. The "
+        "32-seed verdicts under either change had not been read (no report rebuilt with them).",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_02),
 )
 
 
