@@ -335,7 +335,8 @@ class AuditRerun:
 
 def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
     """Whether two blocks' ``machine`` records name one machine kind, tell two apart (both record the
-    CPU's identity, or one side trained on an accelerator and the other on a CPU), or cannot tell."""
+    CPU's identity, or one side trained on an accelerator and the other on a CPU, or the two sides'
+    CPUs record model names they share none of), or cannot tell."""
     def accelerator(m: dict | None) -> bool | None:
         return None if not m else m.get("backend") not in (None, "cpu")
 
@@ -347,6 +348,11 @@ def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
         return "same kind" if kinds[0] == kinds[1] and len(kinds[0]) == 1 else "different kinds"
     acc = ({accelerator(m) for m in grid}, {accelerator(m) for m in audit})
     if None not in acc[0] | acc[1] and len(acc[0]) == len(acc[1]) == 1 and acc[0] != acc[1]:
+        return "different kinds"
+    # an older record names the CPU's model but not its identity: two sides on CPUs whose recorded
+    # model names share none (an Intel Xeon against an AMD EPYC) are still told apart
+    names = ({m.get("cpu") for m in grid}, {m.get("cpu") for m in audit})
+    if acc == ({False}, {False}) and None not in names[0] | names[1] and not names[0] & names[1]:
         return "different kinds"
     return "not told apart"
 
@@ -387,7 +393,7 @@ def audit_reruns_md(reruns: list[AuditRerun], names=BUILT_IN) -> tuple[str, str]
                 f"(every metrics column both record, to the stored digit) in {same} of {len(reruns)} blocks. Of the "
                 f"{len(parted)} that part, {count['different kinds']} came from machine kinds their records tell "
                 f"apart (a GPU and a CPU, or two CPU families) and {count['not told apart']} from machines whose "
-                f"records cannot tell (made before runs recorded the CPU's identity); "
+                f"records cannot tell (the same CPU model name, made before runs recorded the CPU's identity); "
                 + (f"**{count['same kind']} part on one recorded machine kind**" if count["same kind"] else
                    "none parts where both sides record the same machine kind")
                 + ". Those that part are the same runs only statistically (Provenance: the signal audit's reruns).*")
