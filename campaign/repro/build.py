@@ -12,9 +12,8 @@ experiments ``repro`` (the main grid, sparse Brax on another backend and the Dee
 one experiment: an ``env.*`` override names a task, e.g. ``deepsea[size=30]``) and
 ``sensitivity`` to the data folder; ``merge`` adds the runs of another data folder (an export
 made on another machine). A run that arrives twice is kept once if identical and refused if not.
-``build``
-rebuilds a results tree from that data in a temporary folder and writes the report from it
-with the same code that reads live results (analysis.collect), so ``make figures`` on a fresh
+``build`` rebuilds a results tree from that data in a temporary folder and writes the report from
+it with the same code that reads live results (analysis.collect), so ``make figures`` on a fresh
 clone rebuilds the committed report from the committed data alone. ``meta.json`` beside the
 data says how the data was made (commands, commit, machine, wall time, the estimate made
 before the runs); the report quotes it. Nothing here imports JAX.
@@ -52,13 +51,12 @@ from .sections import (
     backend_section,
     deepsea_scaling,
     poi_figure,
-    read_timing,
     sensitivity,
     speed,
     theory_section,
-    timing_section,
 )
 from .stages import SIGNAL, preset_envs
+from .timing import read_timing, scoped_timing, timing_section
 
 MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
@@ -292,7 +290,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         return claims_table(c, agg, paper, reps=reps, seed=seed, timing=None if late else timing,
                             sens=held_out_of(sens) if late else sens, degenerate=broken)
 
-    claims = on_held_out(judged, main)
+    claims = scoped_timing(on_held_out(judged, main), timing_dir, measured_speed)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
     working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)

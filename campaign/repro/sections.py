@@ -399,54 +399,6 @@ def _poi_legend(rows: list) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-TIMING = "timing.csv"  # benchmarks/bench_timing_claim.py's rows, beside the data
-
-
-def read_timing(data_dir: Path) -> dict[str, dict[str, np.ndarray]] | None:
-    """env -> variant -> a run's wall time in each paired round (s), from the controlled benchmark
-    (``timing.csv``: round, env, variant, run_s, ...); None when it was not run."""
-    import csv
-
-    path = Path(data_dir) / TIMING
-    if not path.is_file():
-        return None
-    rows = list(csv.DictReader(path.open()))
-    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        out[r["env"]][r["variant"]].append((int(r["round"]), float(r["run_s"])))
-    return {e: {v: np.array([x for _, x in sorted(pairs)]) for v, pairs in by.items()} for e, by in out.items()}
-
-
-def timing_section(data_dir: Path) -> str:
-    """The controlled benchmark's table: per env and variant, the median cost per update and a
-    run's wall time, and the machine and command that made it."""
-    import csv
-    import json
-
-    path = Path(data_dir) / TIMING
-    if not path.is_file():
-        return ""
-    rows = list(csv.DictReader(path.open()))
-    meta_path = path.with_suffix(".json")
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    by: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for r in rows:
-        by[(r["env"], r["variant"])].append(r)
-    md = []
-    for (env, variant), rs in sorted(by.items()):
-        upd = np.median([float(r["update_s"]) for r in rs]) * 1e3
-        run = np.median([float(r["run_s"]) for r in rs])
-        md.append([env_label(env), variant, f"{upd:.0f}", f"{run / 60:.1f}", str(len(rs))])
-    return (f"Measured by `{meta.get('command', 'python benchmarks/bench_timing_claim.py')}` on "
-            f"{meta.get('machine', 'this machine')} ({meta.get('date', '')}): each round runs every variant one "
-            "after another in a shuffled order, so slow spells of the machine fall on all of them. A run's wall time "
-            "is the compile plus the paper's 41 windows of 6 updates at the measured time per window, one seed. "
-            "`rfig` is RFIG as the campaign ran it (its Woodbury-updated inverse); `rfig_exact` inverts the full "
-            "matrix at every update, as the paper's final experiments did.\n\n"
-            + render_markdown(["Env", "variant", "ms per update (median)", "a run (min, median)", "rounds"], md,
-                              align="llrrr"))
-
-
 def backend_section(tree: Path, main: Collection, reps: int, seed: int) -> str:
     """Sparse-HalfCheetah on brax's generalized backend (experiment ``backend``) beside the main
     grid's spring runs: P(RFIG > PPO) on each, and whether the verdict of that panel turns."""
