@@ -11,6 +11,7 @@ its fix, and every bonus against the control as well as PPO.
 - VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
   window means of its reward) and after (the window means of its clipped information gain, before
   the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
+- each fixed baseline's final scores before and after its fix (``campaign.repro.fix_scores``);
 - the control table (``campaign.claims.control``), the degenerate cells of the main grid flagged;
 - which of the main grid's runs carry the statistics, their own or their rerun's in the audit.
 """
@@ -31,7 +32,8 @@ from campaign.claims.signal import AT_MAX, CellSignal, degenerate, signal_cells,
 from campaign.claims.signal_calibration import calibration_section, references
 from rfig_exp.results.status import seed_ranges
 
-from .fixes import FIXES, BaselineFix, fix_of
+from .fix_scores import scores_before_after
+from .fixes import FIXES, fix_methods, fix_of
 
 VIME_CLIP = 1000.0                        # conf/bonus/vime.yaml's clip, at the old and the new defaults
 VIME_FIX = fix_of("vime")
@@ -47,23 +49,7 @@ class BaselinesSection:
     fixed_md: str = ""                    # where the fixed baselines have runs (fixed_runs_md)
     degenerate_md: str = ""               # the degenerate cells at the defaults, and where each bonus says why
     coverage_md: str = ""                 # which runs at the defaults carry the statistics (signal_coverage_md)
-
-
-def fix_methods(coll: Collection, fix: BaselineFix) -> dict[str, str]:
-    """"before" / "after" -> the method key in ``coll`` of ``fix``'s bonus at the fix's old values
-    (campaign/repro/fixes.py) and at the defaults (its base variant); a key is absent where
-    ``coll`` has no such runs."""
-    out = {}
-    for m in coll.methods:
-        info = coll.method_info.get(m)
-        if info is None or info.bonus != fix.bonus:
-            continue
-        overrides = info.overrides_dict
-        if fix.is_old(overrides):
-            out["before"] = m
-        elif not any(k.startswith("bonus.") for k in overrides):
-            out["after"] = m
-    return out
+    scores_md: str = ""                   # each fixed baseline's final scores before and after (fix_scores)
 
 
 def vime_before_after(every: Collection) -> str:
@@ -283,7 +269,7 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
                                      if known else ""),
                             vime_before_after(every), control_md(panels, flagged), flagged,
                             fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured),
-                            coverage_md)
+                            coverage_md, scores_before_after(every, panels.paper))
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "SignalCoverage", "baselines_section", "degenerate_cells", "degenerate_md",

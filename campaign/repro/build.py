@@ -386,7 +386,8 @@ def _baselines_md(section: BaselinesSection, audit_md: str = "") -> list[str]:
              *([section.coverage_md, ""] if section.coverage_md else []),
              *([audit_md, ""] if audit_md else []),
              "**VIME before and after its fix** (posterior std 0.05 and the reference's KL ratio):", "",
-             section.vime_md, ""]
+             section.vime_md, "",
+             *(["**Final scores before and after each fix**:", "", section.scores_md] if section.scores_md else [])]
     if section.control_md:
         lines += ["## Every bonus against the control as well as PPO", "", section.control_md, ""]
     return lines

@@ -52,3 +52,20 @@ FIXES: tuple[BaselineFix, ...] = (
 def fix_of(bonus: str) -> BaselineFix | None:
     """The declared fix of ``bonus``, if its defaults were changed."""
     return next((f for f in FIXES if f.bonus == bonus), None)
+
+
+def fix_methods(coll, fix: BaselineFix) -> dict[str, str]:
+    """"before" / "after" -> the method key in ``coll`` (an analysis.collect.Collection) of ``fix``'s
+    bonus at the fix's old values and at the defaults (its base variant); a key is absent where
+    ``coll`` has no such runs."""
+    out = {}
+    for m in coll.methods:
+        info = coll.method_info.get(m)
+        if info is None or info.bonus != fix.bonus:
+            continue
+        overrides = info.overrides_dict
+        if fix.is_old(overrides):
+            out["before"] = m
+        elif not any(k.startswith("bonus.") for k in overrides):
+            out["after"] = m
+    return out
