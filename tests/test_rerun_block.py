@@ -187,6 +187,9 @@ def test_the_signal_audit_s_reruns_against_the_grid_name_identical_parted_and_th
             *(run("signal", "minatar_breakout", "rnd", s, [1.0, 2.0, 3.5], old) for s in range(2))]
     vendors = audit_reruns(dict(pair))
     assert [r.machines for r in vendors] == ["different kinds"]
+    unrecorded = [*(run("paper32", "minatar_breakout", "rnd", s, [1.0, 2.0, 3.0], None) for s in range(2)),
+                  *(run("signal", "minatar_breakout", "rnd", s, [1.0, 2.0, 3.5], old) for s in range(2))]
+    assert [r.machines for r in audit_reruns(dict(unrecorded))] == ["not told apart"]
     assert by[("mountaincar", "rfig")].machines == "same kind" and not by[("mountaincar", "rfig")].comparison.identical
     sentence, table = audit_reruns_md(list(by.values()))
     assert "**bit-identical** (every metrics column both record, to the stored digit) in 1 of 4 blocks" in sentence

@@ -351,7 +351,7 @@ def _machines(grid: list[dict | None], audit: list[dict | None]) -> str:
         return "different kinds"
     # an older record names the CPU's model but not its identity: two sides on CPUs whose recorded
     # model names share none (an Intel Xeon against an AMD EPYC) are still told apart
-    names = ({m.get("cpu") for m in grid}, {m.get("cpu") for m in audit})
+    names = ({(m or {}).get("cpu") for m in grid}, {(m or {}).get("cpu") for m in audit})
     if acc == ({False}, {False}) and None not in names[0] | names[1] and not names[0] & names[1]:
         return "different kinds"
     return "not told apart"
