@@ -837,6 +837,25 @@ def test_gpu_parts_are_the_stages_left_as_whole_cells_one_sweep_per_argument_set
         gpu_parts(["p32-ant-8"], "paper32")
 
 
+def test_as_run_gpu_parts_keep_the_first_block_left_of_8_seeds_and_our_vime_apart():
+    """The grid as run keeps its blocks: the first block any named stage is in (the 8-seed grid of
+    every panel before any panel's next seeds), one sweep for the preset's bonuses and one for our
+    VIME under the protocol, the panels that differ only in env together."""
+    from campaign.repro.stages import gpu_parts
+
+    names = ["ar-hopper-0", "ar-ant-0", "ar-hopper-8", "ar-breakout-16"]
+    preset, ours = gpu_parts(names, "paper32_as_run", "paper32_as_run")
+    assert preset == "paper32_as_run env=sparse_hopper,sparse_ant seed=0 num_seeds=8"
+    assert ours.startswith("paper32_as_run env=sparse_hopper,sparse_ant bonus=vime ")
+    assert "bonus.bonus_per=transition" in ours and ours.endswith("seed=0 num_seeds=8")
+    assert gpu_parts(["ar-hopper-8", "ar-breakout-16"], "paper32_as_run", "paper32_as_run")[0] == (
+        "paper32_as_run env=sparse_hopper seed=8 num_seeds=8")
+    with pytest.raises(ValueError, match="bl-mountaincar-0"):
+        gpu_parts(["bl-mountaincar-0"], "paper32_as_run", "paper32_as_run")
+    with pytest.raises(ValueError, match="not repro"):
+        gpu_parts([], "paper32", "repro")
+
+
 def test_a_stage_s_bonuses_come_from_its_commands():
     """A stage's bonuses (and so its size and its estimate) are read from its own commands: a
     ``bonus=`` override where it has one, else its preset's bonus values."""

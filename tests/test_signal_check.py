@@ -259,3 +259,20 @@ def test_the_runs_at_a_fixed_baseline_s_old_defaults_are_counted_apart(tmp_path)
     assert "#Explo (bin_penalty=10) 2 of 6 (2 through the audit's rerun)." in text
     assert "PPO's 6 runs have no bonus to measure" in text and "VIME 6" not in text
     assert "2 of 6" not in old_defaults_coverage_md(every, None, envs)
+
+
+def test_the_degenerate_method_under_test_is_named_as_judged_not_as_left_out(tmp_path):
+    """Rule 6 removes a degenerate baseline from the comparisons, never RFIG: the sentence says which."""
+    from analysis_fixtures import STEPS, T, write_run
+
+    from analysis import collect
+    from campaign.repro.baselines import degenerate_md
+
+    for bonus in ("rfig", "rnd", "none"):
+        write_run(tmp_path, "paper32", "mountaincar", bonus, 0, STEPS, np.linspace(-200, -100, T))
+    coll = collect(tmp_path, "paper32")
+    flagged = {("mountaincar", "rfig"): ("no better than a distance score",), ("mountaincar", "rnd"): ("constant",)}
+    text = degenerate_md(flagged, coll, docs=tmp_path)
+    assert text == ("*Degenerate at the defaults, so no verdict compares against them (rule 6): RND on MountainCar "
+                    "(constant).* *Degenerate at the defaults and judged as it runs, the method the claims are about "
+                    "(rule 6): RFIG on MountainCar (no better than a distance score).*")

@@ -360,16 +360,23 @@ def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
     return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
 
 
-def gpu_parts(names: list[str], sweep: str) -> list[str]:
-    """The baselines campaign's stages ``names`` that run ``sweep`` (``paper32``: the non-Brax panels,
-    ``paper32_brax``), as the sweeps one GPU runs side by side: one line each, ``EXPERIMENT
-    OVERRIDES...``. A block stage becomes its whole cells (the GPU script puts the committed runs back
-    first, so each job is one cell's missing seeds vmapped); stages whose arguments differ only in
-    their env are one sweep over those envs, in the order the lanes take them."""
-    known = {s.name: s for s in stages(BASELINES)}
+def gpu_parts(names: list[str], sweep: str, campaign: str = BASELINES) -> list[str]:
+    """The stages ``names`` of ``campaign`` that run ``sweep`` (the baselines: ``paper32``, the non-Brax
+    panels, or ``paper32_brax``; the grid as run: ``paper32_as_run``), as the sweeps one GPU runs side by
+    side: one line each, ``EXPERIMENT OVERRIDES...``. A baselines block stage becomes its whole cells
+    (the GPU script puts the committed runs back first, so each job is one cell's missing seeds
+    vmapped); the grid as run keeps its blocks of 8 seeds and runs only the first block any of
+    ``names`` is in (the 8-seed grid of every panel before any panel's next seeds). Stages whose
+    arguments differ only in their env are one sweep over those envs, in the order the lanes take them."""
+    if campaign not in (BASELINES, AS_RUN):
+        raise ValueError(f"gpu parts are made for the {BASELINES} and {AS_RUN} campaigns, not {campaign}")
+    known = {s.name: s for s in stages(campaign)}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"not stages of the baselines campaign: {', '.join(unknown)}")
+        raise ValueError(f"not stages of the {campaign} campaign: {', '.join(unknown)}")
+    if campaign == AS_RUN and names:
+        first = min(int(command_overrides(known[n].commands[0])[1]["seed"]) for n in names)
+        names = [n for n in names if int(command_overrides(known[n].commands[0])[1]["seed"]) == first]
     groups: dict[tuple[str, str], list[str]] = {}
     for name in names:
         for line in known[name].commands:
@@ -377,8 +384,8 @@ def gpu_parts(names: list[str], sweep: str) -> list[str]:
             if preset != sweep:
                 continue
             env = words.pop("env")
-            experiment = words.pop("experiment", PAPER32)
-            if experiment != SIGNAL:   # a block of seeds: its cells, all 32 seeds (the audit keeps its seeds)
+            experiment = words.pop("experiment", AS_RUN if campaign == AS_RUN else PAPER32)
+            if campaign == BASELINES and experiment != SIGNAL:  # its cells, all 32 seeds (the audit keeps its seeds)
                 del words["seed"], words["num_seeds"]
             envs = groups.setdefault((experiment, " ".join(f"{k}={v}" for k, v in words.items())), [])
             if env not in envs:
@@ -404,11 +411,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--extra", default="", metavar="WORDS",
                    help="overrides put after each sweep's own (repro.sh's COMMON and EXTRA); a hydra.searchpath "
                         "among them joins the campaign's folder instead of replacing it")
-    g = sub.add_parser("gpu-parts", help="the baselines stages a data folder lacks, as one GPU's sweeps: "
+    g = sub.add_parser("gpu-parts", help="the stages a data folder lacks, as one GPU's sweeps: "
                                          "EXPERIMENT OVERRIDES... per line")
-    g.add_argument("--left", metavar="DATA", required=True, help="the 32-seed data folder")
-    g.add_argument("--sweep", choices=PAPER32_PRESETS, default=PAPER32,
-                   help="paper32: the non-Brax panels (default); paper32_brax: the sparse Brax ones")
+    g.add_argument("--left", metavar="DATA", required=True, help="the campaign's data folder")
+    g.add_argument("--campaign", choices=(BASELINES, AS_RUN), default=BASELINES,
+                   help=f"{BASELINES} (default) or {AS_RUN}: the first block of 8 seeds any panel lacks")
+    g.add_argument("--sweep", choices=(*PAPER32_PRESETS, AS_RUN), default=None,
+                   help=f"the baselines: paper32 (the non-Brax panels, default) or paper32_brax; {AS_RUN}: "
+                        f"{AS_RUN} (its only preset, the default)")
+    g.add_argument("--envs", default="", help="comma-separated: only these panels (e.g. the sparse Brax ones)")
     args = p.parse_args(argv)
     if args.command == "gpu-parts":
         from .data import read_data
@@ -416,7 +427,16 @@ def main(argv: list[str] | None = None) -> int:
         if not Path(args.left).is_dir():
             print(f"error: --left: no data folder {args.left}", file=sys.stderr)
             return 2
-        print("\n".join(gpu_parts(stages_left(read_data(args.left), BASELINES), args.sweep)))
+        sweep = args.sweep or (AS_RUN if args.campaign == AS_RUN else PAPER32)
+        wanted = [e for e in args.envs.split(",") if e]
+        made = {s.name: s for s in stages(args.campaign)}
+        left = [n for n in stages_left(read_data(args.left), args.campaign)
+                if not wanted or any(f" env={e} " in f" {line} " for e in wanted for line in made[n].commands)]
+        try:
+            print("\n".join(gpu_parts(left, sweep, args.campaign)))
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         return 0
     if args.command == "data":
         print(CAMPAIGN_DATA[args.campaign])

@@ -12,13 +12,27 @@
 #   COMMIT=<sha> SWEEP=paper32_brax campaign/scripts/baselines_gpu.sh OUT_DIR  # the sparse Brax ones (wheels/brax)
 #   ALLOW_CPU=1 DEADLINE_S=120 EXTRA='hydra.sweeper.params.env=cartpole agent.total_timesteps=20000 num_seeds=2' \
 #       campaign/scripts/baselines_gpu.sh /tmp/dry                              # a dry run on a CPU
+#   CAMPAIGN=paper32_as_run ENVS=sparse_hopper,sparse_walker2d,sparse_ant,sparse_halfcheetah \
+#       campaign/scripts/baselines_gpu.sh OUT_DIR    # the grid as run: the first block of 8 seeds the panels lack
+#
+# CAMPAIGN=paper32_as_run takes its stages (and DATA, SWEEP) from the as-run campaign: the first block
+# of 8 seeds any of ENVS lacks (every panel when ENVS is empty), the preset's six bonuses and our VIME
+# under the protocol as two sweeps side by side; Brax is probed when ENVS names a sparse Brax panel.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 OUT_DIR=$1
 PY=${PYTHON:-python3}
-SWEEP=${SWEEP:-paper32}
-DATA=${DATA:-docs/results/paper32/data}
+CAMPAIGN=${CAMPAIGN:-baselines}
+ENVS=${ENVS:-}
+if [ "$CAMPAIGN" = paper32_as_run ]; then
+    SWEEP=${SWEEP:-paper32_as_run}
+    DATA=${DATA:-docs/results/paper32_as_run/data}
+    case ",$ENVS," in *,sparse_*|,,) export BRAX_PROBE=${BRAX_PROBE:-1} ;; esac
+else
+    SWEEP=${SWEEP:-paper32}
+    DATA=${DATA:-docs/results/paper32/data}
+fi
 EXTRA=${EXTRA:-}
 JOBS_TOTAL=${JOBS_TOTAL:-16}     # jobs at once on the GPU, shared out over the sweeps
 export DEADLINE_S=${DEADLINE_S:-300} SWEEP DATA
@@ -35,7 +49,7 @@ export SITE="$WORK/site"
 INSTALL_ONLY=1 bash campaign/scripts/paper32_gpu.sh "$WORK/install" > /dev/null 2>&1 \
     || { tail -n 5 "$WORK/install/paper32_gpu.log"; say "installing the packages failed"; exit 1; }
 mapfile -t parts < <(PYTHONPATH="$SITE:$PWD/src:$PWD" "$PY" -m campaign.repro.stages gpu-parts --left "$DATA" \
-    --sweep "$SWEEP")
+    --campaign "$CAMPAIGN" --sweep "$SWEEP" --envs "$ENVS")
 [ ${#parts[@]} -gt 0 ] && [ -n "${parts[0]}" ] || { say "nothing left of sweep=$SWEEP in $DATA"; exit 0; }
 jobs=$(( JOBS_TOTAL / ${#parts[@]} )); [ "$jobs" -ge 1 ] || jobs=1
 say "${#parts[@]} sweep(s) of sweep=$SWEEP, $jobs job(s) at once each:"; printf '  %s\n' "${parts[@]}"
