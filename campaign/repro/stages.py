@@ -393,6 +393,26 @@ def gpu_parts(names: list[str], sweep: str, campaign: str = BASELINES) -> list[s
     return [f"{experiment} env={','.join(envs)} {rest}".rstrip() for (experiment, rest), envs in groups.items()]
 
 
+def _print_gpu_parts(args: argparse.Namespace) -> int:
+    """``gpu-parts``: the sweeps of the stages ``args.left`` lacks (of ``args.envs`` only, if given)."""
+    from .data import read_data
+
+    if not Path(args.left).is_dir():
+        print(f"error: --left: no data folder {args.left}", file=sys.stderr)
+        return 2
+    sweep = args.sweep or (AS_RUN if args.campaign == AS_RUN else PAPER32)
+    wanted = [e for e in args.envs.split(",") if e]
+    made = {s.name: s for s in stages(args.campaign)}
+    left = [n for n in stages_left(read_data(args.left), args.campaign)
+            if not wanted or any(f" env={e} " in f" {line} " for e in wanted for line in made[n].commands)]
+    try:
+        print("\n".join(gpu_parts(left, sweep, args.campaign)))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m campaign.repro.stages", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -422,22 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--envs", default="", help="comma-separated: only these panels (e.g. the sparse Brax ones)")
     args = p.parse_args(argv)
     if args.command == "gpu-parts":
-        from .data import read_data
-
-        if not Path(args.left).is_dir():
-            print(f"error: --left: no data folder {args.left}", file=sys.stderr)
-            return 2
-        sweep = args.sweep or (AS_RUN if args.campaign == AS_RUN else PAPER32)
-        wanted = [e for e in args.envs.split(",") if e]
-        made = {s.name: s for s in stages(args.campaign)}
-        left = [n for n in stages_left(read_data(args.left), args.campaign)
-                if not wanted or any(f" env={e} " in f" {line} " for e in wanted for line in made[n].commands)]
-        try:
-            print("\n".join(gpu_parts(left, sweep, args.campaign)))
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        return 0
+        return _print_gpu_parts(args)
     if args.command == "data":
         print(CAMPAIGN_DATA[args.campaign])
         return 0
