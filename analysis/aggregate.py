@@ -27,6 +27,7 @@ import numpy as np
 import scipy.stats
 
 from .collect import Collection, final_scores
+from .methods import reference_method
 
 NORMALISATIONS = ("minmax", "ppo")
 OVERALL_METRICS = ("IQM", "Median", "Mean", "Optimality gap")
@@ -122,21 +123,55 @@ def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax",
         ed = coll.env_data[env]
         vals = np.concatenate([c.values for b in (coll.methods if methods is None else methods)
                                for c in ed.curves.get(b, []) if c.used] or [np.zeros(0)])
+        counted = vals.size > 0
         vals = vals[np.isfinite(vals)]
         if vals.size == 0:
-            excluded[env] = "no finite return in any counted run"
+            excluded[env] = ("no episode finished in any counted run" if counted else
+                             "no counted run: every run here is incomplete or failed (see the Data section)")
             continue
         lo[env] = float(vals.min())
         if kind == "minmax":
             hi[env] = float(vals.max())
         else:
-            if "none" not in scores.get(env, {}):
-                excluded[env] = "no PPO (bonus=none) final scores to normalise by"
+            ppo = reference_method(list(coll.method_info.values()), "none", coll.common_overrides)
+            if ppo not in scores.get(env, {}):
+                n = sum(coll.bonus_of(m) == "none" for m in coll.methods)
+                excluded[env] = ("no PPO (bonus=none) runs in this report to normalise by" if not n else
+                                 f"PPO has {n} variants and none at its defaults: none to normalise by" if not ppo
+                                 else f"no PPO final scores to normalise by ({no_score_reason(coll, env, ppo)})")
                 continue
-            hi[env] = float(iqm(scores[env]["none"][1]))
+            hi[env] = float(iqm(scores[env][ppo][1]))
         if not hi[env] > lo[env]:
-            excluded[env] = f"degenerate range (lo={lo[env]:.4g}, hi={hi[env]:.4g})"
+            excluded[env] = _degenerate(kind, lo[env], hi[env])
     return Normalisation(kind, lo, hi, excluded)
+
+
+def _degenerate(kind: str, lo: float, hi: float) -> str:
+    # Every run scoring the same (all -200 on MountainCar) is data, not a missing score: say so.
+    if kind == "minmax":
+        return (f"every return of every counted run is {lo:.4g}: max - min is 0, so the min-max normalised "
+                "score (x - min) / (max - min) is undefined")
+    return (f"PPO's final IQM ({hi:.4g}) is not above the lowest return ({lo:.4g}), so the PPO-normalised "
+            "score (x - min) / (IQM - min) is undefined")
+
+
+def no_score_reason(coll: Collection, env: str, method: str, last_k: int = 1) -> str:
+    """Why ``method`` has no final score in ``env``, from its runs there: none at all, or how many
+    are incomplete, failed, unreadable or finished no episode in their last ``last_k`` windows."""
+    runs = [r for r in coll.runs if r.env == env and r.method == method]
+    if not runs:
+        return "no runs here"
+    curves = coll.env_data[env].curves.get(method, []) if env in coll.env_data else []
+    counts = {"incomplete": sum(not r.complete for r in runs),
+              "unreadable": sum(r.complete and r.metrics is None for r in runs),
+              "failed (excluded)": sum(c.failed and not c.incomplete and not c.scored for c in curves),
+              f"with no finished episode in the last {last_k} window(s)":
+                  sum(c.scored and not np.isfinite(c.values[-last_k:]).any() for c in curves)}
+    parts = [f"{k} {what}" for what, k in counts.items() if k]
+    other = len(runs) - sum(counts.values())
+    if other > 0:
+        parts.append(f"{other} with no evaluation point on the env's grid")
+    return f"{len(runs)} run(s) here, none with a final score: {', '.join(parts)}"
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -302,8 +337,7 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
     agg_envs = [e for e in coll.envs if norm.usable(e) and all(b in scores[e] for b in methods)]
     for e in coll.envs:
         if e not in agg_envs and norm.usable(e):
-            lacking = [coll.label(b) for b in methods if b not in scores[e]]
-            notes.append(f"{e}: left out of cross-env aggregates (no final scores for {', '.join(lacking)}).")
+            notes.append(_lacking_note(coll, scores, e, methods, last_k))
     runs_per_method: dict[str, int] = {}
     overall: dict = {}
     curves: dict = {}
@@ -327,9 +361,13 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
         curve_x, curve_xlabel, curves = _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method,
                                                           reps, seed + 2000, ci, curve_points, last_k, notes)
     elif coll.envs:
-        notes.append("No env has final scores for every method: no cross-env aggregates.")
+        notes.append("No method has a final score in any env (see the Data section): no cross-env aggregates."
+                     if not methods else
+                     "No env's final scores can be normalised (each env's reason above): no cross-env aggregates."
+                     if not any(norm.usable(e) for e in coll.envs) else
+                     "No env has final scores for every method: no cross-env aggregates.")
 
-    poi = _rfig_poi(coll, scores, methods, reps, seed + 3000, ci, notes)
+    poi = _rfig_poi(coll, scores, methods, reps, seed + 3000, ci, notes, last_k)
 
     spread = {}
     for b in methods:
@@ -344,28 +382,59 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
                       curve_x, curve_xlabel, curves, poi, spread, notes)
 
 
+def _lacking_note(coll: Collection, scores, env: str, methods: list[str], last_k: int) -> str:
+    """Why ``env`` is left out of the cross-env aggregates: the methods without final scores there.
+    A method without runs here is named alone (the Data section lists the missing runs); one whose
+    runs are here says why none of them scored."""
+    lacking = [b for b in methods if b not in scores[env]]
+    ran = {b for b in lacking if any(r.env == env and r.method == b for r in coll.runs)}
+    bare = [coll.label(b) for b in lacking if b not in ran]
+    told = [f"{coll.label(b)} ({no_score_reason(coll, env, b, last_k)})" for b in lacking if b in ran]
+    return (f"{env}: left out of cross-env aggregates (no final scores for "
+            f"{'; '.join(([', '.join(bare)] if bare else []) + told)}).")
+
+
 def _rfig_poi(coll: Collection, scores, methods: list[str], reps: int, seed: int, ci: float,
-              notes: list[str]) -> list[tuple]:
+              notes: list[str], last_k: int = 1) -> list[tuple]:
     """P(RFIG > other) over the envs where both have scores, for every other method."""
     poi = []
-    if "rfig" in methods:
-        for j, b in enumerate(m for m in methods if m != "rfig"):
-            envs = [e for e in coll.envs if "rfig" in scores[e] and b in scores[e]]
+    rfig = reference_method(list(coll.method_info.values()), "rfig", coll.common_overrides) or "rfig"
+    if rfig in methods:
+        for j, b in enumerate(m for m in methods if m != rfig):
+            envs = [e for e in coll.envs if rfig in scores[e] and b in scores[e]]
             if not envs:
-                notes.append(f"P({coll.label('rfig')} > {coll.label(b)}): no env with scores for both.")
+                why = "; ".join(f"{e}: {coll.label(m)} {no_score_reason(coll, e, m, last_k)}"
+                                for e in coll.envs for m in (rfig, b) if m not in scores[e])
+                notes.append(f"P({coll.label(rfig)} > {coll.label(b)}): no env where both have final scores "
+                             f"({why}).")
                 continue
-            nx = min(len(scores[e]["rfig"][0]) for e in envs)
+            nx = min(len(scores[e][rfig][0]) for e in envs)
             ny = min(len(scores[e][b][0]) for e in envs)
             # Raw scores: P(X > Y) per env is invariant to the per-env normalisation.
-            x = np.stack([_take_runs(scores[e]["rfig"], nx)[1] for e in envs], axis=1)
+            x = np.stack([_take_runs(scores[e][rfig], nx)[1] for e in envs], axis=1)
             y = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
             key = f"rfig,{b}"
             pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + j, ci)
-            poi.append(("rfig", b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
+            poi.append((rfig, b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
                         len(envs)))
     elif methods:
-        notes.append("RFIG has no final scores: no probability of improvement.")
+        notes.append(_why_no_poi(coll, last_k))
     return poi
+
+
+def _why_no_poi(coll: Collection, last_k: int) -> str:
+    """Why the report has no probability of improvement of RFIG, from its methods and runs."""
+    label = coll.names.label("rfig")
+    variants = [m for m in coll.methods if coll.bonus_of(m) == "rfig"]
+    if not variants:
+        return f"No {label} runs in this report: no probability of improvement (of {label} over each other method)."
+    rfig = reference_method(list(coll.method_info.values()), "rfig", coll.common_overrides)
+    if rfig is None:
+        return (f"{label} has {len(variants)} variants here ({', '.join(coll.label(m) for m in variants)}) and none "
+                f"runs its defaults (no override beyond the common ones): no probability of improvement, which "
+                f"compares one {label} with each other method; choose one with --methods.")
+    why = "; ".join(f"{e}: {no_score_reason(coll, e, rfig, last_k)}" for e in coll.envs)
+    return f"{label} has no final score in any env ({why}): no probability of improvement."
 
 
 def _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method, reps, seed, ci, curve_points,

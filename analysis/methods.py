@@ -16,7 +16,8 @@ from the composed defaults of its env and bonus (the launcher writes it as
   remaining (*differing*) keys: ``RFIG (lengthscale=2)``. A dotted key is
   shortened to its last part when that part is unique among the differing
   keys. Two methods never get the same label (a differing key that separates
-  them is listed by at least one of them).
+  them is listed by at least one of them; methods with the same overrides, or
+  bonuses with the same label, get their key appended: ``RFIG [rfig/<variant>]``).
 * Colour. A primary method has its bonus's fixed colour (analysis.names);
   every other method gets a colour from OTHER_COLOURS (analysis.names) chosen by a hash of
   ``<bonus>/<variant>`` (so it does not depend on the other methods present),
@@ -33,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -162,6 +164,10 @@ def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]],
         shown = {k: v for k, v in ov.items() if k in differing}
         label = names.label(bonus) + (f" ({format_overrides(shown, short)})" if shown else "")
         drafts.append((bonus, variant, key, tuple(sorted(ov.items())), label, is_primary))
+    # Labels that still clash (two folders with the same overrides, or a user's bonus labelled like
+    # another) get their key, which is unique: a table never has two rows of one name.
+    clash = Counter(d[4] for d in drafts)
+    drafts = [(*d[:4], d[4] if clash[d[4]] == 1 else f"{d[4]} [{d[2]}]", d[5]) for d in drafts]
 
     taken = {names.colour(b) for b, _, _, _, _, p in drafts if p}
     colours = {}
@@ -174,8 +180,10 @@ def build_methods(groups: Mapping[tuple[str, str], Mapping[str, Any]],
 
     methods = [Method(key, bonus, variant, ov, label, colours[key], is_primary)
                for bonus, variant, key, ov, label, is_primary in drafts]
-    methods.sort(key=lambda m: (names.sort_key(m.bonus), 0 if m.primary else 1, _variant_sort_key(dict(m.overrides)),
-                                m.variant))
+    # The method at the bonus's defaults first (the primary, or a variant with the common overrides only).
+    methods.sort(key=lambda m: (names.sort_key(m.bonus), 0 if m.primary or not any(k in differing for k, _ in
+                                                                                  m.overrides) else 1,
+                                _variant_sort_key(dict(m.overrides)), m.variant))
     drawn: dict[str, int] = {}
     for i, m in enumerate(methods):
         k = drawn[m.bonus] = drawn.get(m.bonus, -1) + 1
@@ -211,3 +219,15 @@ def swept_key(methods: list[Method], base_values: Mapping[str, Mapping[str, Any]
     if len(set(vals.values())) < 2:
         return None
     return k, vals
+
+
+def reference_method(methods: list[Method], bonus: str, common: Mapping[str, Any]) -> str | None:
+    """The method that stands for ``bonus`` where one is compared with the others (RFIG in the
+    probability of improvement, PPO in the PPO normalisation): its primary method, else its one
+    method with no override beyond ``common`` (a sweep ``agent.lr=1e-3,3e-4`` with 3e-4 the default
+    writes no base folder, and that variant runs the defaults), else None."""
+    own = [m for m in methods if m.bonus == bonus]
+    if any(m.primary for m in own):
+        return next(m.key for m in own if m.primary)
+    plain = [m.key for m in own if all(k in common for k, _ in m.overrides)]
+    return plain[0] if len(plain) == 1 else None

@@ -13,7 +13,7 @@ from . import plots, tables
 from .aggregate import describe_normalisation
 from .collect import Collection
 from .maker import Maker, ReportContext, ReportOptions, Section
-from .makers import coverage, seeds, sensitivity
+from .makers import coverage, hyperparameters, seeds, sensitivity
 from .markdown import render_markdown
 from .methods import format_overrides
 from .tables import MIN_SEEDS_FOR_CI, few_seeds_note
@@ -37,6 +37,7 @@ MAKERS: tuple[tuple[str, Maker], ...] = (
     ("final_scores", tables.final_scores_maker),
     ("final_coverage", coverage.final_coverage_maker),
     ("sensitivity", sensitivity.sensitivity_maker),
+    ("hyperparameters", hyperparameters.hyperparameters_maker),
     ("aggregate_intervals", plots.aggregate_intervals_maker),
     ("aggregate_table", tables.aggregate_table_maker),
     ("aggregate_curve", plots.aggregate_curve_maker),

@@ -226,11 +226,12 @@ def method_comparison(ctx: ReportContext, out_dir: Path, described: Described | 
     bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
     bonuses += [b for b in (described.listed if described else ()) if b not in bonuses]
     bonuses += [b for b in coll.names.sort({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
-    # One row per bonus (measured columns from its primary method), then its other variants.
+    # A row per method of each bonus, its primary first; a bonus the described table lists
+    # without runs here gets one row. (A bonus with variants and no primary method once got a
+    # row of its own too, labelled as one of its variants could be: two rows of one name.)
     rows_for = []
     for bonus in bonuses:
-        rows_for.append(bonus)
-        rows_for += [m for m in coll.methods if coll.bonus_of(m) == bonus and m != bonus]
+        rows_for += [m for m in coll.methods if coll.bonus_of(m) == bonus] or [bonus]
     columns = described.columns if described else ()
     header = ["Method", *columns, "Seed spread (IQR)"]
     rows = []
@@ -242,7 +243,7 @@ def method_comparison(ctx: ReportContext, out_dir: Path, described: Described | 
                 f"less seed-sensitive). {DASH} = not measured here.")
     caption = (f"Comparison of exploration methods. {described.source}; seed spread is measured in this experiment: "
                if described else "Comparison of exploration methods. Seed spread is measured in this experiment: ")
-    caption += measured
+    caption += measured + _unmeasured_spread(coll, agg)
     md = render_markdown(header, rows, align="l" * (1 + len(columns)) + "r")
     files = _write(out_dir, "method_comparison", md, render_latex(header, rows, caption, "tab:method_comparison",
                                                                   align="l" + "c" * len(columns) + "r"))
@@ -250,6 +251,18 @@ def method_comparison(ctx: ReportContext, out_dir: Path, described: Described | 
     return Section("Comparison of exploration methods",
                    f"{caption}\n\n{md}\n[Markdown](method_comparison.md) | [LaTeX](method_comparison.tex)"
                    + speed_md, files + speed_files)
+
+
+def _unmeasured_spread(coll: Collection, agg: Aggregates) -> str:
+    """Why a method of this report has no seed spread ('' when every one has)."""
+    missing = [m for m in coll.methods if not math.isfinite(agg.spread.get(m, float("nan")))]
+    if not missing:
+        return ""
+    if not any(agg.normalisation.usable(e) for e in coll.envs):
+        return (" Here no env's scores can be normalised (the notes of the aggregate metrics say why), so no "
+                "spread is measured.")
+    return (f" No spread for {', '.join(coll.label(m) for m in missing)}: fewer than two final scores in every env "
+            "whose scores can be normalised.")
 
 
 def _throughput_table(ctx: ReportContext, out_dir: Path) -> tuple[str, list[Path]]:

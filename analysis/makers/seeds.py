@@ -21,12 +21,41 @@ from ..carried import carried_marks, carried_note
 from ..collect import Collection
 from ..maker import ReportContext, Section
 from ..names import env_label
-from ..plots import _figure_md, _save, _steps_fmt, tidy_axis
+from ..plots import _DPI, _figure_md, _save, _steps_fmt, tidy_axis
 
 TAU_POINTS = 101  # thresholds of a performance profile
 # The per-seed figure has a panel per env x method (60 on the paper's grid): at the reports' 150 dpi
 # its PNG is 1.7 MB; at this one about 0.8 MB, the lines still apart.
 SEED_CURVES_DPI = 90
+# That dpi keeps the paper grid's file small; a figure of a few panels (a sweep's one env) is saved at
+# the other figures' dpi instead, so its labels are not a few pixels tall (one env and two methods
+# came out 478 x 203 px). Where the figure is still narrower than MIN_WIDTH_PX, its panels grow (up
+# to PANEL_GROWTH times) and its dpi rises until it is that wide.
+FEW_PANELS = 16
+MIN_WIDTH_PX = 1000
+MAX_PIXELS = 4e6  # about twice the paper grid's
+PANEL_GROWTH = 1.5
+PANEL_IN = (2.2, 1.55)  # a panel's width and height (inches) on the paper's grid
+MARGIN_IN = (0.8, 0.6)
+
+
+def seed_curves_layout(n_envs: int, n_methods: int) -> tuple[tuple[float, float], int]:
+    """(figure size in inches, dpi) of the per-seed figure: the paper grid's panel size at
+    SEED_CURVES_DPI (the report's dpi for at most FEW_PANELS panels), with bigger panels and a
+    higher dpi where that is narrower than MIN_WIDTH_PX."""
+    (pw, ph), (mw, mh) = PANEL_IN, MARGIN_IN
+    dpi = _DPI if n_envs * n_methods <= FEW_PANELS else SEED_CURVES_DPI
+    width = pw * n_methods + mw
+    if width * dpi >= MIN_WIDTH_PX:
+        return (width, ph * n_envs + mh), dpi
+    grow = min(PANEL_GROWTH, (MIN_WIDTH_PX / dpi - mw) / (pw * n_methods))
+    width = pw * grow * n_methods + mw
+    height = ph * grow * n_envs + mh
+    # The saved figure is cropped to its contents (bbox_inches="tight"): 5% to spare. A tall
+    # one-method column is kept under MAX_PIXELS rather than made 1000 px wide.
+    dpi = max(dpi, int(np.ceil(1.05 * MIN_WIDTH_PX / width)))
+    dpi = max(SEED_CURVES_DPI, min(dpi, int(np.sqrt(MAX_PIXELS / (width * height)))))
+    return (width, height), dpi
 
 
 # --------------------------------------------------------------------------- per-seed curves
@@ -39,7 +68,7 @@ def draw_seed_curves(coll: Collection, marks: dict[str, str] | None = None):
     methods = [m for m in coll.methods if any(len(coll.env_data[e].returns(m)[0]) for e in envs)]
     if not envs or not methods:
         return None
-    fig, axes = plt.subplots(len(envs), len(methods), figsize=(2.2 * len(methods) + 0.8, 1.55 * len(envs) + 0.6),
+    fig, axes = plt.subplots(len(envs), len(methods), figsize=seed_curves_layout(len(envs), len(methods))[0],
                              squeeze=False, sharey="row", layout="constrained")
     n_usual = {m: Counter(len(coll.env_data[e].returns(m)[0]) for e in envs).most_common(1)[0][0] for m in methods}
     for i, env in enumerate(envs):
@@ -73,13 +102,19 @@ def draw_seed_curves(coll: Collection, marks: dict[str, str] | None = None):
     return fig
 
 
+def seed_curves_dpi(fig) -> int:
+    """The dpi a figure of draw_seed_curves is saved at (seed_curves_layout, from its grid)."""
+    n_envs, n_methods = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    return seed_curves_layout(n_envs, n_methods)[1]
+
+
 def seed_curves_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     marks = carried_marks(coll, ctx.options.last_k)
     fig = draw_seed_curves(coll, marks)
     if fig is None:
         return None
-    files = _save(fig, out_dir / "seed_curves", dpi=SEED_CURVES_DPI)
+    files = _save(fig, out_dir / "seed_curves", dpi=seed_curves_dpi(fig))
     note = carried_note(coll, ctx.options.last_k, "last window")
     caption = ("*Every seed's episode return (thin lines, the method's colour) beside the interquartile mean over "
                "them (black): one row per env, sharing its y axis, one column per method (n = seeds). Windows where "
