@@ -38,9 +38,9 @@ import jax.numpy as jnp  # noqa: E402
 from bench_throughput import build  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
+from rfig_exp.agents.warmup import env_rollout  # noqa: E402
 from rfig_exp.bonuses import BonusBatch, bonus_names, make_bonus, parse_bonus  # noqa: E402
 from rfig_exp.envs import make_env  # noqa: E402
-from rfig_exp.envs.base import random_actions  # noqa: E402
 
 NUM_STEPS, NUM_ENVS = 128, 32
 
@@ -74,21 +74,9 @@ def paired_throughput(env_name, bonus_name, seeds, rounds, overrides, baseline):
 
 def random_policy_batch(env, key, seeds):
     """A ``BonusBatch`` ``[S, 128, 32, ...]`` of random-policy transitions, normalised as the agent does."""
-    v_reset, v_step = jax.vmap(env.reset), jax.vmap(env.step)
-
     def one(key):
-        k_reset, k_steps = jax.random.split(key)
-        obs, env_state = v_reset(jax.random.split(k_reset, NUM_ENVS))
-
-        def step(carry, k):
-            env_state, obs = carry
-            k_act, k_env = jax.random.split(k)
-            action = random_actions(k_act, env.action_space, NUM_ENVS)
-            out = v_step(jax.random.split(k_env, NUM_ENVS), env_state, action)
-            return (out.state, out.obs), (obs, action, out.final_obs, out.terminated, out.truncated)
-
-        _, (obs, actions, final_obs, term, trunc) = jax.lax.scan(step, (env_state, obs),
-                                                                jax.random.split(k_steps, NUM_STEPS))
+        _, (obs, actions, final_obs, term, trunc) = env_rollout(
+            key, env, NUM_ENVS, NUM_STEPS, keep=lambda o, a, out: (o, a, out.final_obs, out.terminated, out.truncated))
         flat = obs.reshape((-1,) + env.obs_shape)
         mean, std = flat.mean(0), flat.std(0) + 1e-8
         norm = lambda x: jnp.clip((x - mean) / std, -5.0, 5.0)  # noqa: E731

@@ -6,8 +6,8 @@ Builds the real trainer (paper defaults), times one training window (6 updates) 
 checkpoint the launcher writes after it (every seed's slice of the RunState, ``np.savez`` +
 fsync + rename + checksummed json), and prints both and their ratio (medians of --repeats).
 
-Beside it, the two asynchronous ways the GPU issue asked to compare, each split into the part
-that blocks the training loop and the whole save:
+Beside it, two asynchronous ways to save (on a GPU the copy to the host is what a synchronous save
+waits for), each split into the part that blocks the training loop and the whole save:
 
 - ours (``checkpoint.BackgroundWriter``): the loop blocks only to dispatch a device copy of
   the state; a background thread brings it to the host and writes the files;

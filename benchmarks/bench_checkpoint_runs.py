@@ -9,7 +9,7 @@ first run) with the same config and only the cadence changed: ``off`` (no checkp
 windows, the cadence before the background writer) and ``every1`` (every window, the worst
 case of the background writer); ``--cadences`` picks some. Each round runs the
 cadences back to back in a rotated order; it prints every run's wall time and each cadence's
-median over rounds divided by the median of ``off`` (the issue's target: default within 5%),
+median over rounds divided by the median of ``off`` (the default cadence should cost at most 5%),
 and the share of training time the loop spent blocked by checkpoints (host copies and waits
 for a previous write; ``checkpoint_wait_s`` in summary.json), which other processes on the
 machine disturb far less than the wall-time ratio.

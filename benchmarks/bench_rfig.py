@@ -70,6 +70,7 @@ from bench_throughput import compile_window  # noqa: E402  (benchmarks/ is on sy
 from hydra import compose, initialize_config_dir  # noqa: E402
 from jax.scipy.linalg import solve_triangular  # noqa: E402
 
+from rfig_exp.agents.warmup import env_rollout  # noqa: E402
 from rfig_exp.bonuses import make_bonus  # noqa: E402
 from rfig_exp.bonuses.base import Bonus, BonusBatch, flat_states  # noqa: E402
 from rfig_exp.bonuses.rfig import precision  # noqa: E402
@@ -124,17 +125,7 @@ def random_policy_sampler(env, num_steps: int, num_envs: int, num_seeds: int):
     dimension by their own mean and std and clipped to [-5, 5] (as the agent normalises them).
     Compiled once per case (a fresh jit per batch cost a compile each, minutes on a GPU)."""
     def one(k):
-        k_reset, k_steps = jax.random.split(k)
-        obs, state = jax.vmap(env.reset)(jax.random.split(k_reset, num_envs))
-
-        def step(carry, k):
-            state = carry
-            k_act, k_env = jax.random.split(k)
-            action = jax.random.randint(k_act, (num_envs,), 0, env.action_space.num_actions)
-            out = jax.vmap(env.step)(jax.random.split(k_env, num_envs), state, action)
-            return out.state, out.final_obs
-
-        _, final = jax.lax.scan(step, state, jax.random.split(k_steps, num_steps))
+        _, final = env_rollout(k, env, num_envs, num_steps)
         final = final.astype(jnp.float32)
         mean = final.mean(axis=(0, 1))
         std = final.std(axis=(0, 1))

@@ -12,6 +12,11 @@ dropped. One line per case:
   numbered in another order (a NamedTuple of hyperparameters whose fields were reordered);
 - ``SAME UP TO ARGUMENT NAMES``: the same instructions on the same arguments in the same order,
   which JAX named otherwise (their pytree paths: ``hparams.lr`` become ``hparams.agent.lr``);
+- ``SAME UP TO INSTRUCTION NAMES``: the same instructions in the same order, some named otherwise.
+  XLA names an instruction after the Python function that traced it, and JAX lowers a jitted helper
+  (``jax.random.split``'s) once per process and reuses it, so the window's copy is named after
+  whichever function called it first (the trainer's ``init`` or a helper it calls): debug
+  information too;
 - ``DIFFERENT``: anything else, with the first differing line.
 
     python benchmarks/same_program.py --old-tree 5be1a3a --new-tree .
@@ -100,6 +105,14 @@ def argument_order_free(lines: list[str]) -> list[str]:
     return out
 
 
+def instruction_names_free(lines: list[str]) -> list[str]:
+    """``lines`` with every name (``%...``: instructions, computations, parameters) replaced by its
+    rank of first appearance: a renaming that keeps which instruction uses which, so only the
+    names go."""
+    names: dict[str, str] = {}
+    return [re.sub(r"%[\w.\-]+", lambda m: names.setdefault(m.group(0), f"%n{len(names)}"), line) for line in lines]
+
+
 def verdict(old: list[str], new: list[str]) -> str:
     if old == new:
         return "IDENTICAL"
@@ -107,6 +120,8 @@ def verdict(old: list[str], new: list[str]) -> str:
         return "SAME UP TO ARGUMENT ORDER"
     if argument_names_free(old) == argument_names_free(new):
         return "SAME UP TO ARGUMENT NAMES"
+    if instruction_names_free(old) == instruction_names_free(new):
+        return "SAME UP TO INSTRUCTION NAMES"
     diff = [d for d in difflib.unified_diff(old, new, lineterm="", n=0)
             if d[:1] in "+-" and d[:3] not in ("---", "+++")]
     return f"DIFFERENT ({len(diff)} lines; first: {diff[0][:160]!r})"

@@ -142,26 +142,23 @@ def stack_jobs(jobs: list[tuple[tuple[str, ...], dict]], gpu: bool = False) -> l
     return out
 
 
-# A job whose program compiled before (same env, bonus, seeds and static shapes) loads it from the
+# A job whose program compiled before (the same program key and members: _program) loads it from the
 # persistent compilation cache: measured in the reproduction's sensitivity sweeps, 0.9-3.4 s
 # against 20-40 s cold, so a tenth of the cold compile time.
 WARM_COMPILE_FRACTION = 0.1
 
 
-def _shape_key(cfg: dict) -> tuple:
-    """What decides the compiled program: the env, the seeds, the window and every static setting
-    of the agent and the bonus (their declarations say which; numeric hyperparameters are its
-    arguments)."""
-    from rfig_exp.agents.ppo.config import PPOStructure
-    from rfig_exp.bonuses import settings_class
-    from rfig_exp.config.settings import STATIC, declared
+def _program(cfg: dict) -> tuple[str, int]:
+    """What decides a job's compiled program: its run spec's ``rfig_exp.spec.stack.program_key`` (the
+    launcher's own, by which it stacks jobs) and its member count, which the key leaves out (the
+    vmapped seeds are the program's leading axis)."""
+    from omegaconf import OmegaConf
 
-    agent, bonus = cfg["agent"], cfg["bonus"]
-    bonus_class = settings_class(bonus["name"], bonus.get("module"))
-    static = [(f"bonus.{k}", bonus.get(k)) for k, d in declared(bonus_class) if d.kind == STATIC]
-    static += [(f"agent.{k}", agent.get(k)) for k, d in declared(PPOStructure) if d.kind == STATIC]
-    return (cfg["env"]["name"], str(sorted(cfg["env"].items())), bonus["name"], str(static), int(cfg["num_seeds"]),
-            int(cfg["eval_frequency"]))
+    from rfig_exp.spec.run_spec import build_run_spec
+    from rfig_exp.spec.stack import program_key
+
+    spec = build_run_spec(OmegaConf.create(cfg))
+    return program_key(spec), len(spec.seeds)
 
 
 def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], device: str,
@@ -175,7 +172,7 @@ def cost_jobs(jobs, processes: list[Process], host: str, table: list[dict], devi
         seeds = int(cfg["num_seeds"])
         steps = rounded_steps(int(cfg["agent"]["total_timesteps"]), int(cfg["eval_frequency"]))
         rate = measured_rate(processes, host, env, bonus, seeds) or table_rate(table, device, env, bonus, seeds)
-        key = _shape_key(cfg)
+        key = _program(cfg)
         warm = WARM_COMPILE_FRACTION if key in compiled else 1.0
         compiled.add(key)
         hours = (warm * rate.compile_s + seeds * steps / rate.steps_per_second) / 3600 if rate else float("nan")

@@ -70,3 +70,30 @@ def test_the_same_arguments_at_other_pytree_paths_are_the_same_program_up_to_the
 def test_another_op_is_different():
     hp = AB(jnp.float32(2.0), jnp.float32(1.0))
     assert verdict(_compiled(_step, hp), _compiled(_other_step, hp)).startswith("DIFFERENT")
+
+
+def _split_in_init(key):
+    return jax.random.split(key)
+
+
+def _split_in_a_helper(key):
+    return jax.random.split(key)
+
+
+def _window(key):
+    return jax.random.split(key)[0] + 1
+
+
+def _window_after(first) -> list[str]:
+    """The window's program once ``first`` has split a key in this process: JAX lowers the split once
+    and reuses it, named after the function that called it first."""
+    jax.clear_caches()
+    jax.jit(first).lower(jax.random.PRNGKey(0)).compile()
+    return program_lines(jax.jit(_window).lower(jax.random.PRNGKey(0)).compile().as_text())
+
+
+def test_a_helper_named_after_its_first_caller_is_the_same_program_up_to_instruction_names():
+    old, new = _window_after(_split_in_init), _window_after(_split_in_a_helper)
+    assert old != new
+    assert verdict(old, new) == "SAME UP TO INSTRUCTION NAMES"
+    assert verdict(old, [line.replace(" add(", " multiply(") for line in new]).startswith("DIFFERENT")  # an op

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from rfig_exp.agents import warmup
 from rfig_exp.agents.ppo import losses
 from rfig_exp.agents.ppo.config import AgentSettings
 from rfig_exp.agents.ppo.normalization import (
@@ -202,6 +203,26 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _GymnaxStep(NamedTuple):
+    """What the warm-up reads of a gymnax env's ``step``: its first, second and last outputs (the
+    reward and episode ends between them are four or five outputs, by gymnax's version)."""
+
+    obs: Any
+    state: Any
+    info: Any
+
+    @classmethod
+    def of(cls, out: tuple) -> _GymnaxStep:
+        return cls(out[0], out[1], out[-1])
+
+
+def _gymnax_next_states(obs: jax.Array, actions: jax.Array, out: _GymnaxStep) -> jax.Array:
+    """A gymnax step's true next states: ``info["final_observation"]`` where the env gives it (gymnax
+    1.0), else the observation it returns; in the observation's shape."""
+    final = out.info.get("final_observation", out.obs) if isinstance(out.info, dict) else out.obs
+    return final.reshape(out.obs.shape)
+
+
 @dataclass(frozen=True)
 class IntrinsicReward:
     """A bonus with the agent's side of it, for a PPO of one's own: :meth:`create` it once, then per
@@ -243,20 +264,14 @@ class IntrinsicReward:
         env (``env.reset(key, params)``, ``env.step(key, state, action, params)``, auto-resetting):
         the resets, then each step's true next state (``info["final_observation"]`` where the env
         gives it, gymnax 1.0; else the observation it returns)."""
-        k_reset, k_steps = jax.random.split(key)
-        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, self.num_envs), env_params)
         space = env.action_space(env_params)
-
-        def step(env_state, k):
-            k_act, k_env = jax.random.split(k)
-            actions = jax.vmap(space.sample)(jax.random.split(k_act, self.num_envs))
-            out = jax.vmap(env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_env, self.num_envs), env_state,
-                                                              actions, env_params)
-            final = out[-1].get("final_observation", out[0]) if isinstance(out[-1], dict) else out[0]
-            return out[1], final.reshape(out[0].shape)
-
-        _, states = jax.lax.scan(step, env_state, jax.random.split(k_steps, self.warmup_steps))
-        return jnp.concatenate([obs[None], states]).reshape((-1,) + obs.shape[1:])
+        v_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        obs, states = warmup.random_policy_rollout(
+            key, lambda keys: jax.vmap(env.reset, in_axes=(0, None))(keys, env_params),
+            lambda keys, state, actions: _GymnaxStep.of(v_step(keys, state, actions, env_params)),
+            lambda k: jax.vmap(space.sample)(jax.random.split(k, self.num_envs)), self.num_envs,
+            self.warmup_steps, keep=_gymnax_next_states)
+        return warmup.warmup_states(obs, states)
 
     def init(self, key: jax.Array, warmup_obs: jax.Array, hp: IntrinsicHparams | None = None) -> IntrinsicState:
         """:func:`init`: the state before the first update, from ``warmup_obs [N, *obs_shape]``

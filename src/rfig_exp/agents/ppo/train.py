@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from rfig_exp.agents import intrinsic, signal
+from rfig_exp.agents import intrinsic, signal, warmup
 from rfig_exp.agents.ppo import evaluation, losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
 from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
@@ -38,7 +38,7 @@ from rfig_exp.agents.ppo.optimizer import parameter_groups, ppo_optimizer, ravel
 from rfig_exp.agents.ppo.seeds import hparams_axis, map_seeds
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
-from rfig_exp.envs.base import BoxSpace, Env, random_actions
+from rfig_exp.envs.base import BoxSpace, Env
 
 
 def as_arrays(hparams: PPOHparams) -> PPOHparams:
@@ -109,24 +109,10 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
     def init(key, hparams):
         k_params, k_warm, k_bonus, k_reset, k_run = jax.random.split(key, 5)
-        k_warm_reset, k_warm_steps = jax.random.split(k_warm)
-        obs, env_state = v_reset(jax.random.split(k_warm_reset, num_envs))
-
-        def warm_step(carry, k):
-            env_state, obs = carry
-            k_act, k_env = jax.random.split(k)
-            actions = random_actions(k_act, env.action_space, num_envs)
-            out = v_step(jax.random.split(k_env, num_envs), env_state, actions)
-            if spec.warmup == "reset_steps":  # the state never advances: each step is one from the resets
-                return (env_state, obs), out.final_obs
-            return (out.state, out.obs), out.final_obs
-
-        _, warm_obs = jax.lax.scan(warm_step, (env_state, obs),
-                                   jax.random.split(k_warm_steps, spec.obs_norm_init_steps))
-        if spec.warmup == "trajectories":
-            warm_obs = jnp.concatenate([obs[None], warm_obs])
-        # reset_steps: the steps' states alone, num_envs * obs_norm_init_steps of them (the authors' code)
-        warm_obs = warm_obs.reshape((-1,) + obs_shape)
+        # reset_steps: every step one from the resets, and their states alone (the authors' code)
+        trajectories = spec.warmup == "trajectories"
+        obs, warm_next = warmup.env_rollout(k_warm, env, num_envs, spec.obs_norm_init_steps, advance=trajectories)
+        warm_obs = warmup.warmup_states(obs, warm_next, with_resets=trajectories)
         explored = intrinsic.init(bonus, k_bonus, warm_obs, num_envs, hparams)
 
         params = network.init(k_params, jnp.zeros(obs_shape, jnp.float32))
