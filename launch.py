@@ -3,6 +3,7 @@
     python launch.py                                   # mountaincar + rfig, 1 seed, 1M steps
     python launch.py env=minatar_breakout bonus=none num_seeds=4
     python launch.py -m env=minatar_breakout bonus=rfig,none 'seed=range(4)'
+    python launch.py status --experiment default         # where its runs stand (rfig_exp.results.status)
 
 The way to the trainer: ``rfig_exp.launch.preflight`` composes and checks every job of the command
 line once and plans it as compiled jobs (exit 2, one line per error, nothing created); a single
@@ -45,6 +46,10 @@ def _hydra_only(cfg) -> None:
 
 
 def cli(argv: list[str]) -> None:
+    if argv[:1] == ["status"]:  # where a sweep stands, from its results tree (python launch.py status --help)
+        from rfig_exp.results.status import main
+
+        sys.exit(main(argv[1:], prog="python launch.py status"))
     if {"--help", "-h"} & set(argv):
         from rfig_exp.launch.preflight import help_text
 

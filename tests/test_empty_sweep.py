@@ -35,6 +35,19 @@ def test_an_empty_seed_sweep_is_one_line_exit_2_and_writes_nothing(tmp_path, mul
     assert list(tmp_path.iterdir()) == [], "nothing written: no results/<exp>/.hydra/, no outputs/ or multirun/"
 
 
+@pytest.mark.parametrize("others", [["env=cartpole", "bonus=none"], ["env=cartpole", "bonus=none,rfig",
+                                                                     "hydra/launcher=local"]],
+                         ids=["the_users_command", "beside_another_sweep_on_submitit"])
+def test_the_users_command_with_the_default_results_dir_writes_no_hydra_folder(tmp_path, others):
+    """``python launch.py -m 'seed=range(0)' env=cartpole bonus=none`` as typed, from a folder of its
+    own: the default ``results_dir=results`` is relative to it, and no ``results/default/.hydra/``
+    (nor a submitit folder) may appear there."""
+    out = _launch(tmp_path, "-m", "seed=range(0)", *others)
+    assert out.returncode == ExitCode.BAD_CONFIG, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines() == [EMPTY_SEED], out.stderr
+    assert out.stdout == "" and list(tmp_path.iterdir()) == []
+
+
 def test_an_empty_sweep_of_a_preset_is_refused_and_a_later_value_replaces_it(tmp_path):
     """The preset's ``seed: range(0)`` is refused as the command line's would be; a command line
     value of the key replaces it (Hydra's rule for a key given twice), and so does a later one."""

@@ -71,7 +71,7 @@ def test_a_grouped_sweep_writes_every_seed_exactly_as_it_would_alone(tmp_path):
     out = launch("-m", *args, "seed=range(3)", "seeds_per_job=2", "experiment=grouped")
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
-    assert "3 jobs that differ only in their seed run as 2 jobs of up to 2 vmapped seeds" in log
+    assert "[sweep] 3 runs as 2 compiled jobs" in log and "vmapped over seed" in log
     assert "2 job(s) in" in log and "2 completed" in log
     alone = launch(*args, "seed=1", "experiment=alone")
     assert alone.returncode == 0, alone.stderr[-3000:]

@@ -356,7 +356,8 @@ def test_a_stalled_run_exits_75_and_never_looks_complete(tmp_path):
                   f"results_dir={tmp_path}")
     assert done.returncode == 75, done.stderr[-3000:]
     err = done.stdout + done.stderr
-    assert "the process looks wedged" in err and "relaunch the same command to resume" in err
+    assert "the process looks wedged" in err and "relaunch the same command to take it up again" in err
+    assert "no checkpoint was written yet, so a relaunch starts it afresh" in err  # none is, before window 1
     run = next((tmp_path / "default" / "cartpole" / "none").glob("*/seed_0"))
     assert (run / "config.yaml").exists() and not (run / "summary.json").exists()
 
@@ -381,7 +382,8 @@ def test_a_stacked_sweep_is_one_compiled_job_that_resumes_run_by_run(tmp_path):
     # the job's process is killed; the sweep's own process reports it and fails
     assert killed.returncode == 1 and "killed by signal 9 (SIGKILL)" in killed.stdout + killed.stderr, \
         killed.stderr[-3000:]
-    assert "[sweep] 8 runs as 1 compiled job (8 runs each): vmapped over seed, agent.lr, bonus.beta" in killed.stdout
+    assert "[sweep] 8 runs as 1 compiled job of 8 runs, vmapped over seed, agent.lr, bonus.beta; validated in " \
+        in killed.stdout
     resumed = launch(*sweep, f"results_dir={tmp_path / 'stacked'}", timeout=600)
     log = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, log[-3000:]

@@ -81,12 +81,28 @@ def test_status_table_and_cli(sweep):
     lines = out.stdout.splitlines()
     assert lines[0].startswith("experiment paper: 3 env x bonus x variant groups; 4 manifest lines")
     row = next(line for line in lines if line.split()[:3] == ["mountaincar", "none", "base"])
-    assert row.split()[3:] == ["2", "1", "(seed@window", "2@3/10)", "1", "(3)", "0"]
+    assert " ".join(row.split()[3:]) == "2 1 (seed 2 at window 3 of 10) 1 (3) 0"
     assert "total: 9 runs; 3 complete, 2 partial, 3 missing, 1 failed" in out.stdout
     assert "relaunching the same sweep" in out.stdout
     as_json = subprocess.run([sys.executable, "-m", "rfig_exp.results.status", "--results", str(sweep.parent),
                               "--json"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert json.loads(as_json.stdout)["paper"]["groups"][0]["partial"] == [2]
+
+
+def test_launch_py_status_says_partial_seeds_in_words_kept_short_for_many(tmp_path):
+    """``python launch.py status``: seeds at one window are said together, a wide sweep's other
+    windows counted, so a row of 40 partial seeds stays one short line."""
+    exp = tmp_path / "results" / "wide"
+    for seed in range(40):  # seeds 0-29 at window 12, 30-34 at 3, 35-37 at 5, 38-39 at 7 (of 20)
+        windows = 12 if seed < 30 else 3 if seed < 35 else 5 if seed < 38 else 7
+        run_folder(exp, "cartpole", "none", "base", seed, windows=windows, total=2000)
+    out = subprocess.run([sys.executable, "launch.py", "status", "--results", str(tmp_path / "results")],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("cartpole"))
+    assert ("40 (seeds 0-29 at window 12 of 20, seeds 30-34 at window 3 of 20, seeds 35-37 at window 5 of 20, "
+            "2 more seeds elsewhere)") in row
+    assert "@" not in row and len(row) < 160
 
 
 def test_status_errors_and_empty_trees(tmp_path):
@@ -354,14 +370,24 @@ def test_the_estimate_counts_compiled_jobs_and_their_members(capsys):
 
 
 def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
-    jobs = [(("a",), {"env": {"name": "mountaincar"}, "bonus": {"name": "rfig", "reg": r}, "num_seeds": 8,
-                      "eval_frequency": 24576, "agent": {"total_timesteps": 24576, "num_envs": 32, "num_steps": 128,
-                                                         "num_minibatches": 32, "update_epochs": 4,
-                                                         "hidden": [64, 64]}}) for r in (1.0, 10.0)]
-    first, second = estimate_sweep.cost_jobs(jobs, [], "", TABLE, "cpu")
+    from conftest import compose_config
+    from omegaconf import OmegaConf
+
+    def job(*overrides):
+        cfg = compose_config("env=mountaincar", "bonus=rfig", "num_seeds=8", "eval_frequency=24576",
+                             "agent.total_timesteps=24576", *overrides)
+        return (overrides, OmegaConf.to_container(cfg, resolve=False))
+
+    jobs = [job("bonus.reg=1.0"), job("bonus.reg=10.0"), job("bonus.reg=10.0", "seed=8"),
+            job("agent.hidden=[32,32]"), job("num_seeds=4")]
+    first, second, later_seeds, wider, fewer = estimate_sweep.cost_jobs(jobs, [], "", TABLE, "cpu")
     train = 8 * 24576 / 80000.0
     assert first.hours * 3600 == pytest.approx(10.0 + train)
     assert second.hours * 3600 == pytest.approx(1.0 + train)  # bonus.reg is an argument, not a shape
+    assert later_seeds.hours * 3600 == pytest.approx(1.0 + train)  # other seeds, the same program
+    assert wider.hours * 3600 == pytest.approx(10.0 + train)  # a static setting: another program
+    # fewer vmapped seeds: another program, its compile paid in full
+    assert fewer.hours * 3600 == pytest.approx(fewer.rate.compile_s + 4 * 24576 / fewer.rate.steps_per_second)
 
 
 @pytest.mark.slow

@@ -152,17 +152,18 @@ def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = 
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
     :func:`validate_jobs` to report with every other bad job of the sweep."""
-    plan, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu)
+    plan, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu, say_jobs=True)
     if primary_error:
         raise PreflightError([primary_error])
     return plan.jobs if plan is not None else [list(overrides)]
 
 
-def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
-                  gpu: bool | None) -> tuple[SweepPlan | None, DictConfig | None, str | None]:
+def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool, gpu: bool | None,
+                  say_jobs: bool = False) -> tuple[SweepPlan | None, DictConfig | None, str | None]:
     """The sweep's plan and primary config (None, None without ``-m``), and why Hydra's compose of
     that config would fail (None: it composes); a job that fails alike is reported with the other
-    bad jobs, so the caller says it only when every job passes."""
+    bad jobs, so the caller says it only when every job passes. The plan's notes are printed, and
+    with ``say_jobs`` its lines that count jobs too (launch.py says its jobs once, after validation)."""
     from rfig_exp.launch.hydra_adapter import HydraException, empty_sweep_error, parse_overrides
 
     try:
@@ -198,7 +199,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
         raise PreflightError([str(err).splitlines()[0]]) from None
     except ValueError as err:  # seeds_per_job
         raise PreflightError([str(err)]) from None
-    for line in plan.lines:
+    for line in plan.lines if say_jobs else plan.notes:
         print(line, flush=True)
     return plan, primary, primary_error
 
@@ -287,7 +288,8 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
     with Hydra's own overrides too (a single run's: where it logs), instead of without it.
 
     The checks that need no environment run first for every job; only the jobs that pass them
-    make their env, once per distinct env setting, which imports its suite (brax: 10-20 s).
+    make their env, once per distinct env setting, which imports its suite (brax: 10-20 s), unless
+    every run of the job is complete already (it will be skipped: nothing of its env is needed).
     No bonus is made and nothing is trained: every bonus setting is checked with the config."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -319,8 +321,8 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
                     composed_with_hydra.append(compose("config", overrides=list(job), return_hydra_config=True))
                     cfg = without_hydra(composed_with_hydra[-1])
                 spec = build_run_spec(cfg, searchpath)  # every setting, the bonus's too
-                plan_seeds(spec)
-                checked.append((job, spec))
+                complete = all(p.action == "skip" for p in plan_seeds(spec))
+                checked.append((job, spec, complete))
             except ConfigError as err:
                 errors.append(f"{where[id(job)]}{err}")
                 invalid += 1
@@ -329,10 +331,11 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
                 invalid += 1
     envs: dict[str, object] = {}
     good = []
-    for job, spec in checked:
+    for job, spec, complete in checked:
         try:
             env_key = repr(spec.env)  # the checked settings: equal settings, one env
-            if env_key not in envs:
+            # a job whose runs are all complete trains nothing: no env (a relaunch imports no suite)
+            if not complete and env_key not in envs:
                 envs[env_key] = make_env(spec.env)
             good.append((list(job), spec))
         except ConfigError as err:
@@ -405,6 +408,17 @@ def check_launcher(primary: DictConfig) -> None:
         raise PreflightError(errors)
 
 
+def _one_seed_envs(primary: DictConfig, validated: Sequence[tuple[list[str], RunSpec]]) -> list[str]:
+    """The envs of a sweep that trains without a GPU whose seeds run one per job (grouping's XLA CPU wedge)."""
+    from rfig_exp.launch import grouping
+    from rfig_exp.launch.sweep_plan import SweepSettings
+
+    if SweepSettings.of(primary).gpu:
+        return []
+    return sorted({spec.env_name for _, spec in validated
+                   if grouping.splits_on_cpu(spec.env_name, getattr(spec.env, "backend", None))})
+
+
 def preflight(argv: Sequence[str]) -> LaunchPlan | None:
     """Check a ``launch.py`` command line: raise PreflightError, or return its plan: its compiled
     jobs, each composed and validated once (None: a command line that Hydra runs some other way:
@@ -434,9 +448,8 @@ def preflight(argv: Sequence[str]) -> LaunchPlan | None:
         assert primary is not None  # planned with it
         write_manifest(validated)
         jobs = stacking.stack(validated, stacking_cap(primary))
-        line = stacking.describe(jobs, plan.varying)
-        print(f"[sweep] {len(validated)} job(s) validated in {time.perf_counter() - t0:.1f}s"
-              + (f"\n{line}" if line else ""), flush=True)
+        print(stacking.describe(jobs, plan.varying, time.perf_counter() - t0, _one_seed_envs(primary, validated)),
+              flush=True)
         return LaunchPlan(tuple(jobs), primary, True, plan.varying)
     from rfig_exp.launch import grouping
 

@@ -68,12 +68,11 @@ def _value(spec: RunSpec, key: str) -> str:
     return str(flat.get(f"{key}.name", flat.get(key)) if key in variants.GROUPS else flat.get(key))
 
 
-def describe(jobs: Sequence[Job], keys: Sequence[str]) -> str | None:
-    """The console line that says how the runs became compiled jobs, when some job stacks several
-    settings (None otherwise): ``[sweep] 96 runs as 4 compiled jobs: vmapped over seed, agent.lr,
-    bonus.beta; split by env``. ``keys``: the keys the sweep varies."""
-    if all(len(job.parts) == 1 for job in jobs):
-        return None
+def describe(jobs: Sequence[Job], keys: Sequence[str], seconds: float, one_seed_envs: Sequence[str] = ()) -> str:
+    """The one console line that says how a sweep's runs became compiled jobs and how long their
+    validation took: ``[sweep] 96 runs as 4 compiled jobs of 24 runs, vmapped over seed, agent.lr,
+    bonus.beta; split by env; validated in 2.1s``. ``keys``: the keys the sweep varies;
+    ``one_seed_envs``: the Brax envs a CPU sweep trains one seed per job (grouping's XLA CPU wedge)."""
     runs = sum(job.members for job in jobs)
     within = ["seed"] if any(job.members > len(job.parts) for job in jobs) else []
     across = []
@@ -83,8 +82,22 @@ def describe(jobs: Sequence[Job], keys: Sequence[str]) -> str | None:
             within.append(key)
         elif len(set().union(*per_job)) > 1:
             across.append(key)
+    # a cell's seeds cut into several jobs of one program and one setting: seeds_per_job's blocks
+    cells: dict[tuple[str, str], set[int]] = {}
+    for i, job in enumerate(jobs):
+        for p in job.parts:
+            cells.setdefault((program_key(p.spec), repr(traced_values(p.spec))), set()).add(i)
+    blocks = max((len(p.spec.seeds) for job in jobs for p in job.parts
+                  if len(cells[(program_key(p.spec), repr(traced_values(p.spec)))]) > 1), default=0)
+    notes = [f"split by {', '.join(across)}"] if across else []
+    if blocks:
+        notes.append(f"a cell's seeds in jobs of up to {blocks} (seeds_per_job)")
+    if one_seed_envs:
+        notes.append(f"one seed per job for {', '.join(one_seed_envs)} (no GPU: vmapped Brax seeds on the "
+                      "generalized backend can wedge XLA on a CPU, README; env.backend=spring keeps them vmapped)")
     sizes = sorted({job.members for job in jobs})
     each = "-".join(map(str, sizes[::max(1, len(sizes) - 1)]))
-    line = (f"[sweep] {runs} runs as {len(jobs)} compiled job{'s' if len(jobs) > 1 else ''} ({each} runs each): "
-            f"vmapped over {', '.join(within)}")
-    return line + (f"; split by {', '.join(across)}" if across else "")
+    line = (f"[sweep] {runs} run{'s' if runs != 1 else ''} as {len(jobs)} compiled job{'s' if len(jobs) != 1 else ''}"
+            f" of {each} run{'s' if sizes[-1] > 1 else ''}, "
+            + (f"vmapped over {', '.join(within)}" if within else "nothing vmapped"))
+    return "; ".join([line, *notes, f"validated in {seconds:.1f}s"])

@@ -62,16 +62,16 @@ class StallClock:
         return idle if idle > self.limit() else None
 
     def message(self, tag: str, idle: float) -> str:
-        """The line that says a job stalled (its supervisor says what follows)."""
+        """The line that says a job stalled (its supervisor adds what its checkpoints on disk leave, and
+        what follows)."""
         done = f"after window {self.windows}" if self.windows else "before its first window"
         return (f"[{tag}] no progress for {idle:.0f} s {done} (limit {self.limit():.0f} s = max(stall_timeout_s, "
-                f"{self.factor:g} x the slowest window)): the process looks wedged (README: XLA CPU wedges); its "
-                "process is killed and its checkpoints are kept")
+                f"{self.factor:g} x the slowest window)): the process looks wedged (README: XLA CPU wedges) and is "
+                "killed")
 
 
 # What a single run's stall ends with (a sweep's job is retried first: ``stall_retries``).
-STALL_ENDS = (f"the run ends with exit code {int(ExitCode.STALLED)}; relaunch the same command to resume "
-              "from its last checkpoint")
+STALL_ENDS = f"the run ends with exit code {int(ExitCode.STALLED)}; relaunch the same command to take it up again"
 
 
 class SignalForwarder(StopSignalScope):

@@ -67,7 +67,8 @@ def _int_or(value: Any, default: int) -> int:
 @dataclass(frozen=True)
 class SweepPlan:
     """The jobs of a sweep (override lists, in launch order), the console lines that say what the
-    plan changed (options left out of some envs, seeds grouped, Brax split), the keys whose value
+    plan changed (options left out of some envs, seeds grouped, Brax split; ``notes``: the first of
+    these alone, which count no jobs: launch.py says the jobs in one line, after validation), the keys whose value
     is not the same in every job (each job's console label shows them first: its own overrides
     cannot tell which of them the other jobs share), and the command line as Hydra composes the
     sweep's primary config from it."""
@@ -76,6 +77,7 @@ class SweepPlan:
     lines: list[str]
     varying: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def plan_sweep(primary: DictConfig, overrides: Sequence[str], gpu: bool | None =
     s = SweepSettings.of(primary, gpu)
     grouped, lines = grouping.plan(jobs, s.seeds_per_job, s.gpu, s.default_env, s.num_seeds, s.seed, s.env_backend)
     # the seeds and the env/bonus choices aside: the label names them anyway
-    return SweepPlan(grouped, notes + lines, tuple(variants.varying_keys(jobs)), tuple(overrides))
+    return SweepPlan(grouped, notes + lines, tuple(variants.varying_keys(jobs)), tuple(overrides), tuple(notes))
 
 
 def _conf_dirs(primary: DictConfig) -> tuple[Path, ...]:

@@ -7,8 +7,9 @@ So every job trains one way: :func:`supervise` spawns a child that runs
 ``rfig_exp.run.experiment.run_job`` in its main thread and only reports through a pipe (a pulse once
 it compiled and after each window, ``rfig_exp.run.observers.Pulse``, then how it ended). The
 supervisor holds the stall clock (``rfig_exp.launch.supervision``): a child whose pulse stops for
-too long is killed, its checkpoints kept, and a new one resumes the job, up to ``stall_retries``
-times in a sweep (a single run's stall ends it, exit 75). Stop signals the supervisor gets go on to
+too long is killed (what it leaves is said from the disk: its runs' last checkpoints, or none yet),
+and a new one takes the job up again, up to ``stall_retries`` times in a sweep (a single run's stall
+ends it, exit 75). Stop signals the supervisor gets go on to
 the child, which checkpoints after its window and stops; the supervisor then ends as the job would
 have: with the signal's exit code, or under submitit with SIGUSR2 handed to submitit's own handler,
 which requeues the task as it does for any preempted job.
@@ -16,7 +17,9 @@ which requeues the task as it does for any preempted job.
 :func:`run_single` is ``python launch.py`` without ``-m``: errors end the process with their exit
 code (``rfig_exp.config.errors``). :func:`run_in_sweep` is a ``-m`` sweep's job: errors come back in
 its :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweep's runner to count. Nothing here
-imports JAX: the child does, after the job is placed on its cores or GPU.
+imports JAX: the child does, after the job is placed on its cores or GPU; a job whose runs are all
+complete already is skipped here, from the results tree, with no child (a relaunched sweep's
+complete jobs cost no JAX import or compile).
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ import signal
 import sys
 from dataclasses import dataclass
 from multiprocessing import connection
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig
 
+from rfig_exp.config import variants
 from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, RunFailed
 from rfig_exp.launch import hydra_adapter
 from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
@@ -102,8 +107,6 @@ def run_single(job: Job, config: DictConfig) -> None:
     logging as ``config``'s ``hydra`` node says (its log file in ``hydra.run.dir``); a stall ends
     the process with exit 75, an error with its code and one line, a job killed by a signal ends
     this process by the same signal."""
-    from pathlib import Path
-
     logging_config = hydra_adapter.job_logging(config, Path(str(config.hydra.run.dir)))
     hydra_adapter.configure_logging(logging_config)
     ended = supervise(job, JobContext(logging=logging_config), 0, STALL_ENDS)
@@ -151,6 +154,8 @@ def supervise(job: Job, context: JobContext, budget: int, out_of_retries: str) -
     ``budget`` retries are left (then ``out_of_retries`` says what follows); how it ended. A stop
     signal (to this process or to the child) ends this process once the child has checkpointed and
     stopped (:func:`_stop`)."""
+    if _all_complete(job, context.varying):
+        return Ended(DONE, skipped=True)
     retries = 0
     with SignalForwarder(context.submitit) as forward:
         while True:
@@ -161,7 +166,7 @@ def supervise(job: Job, context: JobContext, budget: int, out_of_retries: str) -
                 log.error("%s; %s", ended.message, out_of_retries)
                 break
             retries += 1
-            log.error("%s; stall retry %d of %d (stall_retries): a new process resumes it from its checkpoint",
+            log.error("%s; stall retry %d of %d (stall_retries): a new process takes the job up again",
                       ended.message, retries, budget)
     ended = dataclasses.replace(ended, retries=retries)
     if ended.kind == STOPPED or (ended.kind == DIED and forward.received is not None):
@@ -201,22 +206,73 @@ def _attempt(job: Job, context: JobContext, forward: SignalForwarder) -> Ended:
             idle = clock.overdue()
             if idle is not None:
                 _kill(child)
-                return Ended(STALLED, clock.message(tag, idle), ExitCode.STALLED, "Stalled")
+                return Ended(STALLED, f"{clock.message(tag, idle)}; {kept_on_disk(job)}", ExitCode.STALLED,
+                             "Stalled")
     finally:
         receive.close()
         forward.follow(None)  # a signal between two attempts waits for the next child
     child.join()
-    return ended or _died(child.exitcode)
+    return ended or _died(child.exitcode, job)
 
 
-def _died(exitcode: int | None) -> Ended:
+def _all_complete(job: Job, varying: Sequence[str]) -> bool:
+    """Whether every run of ``job`` is complete with its config (``rfig_exp.results.seed_plan``, from the
+    tree as it is now); if so the job's skip line is logged as its process would log it. A tree the
+    plan refuses (another config) is left for the job's process to report."""
+    from rfig_exp.results.seed_plan import plan_seeds
+
+    try:
+        plans = [p for part in job.parts for p in plan_seeds(part.spec)]
+    except ConfigError:
+        return False
+    if not plans or any(p.action != "skip" for p in plans):
+        return False
+    where = Path(os.path.commonpath([str(p.path.parent) for p in plans]))
+    log.info("[%s] already complete in %s; skipping (overwrite=true re-runs it)",
+             _with_seeds(job_label(job, varying), sorted({p.seed for p in plans})), where)
+    return True
+
+
+def job_label(job: Job, varying: Sequence[str]) -> str:
+    """A job's console prefix, as its process names it (``rfig_exp.run.experiment``): env/bonus, then
+    what tells it from the other jobs of its sweep (a stacked job: how many settings it trains)."""
+    spec = job.first
+    if len(job.parts) > 1:
+        return f"{spec.env_name}/{spec.bonus_name} {len({p.spec.variant for p in job.parts})} settings"
+    flat = variants.flatten(spec.resolved_config)
+    values = {k: flat[k] for k in varying if flat.get(k) is not None and not isinstance(flat[k], (dict, list))}
+    tag = variants.variant_tag(spec.variant_overrides, values)
+    return f"{spec.env_name}/{spec.bonus_name}" + (f"/{tag}" if tag else "")
+
+
+def _with_seeds(name: str, seeds: Sequence[int]) -> str:
+    contiguous = list(seeds) == list(range(seeds[0], seeds[0] + len(seeds)))
+    runs = f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 1 else ",".join(map(str, seeds))
+    return f"{name}{' x' if ' settings' in name else ''} seeds {runs}"
+
+
+def kept_on_disk(job: Job) -> str:
+    """What a relaunch of ``job`` takes up, read from its run folders now: the last checkpoint of
+    the runs that are not complete, or that none was written yet (``rfig_exp.run.checkpoint.on_disk``)."""
+    from rfig_exp.results import contract as results
+    from rfig_exp.results.seed_plan import seed_run_dir
+    from rfig_exp.run import checkpoint
+
+    left = [path for part in job.parts for s in part.spec.seeds
+            if not results.is_complete(path := seed_run_dir(part.spec, s))]
+    if not left:
+        return "every run of it is complete"
+    return checkpoint.on_disk(left, job.first.num_windows)
+
+
+def _died(exitcode: int | None, job: Job) -> Ended:
     """A child that ended without saying how: killed by a signal (the kernel's OOM killer, a kill -9)."""
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name
-        return Ended(DIED, f"the job's process was killed by signal {-exitcode} ({name}); its checkpoints are kept: "
-                     "relaunch the same command to resume", 128 - exitcode, "Killed", signum=-exitcode)
-    return Ended(DIED, f"the job's process ended with exit code {exitcode} without a result; relaunch the same "
-                 "command to resume", int(exitcode or ExitCode.RUN_FAILED), "Died")
+        return Ended(DIED, f"the job's process was killed by signal {-exitcode} ({name}); {kept_on_disk(job)} "
+                     "(relaunch the same command)", 128 - exitcode, "Killed", signum=-exitcode)
+    return Ended(DIED, f"the job's process ended with exit code {exitcode} without a result; {kept_on_disk(job)} "
+                 "(relaunch the same command)", int(exitcode or ExitCode.RUN_FAILED), "Died")
 
 
 def _kill(child) -> None:
@@ -253,9 +309,50 @@ def _child(send, job: Job, varying: Sequence[str], logging_config: dict | None, 
     if logging_config is not None:
         hydra_adapter.configure_logging(logging_config)
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    ended = _train(job, varying, submitit, send.send)
+    takeovers = TakeoverLines()
+    log.addFilter(takeovers)
+    try:
+        ended = _train(job, varying, submitit, send.send)
+    finally:
+        takeovers.flush()
+        log.removeFilter(takeovers)
     send.send(("ended", dataclasses.asdict(ended)))
     send.close()
+
+
+class TakeoverLines(logging.Filter):
+    """One line per job for the run folders it took over from processes that are gone: the claim
+    (``rfig_exp.results.ownership``) warns once per folder, a line per seed of a relaunched sweep's
+    job; here they are held and said together before the job's next line (or when it ends)."""
+
+    TAKEOVER = "took over %s from a process that is gone (%s)"
+
+    def __init__(self):
+        super().__init__()
+        self.held: list[logging.LogRecord] = []
+        self.saying = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.saying:
+            return True
+        if str(record.msg).endswith(self.TAKEOVER) and len(record.args or ()) == 3:
+            self.held.append(record)
+            return False
+        self.flush()
+        return True
+
+    def flush(self) -> None:
+        if not self.held:
+            return
+        held, self.held = self.held, []
+        tag, lock, owner = held[0].args
+        line = ("[%s] took over %s from a process that is gone (%s)" if len(held) == 1 else
+                f"[%s] took over {len(held)} run folders from processes that are gone (the first: %s, held by %s)")
+        self.saying = True
+        try:
+            log.warning(line, tag, lock if len(held) == 1 else Path(lock).parent, owner)
+        finally:
+            self.saying = False
 
 
 def _die_with_parent() -> None:

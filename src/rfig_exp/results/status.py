@@ -2,6 +2,7 @@
 
     python -m rfig_exp.results.status --results results --experiment paper
     python -m rfig_exp.results.status --experiment paper --json        # the same, machine-readable
+    python launch.py status --experiment paper                          # the same, from launch.py
 
 For every (env, bonus, variant) of an experiment it counts the seeds that are
 
@@ -121,12 +122,20 @@ def seed_ranges(seeds: Iterable[int]) -> str:
     return ",".join(out)
 
 
-def _partial_text(states: list[SeedState], limit: int = 4) -> str:
+def _partial_text(states: list[SeedState], limit: int = 3) -> str:
+    """``3 (seeds 0-1 at window 12 of 20, seed 5 at window 3 of 20)``: the seeds at one window said
+    together, the first ``limit`` windows shown (the rest counted), so a wide sweep's row stays short."""
     if not states:
         return "0"
-    shown = [f"{s.seed}@{s.window}/{s.num_windows if s.num_windows else '?'}" for s in states[:limit]]
-    more = f" +{len(states) - limit} more" if len(states) > limit else ""
-    return f"{len(states)} (seed@window {' '.join(shown)}{more})"
+    at: dict[tuple[int, int | None], list[int]] = {}
+    for s in states:
+        at.setdefault((s.window, s.num_windows), []).append(s.seed)
+    ordered = sorted(at.items(), key=lambda item: min(item[1]))
+    shown = [f"seed{'s' if len(seeds) > 1 else ''} {seed_ranges(seeds)} at window {window} of {total or '?'}"
+             for (window, total), seeds in ordered[:limit]]
+    rest = sum(len(seeds) for _, seeds in ordered[limit:])
+    more = f", {rest} more seed{'s' if rest > 1 else ''} elsewhere" if rest else ""
+    return f"{len(states)} ({', '.join(shown)}{more})"
 
 
 def _count_text(states: list[SeedState]) -> str:
@@ -168,8 +177,8 @@ def format_table(name: str, groups: list[GroupStatus], notes: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rfig_exp.results.status", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m rfig_exp.results.status") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
     parser.add_argument("--experiment", default=None,
                         help="experiment name; default: every experiment in the results folder")

@@ -169,3 +169,22 @@ def remove(run_dir: Path) -> None:
         for p in folder.iterdir():
             p.unlink()
         folder.rmdir()
+
+
+def on_disk(run_dirs: list[Path], num_windows: int | None = None) -> str:
+    """What a relaunch of ``run_dirs`` (runs that are not complete) resumes from, as the checkpoints
+    on disk say now: ``the last checkpoint is after window 3 of 10``, or that none was written yet
+    (a relaunch starts afresh); the runs of a stacked or vmapped job are counted by their newest window."""
+    newest: dict[int | None, int] = {}
+    for run_dir in run_dirs:
+        found = windows(run_dir)
+        window = found[-1] if found else None
+        newest[window] = newest.get(window, 0) + 1
+    of = f" of {num_windows}" if num_windows else ""
+    if not newest or set(newest) == {None}:
+        return "no checkpoint was written yet, so a relaunch starts it afresh"
+    if len(newest) == 1:
+        return f"its last checkpoint is after window {next(iter(newest))}{of}: a relaunch resumes from it"
+    parts = [f"{count} after window {w}{of}" if w is not None else f"{count} none yet (those start afresh)"
+             for w, count in sorted(newest.items(), key=lambda item: -1 if item[0] is None else item[0])]
+    return f"last checkpoints of its {len(run_dirs)} runs: {', '.join(parts)}; a relaunch resumes from them"
