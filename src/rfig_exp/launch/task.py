@@ -345,12 +345,12 @@ class TakeoverLines(logging.Filter):
         if not self.held:
             return
         held, self.held = self.held, []
-        tag, lock, owner = held[0].args
+        tag, lock, owner = tuple(held[0].args or ())  # filter() holds only records of three arguments
         line = ("[%s] took over %s from a process that is gone (%s)" if len(held) == 1 else
                 f"[%s] took over {len(held)} run folders from processes that are gone (the first: %s, held by %s)")
         self.saying = True
         try:
-            log.warning(line, tag, lock if len(held) == 1 else Path(lock).parent, owner)
+            log.warning(line, tag, lock if len(held) == 1 else Path(str(lock)).parent, owner)
         finally:
             self.saying = False
 
