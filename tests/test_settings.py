@@ -72,10 +72,10 @@ def test_every_setting_is_documented_in_one_line_where_it_is_declared():
 
 def test_a_sweep_estimate_counts_every_static_setting_as_its_own_program():
     """A job of another static value compiles anew; a traced one does not."""
-    from campaign.estimate_sweep import _shape_key
+    from campaign.estimate_sweep import _program
 
     def key(*overrides):
-        return _shape_key(OmegaConf.to_container(compose_config(*overrides), resolve=False))
+        return _program(OmegaConf.to_container(compose_config(*overrides), resolve=False))
 
     base = key()
     statics = [f"bonus.{n}" for n, d in declared(RFIGSettings) if d.kind == STATIC]
