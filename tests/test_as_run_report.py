@@ -117,7 +117,7 @@ def test_the_report_builds_from_the_data_with_every_claim_once(stored, tmp_path)
     odd = _with(run, variant="odd", variant_overrides={**run.record["variant_overrides"], "agent.lr": 1.0})
     data = tmp_path / "data"
     write_data({**stored, (AS_RUN, ENV, "none", "odd", 0): odd}, data)
-    index = build_as_run(data, tmp_path / "out", reps=50)
+    index = build_as_run(data, tmp_path / "out", reps=50, verdict_reps=50)
     text, summary = index.read_text(), (tmp_path / "out" / "summary.md").read_text()
     written = json.loads(AS_WRITTEN.read_text())
     lines = [line for line in summary.splitlines() if line.startswith("| ")

@@ -108,8 +108,10 @@ def test_report_builds_from_data_with_scaling_and_sensitivity(tmp_path):
     export_tree(raw, data)
     (data / "meta.json").write_text(json.dumps({"campaigns": [
         {"label": "synthetic", "commit": "abc1234", "machine": "a test", "stages": {"core": {"before": 1.0}}}]}))
-    index = build(data, out, reps=REPS)
+    index = build(data, out, reps=REPS, verdict_reps=REPS)
     text = index.read_text()
+    # fewer resamples than rule 5's: the index says the verdicts are a quick build's
+    assert f"drawn from {REPS:,} bootstrap resamples, not rule 5's 20,000" in text
     for heading in ("## Learning curves", "## The paper's claims, judged on its 12 panels",
                     "## RFIG against PPO, panel by panel", "## Beyond the paper",
                     "## Deep exploration: DeepSea scaling (beyond the paper)", "## Sensitivity, measured", "abc1234"):
@@ -144,9 +146,9 @@ def test_a_rebuild_from_unchanged_data_writes_the_same_bytes(tmp_path):
     _grid(raw, {"none": -200.0, "rfig": -120.0})
     export_tree(raw, data)
     (data / "meta.json").write_text(json.dumps({"campaigns": [{"finished": "2026-01-02T03:04:05Z"}]}))
-    build(data, tmp_path / "a", reps=REPS)
+    build(data, tmp_path / "a", reps=REPS, verdict_reps=REPS)
     time.sleep(1.1)  # a wall-clock time in seconds would now differ
-    build(data, tmp_path / "b", reps=REPS)
+    build(data, tmp_path / "b", reps=REPS, verdict_reps=REPS)
     texts = [p.relative_to(tmp_path / "a") for p in sorted((tmp_path / "a").rglob("*"))
              if p.suffix in (".md", ".json", ".csv", ".tex", ".pdf")]
     assert any(p.suffix == ".pdf" for p in texts) and Path("main/index.md") in texts
@@ -344,7 +346,7 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     write_run(raw, "paper32", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
     counts = export_tree(raw, data, ["paper32"], complete_cells=True)
     assert counts["runs"] == 64 and counts["held_back"] == ["paper32/acrobot/none/base: 0 of 1 seeds complete"]
-    text = build(data, out, reps=REPS, experiment="paper32").read_text()
+    text = build(data, out, reps=REPS, experiment="paper32", verdict_reps=REPS).read_text()
     assert "58 of 60 cells of `sweep=paper32`, `sweep=paper32_brax`" in text  # 40 non-Brax cells and 20 Brax ones
     assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text
     assert "- Sparse-Hopper (backend=spring): PPO, RFIG, RND, VIME, #Explo" in text  # the CPU grid's physics
@@ -879,3 +881,14 @@ def test_a_stage_s_bonuses_come_from_its_commands():
     assert stage_bonuses(by_name["p32-acrobot-8"]) == tuple(preset_values("paper32", "bonus"))
     two = Stage("two", (command("sweep=paper32 env=acrobot bonus=rnd,none"), command("sweep=paper32 bonus=none,vime")))
     assert stage_bonuses(two) == ("rnd", "none", "vime")
+
+
+def test_the_report_command_judges_at_rule_5s_resamples_unless_told_otherwise():
+    """``--reps`` draws the figures; the verdicts' count is its own flag, rule 5's REPS by default."""
+    from campaign.claims.constants import REPS as RULE_5
+    from campaign.claims.resampling import quick_verdicts_warning
+    from campaign.repro.cli import parser
+
+    args = parser().parse_args(["build", "--reps", "500"])
+    assert args.reps == 500 and args.verdict_reps == RULE_5 == 20000
+    assert quick_verdicts_warning(RULE_5) == [] and quick_verdicts_warning(2000)

@@ -143,3 +143,11 @@ def poi_panels_resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray
                            for p in panels]))
     sizes = [len(v[p]) for v in (x, y) for p in panels]
     return Dist(point, boot, min(sizes), 1.0, max(sizes))
+
+
+def quick_verdicts_warning(verdict_reps: int) -> list[str]:
+    """The line a report built with fewer resamples than rule 5's carries above its verdicts."""
+    if verdict_reps == REPS:
+        return []
+    return [f"the verdicts below were drawn from {verdict_reps:,} bootstrap resamples, not rule 5's "
+            f"{REPS:,}: a quick build, not the rule book's verdicts"]

@@ -29,6 +29,7 @@ from analysis.report import build_report
 from campaign.claims import verdicts
 from campaign.claims.claims import claims_table
 from campaign.claims.held_out import on_held_out
+from campaign.claims.resampling import quick_verdicts_warning
 
 from . import as_run_tables as T
 from .as_run_methods import OWN_LABEL, OWN_VARIANT, sort_runs
@@ -64,7 +65,8 @@ def _labelled(coll: Collection) -> Collection:
     return replace(coll, method_info=info)
 
 
-def judge(grid: Collection, reps: int, seed: int, broken: dict | None = None) -> list:
+def judge(grid: Collection, reps: int, seed: int, broken: dict | None = None,
+          verdict_reps: int = verdicts.REPS) -> list:
     """The paper's claims on ``grid`` (the preset's six methods) by the rule book, as the 32-seed
     report judges them: rule 2's scale, the signal check's degenerate cells (``broken``: computed
     when not given), rule 11 on late seeds. No timing (the benchmark times our protocol's settings)
@@ -72,11 +74,12 @@ def judge(grid: Collection, reps: int, seed: int, broken: dict | None = None) ->
     paper = preset_envs("paper")
     agg = compute_aggregates(grid, reps=reps, seed=seed)
     broken = degenerate_cells(grid) if broken is None else broken
-    return on_held_out(lambda c, _late: claims_table(c, agg, paper, reps=reps, seed=seed, degenerate=broken), grid)
+    return on_held_out(lambda c, _late: claims_table(c, agg, paper, reps=verdict_reps, seed=seed,
+                                                        degenerate=broken), grid)
 
 
 def build_as_run(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = AS_RUN,
-                 as_written: Path = AS_WRITTEN) -> Path:
+                 as_written: Path = AS_WRITTEN, verdict_reps: int = verdicts.REPS) -> Path:
     """Write ``out/index.md``, ``claims.json``, ``summary.md``, ``rules.md`` and the standard report of
     every method (``out/main``) from the as-run data in ``data_dir``."""
     data_dir, out = Path(data_dir), Path(out)
@@ -109,15 +112,16 @@ def build_as_run(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, exp
                                     .replace(*SCORE_WORDS))
         broken = degenerate_cells(grid)
         present = T.present_panels(grid)
-        rows = T.annotated(judge(grid, reps, seed, broken), present, T.seeds_of(grid))
-        by_train = T.annotated(judge(train_grid, reps, seed, degenerate_cells(train_grid)),
+        rows = T.annotated(judge(grid, reps, seed, broken, verdict_reps), present, T.seeds_of(grid))
+        by_train = T.annotated(judge(train_grid, reps, seed, degenerate_cells(train_grid), verdict_reps),
                                T.present_panels(train_grid), T.seeds_of(train_grid))
         scores = "\n\n".join([T.score_check_md(every, train), T.score_verdicts_md(rows, by_train)])
         parts = {"every": every, "grid": grid, "claims": rows, "present": present,
                  "both": T.both_ways(rows, as_written), "scores": scores, "degenerate": T.degenerate_md(grid, broken),
                  "methods": T.methods_md(stored, assigned), "panels": T.panels_md(stored, assigned),
                  "left": T.left_out_md(refused + incomplete + unscored),
-                 "protocol": T.protocol_md(assigned), "as_of": opts.as_of, "n_runs": len(runs)}
+                 "protocol": T.protocol_md(assigned), "as_of": opts.as_of, "n_runs": len(runs),
+                 "verdict_reps": verdict_reps}
     (out / "rules.md").write_text(rules_md())
     (out / "claims.json").write_text(json.dumps([r.as_json() for r in rows], indent=1))
     summary = _summary_md(parts)
@@ -147,6 +151,7 @@ def _index_md(parts: dict, out: Path, summary: str) -> str:
         "and its differences from the paper's text: [docs/fidelity.md](../../fidelity.md); the 32-seed report "
         "under our protocol: [docs/results/paper32](../paper32/index.md).*",
         "",
+        *[f"> **Read this first.** {w}\n" for w in quick_verdicts_warning(parts["verdict_reps"])],
         "## The claims both ways",
         "",
         summary,

@@ -37,6 +37,7 @@ from analysis.tables import usual_seeds
 from campaign.claims import verdicts
 from campaign.claims.claims import beyond_paper_claims, claims_table, comparisons_table, panels_of
 from campaign.claims.held_out import held_out_of, held_out_seeds, on_held_out, seeds_text
+from campaign.claims.resampling import quick_verdicts_warning
 from campaign.claims.rule_history import history_md
 
 from .baselines import BaselinesSection, baselines_section, degenerate_cells
@@ -55,10 +56,10 @@ from .sections import (
     speed,
     theory_section,
 )
+from .stage_parts import MAIN
 from .stages import SIGNAL, preset_envs
 from .timing import read_timing, scoped_timing, timing_section
 
-MAIN = "repro"
 # The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
 EXPECTED_PRESETS = {"repro": ["repro", "repro_minatar", "repro_brax", "deepsea_scaling"],
                     "paper32": ["paper32", "paper32_brax"]}
@@ -203,9 +204,11 @@ def _campaign_span(camp: dict) -> str:
     return f"from {started}, still running" if started else "times not recorded"
 
 
-def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN) -> Path:
+def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN,
+          verdict_reps: int = verdicts.REPS) -> Path:
     """Write ``out/index.md`` and its figures from the compact data in ``data_dir`` (the main
-    grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset)."""
+    grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset). ``reps``: the figures'
+    resamples; ``verdict_reps``: the verdicts' (rule 5's ``REPS``; fewer, and the index says so)."""
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((data_dir / "meta.json").read_text()) if (data_dir / "meta.json").is_file() else {}
     stored = read_data(data_dir)
@@ -215,7 +218,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
-                         data_dir)
+                         data_dir, verdict_reps)
         # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -231,7 +234,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     parts["missing"], parts["filling"] = missing_md(short, presets), bool(short)
     parts["origins"] = origins_md(stored, experiment)
     parts["compared"] = COMPARE_WITH.get(experiment)
-    parts["warnings"] = meta.get("warnings", [])
+    parts["warnings"] = meta.get("warnings", []) + quick_verdicts_warning(verdict_reps)
     parts["experiment"] = experiment
     (out / "rules.md").write_text(rules_md())
     index.write_text(_index_md(parts, theory_section(data_dir, out) if (data_dir / "theory.csv").is_file() else "",
@@ -256,9 +259,10 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     return index
 
 
-def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path) -> dict:
+def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path,
+             verdict_reps: int = verdicts.REPS) -> dict:
     """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs, the claims
-    judged by the rule book, and what the index takes from them."""
+    judged by the rule book (at ``verdict_reps`` resamples), and what the index takes from them."""
     reps, seed = opts.reps, opts.seed
     have = find_experiments(tree)
     paper = preset_envs("paper")
@@ -287,7 +291,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
     timing = read_timing(timing_dir)
 
     def judged(c: Collection, late: bool) -> list:  # rule 11: the same rules on the held-out seeds when late
-        return claims_table(c, agg, paper, reps=reps, seed=seed, timing=None if late else timing,
+        return claims_table(c, agg, paper, reps=verdict_reps, seed=seed, timing=None if late else timing,
                             sens=held_out_of(sens) if late else sens, degenerate=broken)
 
     claims = scoped_timing(on_held_out(judged, main), timing_dir, measured_speed)
@@ -300,8 +304,8 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
             seen.add(r.path)
             unique.append(r)
     return {"main": main, "claims": claims, "held": seeds_text(held_out_seeds(main)),
-            "comparisons": on_held_out(lambda c, _: comparisons_table(c, paper, reps, seed, broken), main),
-            "beyond": on_held_out(lambda c, _: beyond_paper_claims(c, paper, reps, seed), main),
+            "comparisons": on_held_out(lambda c, _: comparisons_table(c, paper, verdict_reps, seed, broken), main),
+            "beyond": on_held_out(lambda c, _: beyond_paper_claims(c, paper, verdict_reps, seed), main),
             "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
             "devices_md": device_confound_md(main, opts.run_devices),
@@ -473,27 +477,3 @@ def rules_md() -> str:
             "tested on synthetic scores with a known answer in `tests/test_verdicts.py`.)\n\n" + body
             + "\n\n## When each rule was fixed, and what had been read (`campaign/claims/rule_history.py`)\n\n"
             + history_md())
-
-
-README_BEGIN = "<!-- reproduction summary: written by `python -m campaign.repro build --readme README.md` -->"
-README_END = "<!-- end of reproduction summary -->"
-
-
-def readme_markers(experiment: str = MAIN) -> tuple[str, str]:
-    """The README markers between which a grid's summary goes (the reproduction's, or one per grid)."""
-    if experiment == MAIN:
-        return README_BEGIN, README_END
-    return (f"<!-- {experiment} summary: written by `python -m campaign.repro build --experiment {experiment} "
-            "--readme README.md` -->", f"<!-- end of {experiment} summary -->")
-
-
-def update_readme(readme: Path, summary: str, experiment: str = MAIN) -> bool:
-    """Replace the text between the README's markers with ``summary``; False when it has no markers."""
-    begin, end = readme_markers(experiment)
-    text = readme.read_text()
-    if begin not in text or end not in text:
-        return False
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    readme.write_text(f"{head}{begin}\n{summary.strip()}\n{end}{tail}")
-    return True
