@@ -72,16 +72,6 @@ class Interrupted(Exception):
         self.exit_code = exit_code
 
 
-class Stalled(RuntimeError):
-    """A sweep job that stalled once more than ``stall_retries`` allows (its supervisor's verdict)."""
-
-    exit_code = ExitCode.STALLED
-
-    def __init__(self, message: str, retries: int):
-        super().__init__(message)
-        self.stall_retries = retries
-
-
 def unknown_choice(key: str, value: str, label: str, options: Sequence[str]) -> str:
     """The one line for a name that is none of ``options``: ``env=cartpol is not a known environment
     (did you mean cartpole?); valid: ...``, the guess when one option is close."""

@@ -75,11 +75,6 @@ def parse_layout(layout: Any, key: str = "env.layout") -> np.ndarray:
     return walls
 
 
-def layout_rows(walls: np.ndarray) -> list[str]:
-    """``[H, W]`` bool -> rows of ``"0"``/``"1"`` (for docs and summaries)."""
-    return ["".join("1" if w else "0" for w in row) for row in walls]
-
-
 def cell_centres(walls: np.ndarray) -> np.ndarray:
     """Centres ``[n_free, 2]`` (x, y) of the free cells, row-major order (as Gymnasium-Robotics
     lists its goal and reset locations)."""

@@ -21,10 +21,9 @@ import copy
 import itertools
 import logging.config
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -224,18 +223,6 @@ def quiet_sacct() -> None:
 
     watcher._make_command = make_command  # type: ignore[method-assign]
     watcher._rfig_quiet = True  # type: ignore[attr-defined]
-
-
-@contextmanager
-def flushed_logs() -> Iterator[None]:
-    """Flush every log handler and the standard streams after the block (a process about to end)."""
-    try:
-        yield
-    finally:
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        sys.stdout.flush()
-        sys.stderr.flush()
 
 
 __all__ = ["HydraException", "IN_PROCESS", "JobOutcome", "LOCAL", "SLURM", "compose", "configure_logging",
