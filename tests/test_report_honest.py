@@ -1,4 +1,4 @@
-"""Figures at honest scales and the marks a reader needs (issue 41): a flat coverage drawn flat,
+"""Figures at honest scales and the marks a reader needs: a flat coverage drawn flat,
 aggregate panels on one scale, carried-forward final scores marked, no links to files the
 published reports do not hold, per-seed curves, performance profiles against rliable, and
 throughput and final scores per device. Synthetic trees with known answers."""
