@@ -167,15 +167,17 @@ wandb-sync: $(STAMP)
 		$(if $(WANDB_SYNC),--command "$(WANDB_SYNC)") $(if $(DRY_RUN),--dry-run)
 
 # Compute the paper's grid needs, from the runs measured so far; or, with SWEEP=NAME, what a sweep
-# preset will cost before it runs (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes): the totals
-# and one line per env; JOBS=1 adds one line per job with the source of its speed.
+# preset will cost before it runs, and with LINE="env=... bonus=rfig,rnd 'seed=range(32)'" what one's
+# own launch.py -m command line will (DEVICE=cpu|h100, SLOTS = jobs at once: cores, GPUs or nodes):
+# the totals and one line per env; JOBS=1 adds one line per job with the source of its speed.
 SWEEP ?=
+LINE ?=
 DEVICE ?= cpu
 SLOTS ?= 1
 estimate: $(STAMP)
 	$(PY) -m campaign.estimate --results $(RESULTS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(if $(SWEEP),--sweep $(SWEEP) --device $(DEVICE) --slots $(SLOTS)) $(if $(CALIBRATE),--calibrate) \
-		$(if $(JOBS),--jobs)
+		$(if $(SWEEP),--sweep $(SWEEP)) $(if $(or $(SWEEP),$(LINE)),--device $(DEVICE) --slots $(SLOTS)) \
+		$(if $(CALIBRATE),--calibrate) $(if $(JOBS),--jobs) $(if $(LINE),-- $(LINE))
 
 # The package as a user of its bonuses installs it (docs/library.md): a wheel of this tree in a fresh
 # virtual environment runs examples/ppo_bonus.py from outside the checkout, and launch.py still finds

@@ -13,7 +13,9 @@ and, per *training process* (the seeds of one job share one summary's timings), 
 - ``compile_time_s``.
 
 A job of S seeds then takes ``compile + S * steps / env_steps_per_second`` seconds, and the
-grid's 32 seeds per env x bonus need ``ceil(32 / S)`` such jobs. Where an env x bonus was
+grid's 32 seeds per env x bonus need ``ceil(32 / S)`` such jobs: the first compiles cold (the
+slowest compile measured, never a cache hit's), the others load that program from the persistent
+compilation cache at a tenth of it (``WARM_COMPILE_FRACTION``). Where an env x bonus was
 measured at several S, the S with the cheapest cost per seed is used (larger vmapped groups
 usually are: measured in docs/scale-out.md). Medians are taken over processes with the same S.
 Only runs of the ``base`` variant count, or variants that differ from it only in keys that
@@ -25,7 +27,8 @@ The output states the basis (which runs, which host, which S) and marks every en
 the grid without a measurement; the totals cover measured pairs only. Nothing here imports
 JAX. Exit status 0; 2 when the results folder does not exist.
 
-**A sweep preset before it runs** (``--sweep NAME [--override k=v ...]``): every job of
+**A sweep preset, or one's own command line, before it runs** (``--sweep NAME [--override k=v ...]``,
+or ``-- k=v ...`` for ``launch.py -m k=v ...``): every job of
 ``python launch.py -m sweep=NAME k=v ...`` is composed as the launcher would (no JAX), and
 costed from, in this order: complete runs of the same env x bonus x seeds-per-job under
 ``--results`` on this host (speed-neutral variants only); the committed table of measured
@@ -51,6 +54,7 @@ from typing import Iterable
 
 from campaign.estimate_sweep import (
     PAPER_SWEEP,
+    WARM_COMPILE_FRACTION,
     main_sweep,
     rounded_steps,
     sweep_grid,
@@ -58,6 +62,7 @@ from campaign.estimate_sweep import (
 from campaign.estimate_throughput import (
     THROUGHPUT_TABLE,
     Process,
+    cold_compile_s,
     collect_processes,
     record_rows,
 )
@@ -85,11 +90,13 @@ def estimate_pair(processes: list[Process], seeds: int, steps_per_seed: int) -> 
     best = None
     for size, group in sorted(by_size.items()):
         sps = statistics.median(p.steps_per_second for p in group)
-        compile_s = statistics.median(p.compile_s for p in group)
-        job_s = compile_s + size * steps_per_seed / sps
+        compile_s = cold_compile_s(group)
+        train_s = size * steps_per_seed / sps
         jobs = math.ceil(seeds / size)
+        total_s = compile_s + (jobs - 1) * WARM_COMPILE_FRACTION * compile_s + jobs * train_s
         candidate = PairEstimate(group[0].env, group[0].bonus, size, len(group), sps, compile_s, jobs,
-                                 job_s / 3600, jobs * job_s / 3600, tuple(sorted({p.experiment for p in group})))
+                                 (compile_s + train_s) / 3600, total_s / 3600,
+                                 tuple(sorted({p.experiment for p in group})))
         if best is None or candidate.total_hours < best.total_hours:
             best = candidate
     assert best is not None
@@ -135,7 +142,7 @@ def format_report(estimates, processes: list[Process], skipped: dict, envs, bonu
                   f"compile + S x {steps_per_seed:,} / (env steps/s); {seeds} seeds need ceil({seeds}/S) jobs. "
                   "Hours are job-hours of one job slot as measured (one process with the cores or GPU it had).",
                   "",
-                  "| env | bonus | S (seeds per job) | processes | env steps/s (all S seeds) | compile (s) | "
+                  "| env | bonus | S (seeds per job) | processes | env steps/s (all S seeds) | compile, cold (s) | "
                   f"hours per job | jobs | job-hours for {seeds} seeds |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for (env, bonus), est in pairs.items():
@@ -176,10 +183,14 @@ def main(argv: list[str] | None = None) -> int:
                              f"default {paper.eval_frequency}")
     parser.add_argument("--sweep", default=None,
                         help="cost the jobs of `launch.py -m sweep=NAME` (before running them) instead of the grid")
+    parser.add_argument("line", nargs="*", metavar="OVERRIDE",
+                        help="cost one's own `launch.py -m OVERRIDE...` command line (after --, e.g. -- "
+                             "env=mountaincar bonus=rfig,rnd 'seed=range(32)'); with --sweep, added to the preset's")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="with --sweep: a command-line override of the sweep (repeatable)")
     parser.add_argument("--device", default="cpu",
-                        help="with --sweep: the device rows of benchmarks/throughput.csv to use (cpu, h100)")
+                        help="with --sweep or a command line: the device rows of benchmarks/throughput.csv to use "
+                             "(cpu, h100)")
     parser.add_argument("--slots", type=int, default=1,
                         help="with --sweep: jobs run at once (cores used one per job, GPUs, or SLURM nodes)")
     parser.add_argument("--jobs", action="store_true",
@@ -204,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['device']},{r['env']},{r['bonus']},{r['seeds']},{r['env_steps_per_second']},{r['compile_s']}")
         print(f"{len(added)} rows recorded in {THROUGHPUT_TABLE.name}")
         return 0
-    if args.sweep is not None:
+    if args.sweep is not None or args.line:
         return main_sweep(args, results)
     if not results.is_dir():
         print(f"error: --results {results} is not a folder", file=sys.stderr)

@@ -97,8 +97,9 @@ class JobCost:
     hours: float                # nan when nothing measured
 
 
-def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
-    """Every job of ``launch.py -m sweep=PRESET OVERRIDES``, composed (``(job, config dict)``),
+def sweep_jobs(preset: str | None, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
+    """Every job of ``launch.py -m sweep=PRESET OVERRIDES`` (``launch.py -m OVERRIDES`` when ``preset``
+    is None: one's own command line), composed (``(job, config dict)``),
     grouped as on a GPU machine when ``gpu`` whatever this one has; raises ``PreflightError``
     (from rfig_exp.launch.preflight) with the errors of a bad command line."""
     from hydra import compose, initialize_config_dir
@@ -106,7 +107,8 @@ def sweep_jobs(preset: str, overrides: list[str], gpu: bool = False) -> list[tup
 
     from rfig_exp.launch.preflight import expand_jobs
 
-    line = presets.with_searchpath([f"sweep={preset}", *overrides])  # the campaign's presets, and the user's folders
+    # the campaign's presets, and the user's folders
+    line = presets.with_searchpath([*([f"sweep={preset}"] if preset else []), *overrides])
     # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
     jobs = expand_jobs(line, multirun=True, gpu=gpu)
     out = []
@@ -188,12 +190,13 @@ def wall_hours(hours: list[float], slots: int) -> float:
     return max(lanes)
 
 
-def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost], device: str, slots: int,
+def format_sweep_report(preset: str | None, overrides: list[str], costs: list[JobCost], device: str, slots: int,
                         host: str, job_rows: bool = False) -> str:
     """The totals, then one row per env (its jobs, job-hours and how their speeds were found), then,
     with ``job_rows``, one row per job with its source."""
     search = f"{shlex.quote(presets.SEARCHPATH)} " if preset in presets.preset_names() else ""  # as it runs
-    head = f"python launch.py -m {search}sweep={preset}" + "".join(f" {o}" for o in overrides)
+    head = f"python launch.py -m {search}" + " ".join([*([f"sweep={preset}"] if preset else []),
+                                                      *(shlex.quote(o) for o in overrides)])
     known = [c.hours for c in costs if c.rate is not None]
     unknown = len(costs) - len(known)
     total = sum(known)
@@ -217,8 +220,8 @@ def format_sweep_report(preset: str, overrides: list[str], costs: list[JobCost],
     if not job_rows:
         lines += ["", "Each job with the source of its speed: --jobs (make estimate ... JOBS=1)."]
         return "\n".join(lines)
-    lines += ["", "| job | seeds | env steps per seed | env steps/s (all seeds) | compile (s) | minutes | source |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| job | seeds | env steps per seed | env steps/s (all seeds) | compile, cold (s) | minutes "
+                  "| source |", "|---|---|---|---|---|---|---|"]
     for c in costs:
         shown = " ".join(o for o in c.job if not o.startswith("sweep="))
         if c.rate is None:
@@ -304,7 +307,7 @@ def main_sweep(args, results: Path) -> int:
               file=sys.stderr)
         return 2
     try:
-        jobs = sweep_jobs(args.sweep, args.override, gpu=args.device != "cpu")
+        jobs = sweep_jobs(args.sweep, [*args.override, *args.line], gpu=args.device != "cpu")
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -319,5 +322,6 @@ def main_sweep(args, results: Path) -> int:
     host = socket.gethostname()
     compiled = stack_jobs(jobs, gpu=args.device != "cpu")
     costs = cost_jobs(compiled, processes if args.device == "cpu" else [], host, table, args.device)
-    print(format_sweep_report(args.sweep, args.override, costs, args.device, args.slots, host, job_rows=args.jobs))
+    print(format_sweep_report(args.sweep, [*args.override, *args.line], costs, args.device, args.slots, host,
+                              job_rows=args.jobs))
     return 0
