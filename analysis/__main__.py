@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .names import NORMALISATION_HELP, NORMALISATIONS
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -99,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=_positive_int, default=2000, help="bootstrap replications (default 2000)")
     p.add_argument("--last-k", type=_positive_int, default=1,
                    help="final score = mean of the last K evaluation points (default 1)")
-    p.add_argument("--normalisation", choices=("minmax", "ppo"), default="minmax",
-                   help="per-env normalisation for cross-env aggregates (default minmax)")
+    p.add_argument("--normalisation", choices=NORMALISATIONS, default="minmax",
+                   help="per-env normalisation for cross-env aggregates (default minmax): "
+                        + "; ".join(f"{k}: {NORMALISATION_HELP[k]}" for k in NORMALISATIONS))
     p.add_argument("--seed", type=int, default=0, help="bootstrap random seed (default 0)")
     p.add_argument("--curve-points", type=_positive_int, default=40,
                    help="max eval points in the bootstrapped aggregate curve (default 40)")

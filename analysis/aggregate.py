@@ -12,8 +12,12 @@ Definitions used in every report:
   the min / max over every eval point of every counted run of every method in
   the report, so curves and final scores lie in [0, 1] (1 = the best window any
   run reached). It depends on which methods are in the report.
-* ``ppo`` normalisation: per env, (x - lo) / (IQM of PPO's final scores - lo),
-  lo as above, so 0 = the worst window seen and 1 = PPO's final IQM.
+* ``reference`` normalisation (alias ``ppo``): per env, (x - lo) / (IQM of the
+  reference's final scores - lo), lo as above, so 1 = the reference's final IQM.
+
+Methods take their part by their bonus's declared role (rfig_exp.bonuses.ROLES),
+never by name: the reference is the bonus of role reference (plain PPO), the
+probability of improvement that of each bonus of role method (RFIG, or a user's).
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ import numpy as np
 import scipy.stats
 
 from .collect import Collection, final_scores
-from .methods import reference_method
+from .names import BUILT_IN, describe_normalisation, normalisation_kind
+from .names import NORMALISATIONS as NORMALISATIONS  # re-exported: code that lists them imports them from here
 
-NORMALISATIONS = ("minmax", "ppo")
 OVERALL_METRICS = ("IQM", "Median", "Mean", "Optimality gap")
 
 
@@ -79,28 +83,20 @@ def curve_stats(values: np.ndarray) -> dict[str, np.ndarray]:
 # --------------------------------------------------------------------------- normalisation
 
 
-def describe_normalisation(kind: str) -> str:
-    if kind == "minmax":
-        return ("min-max per env: (x - min) / (max - min), min and max taken over every evaluation point "
-                "of every counted run of every method in this report (1 = best window any run reached)")
-    if kind == "ppo":
-        return ("PPO-normalised per env: (x - min) / (IQM of PPO final scores - min), min over every evaluation "
-                "point of every counted run of every method in this report (1 = PPO's final IQM)")
-    raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {kind!r}")
-
-
 @dataclass
 class Normalisation:
-    """Per-env affine map x -> (x - lo[env]) / (hi[env] - lo[env])."""
+    """Per-env affine map x -> (x - lo[env]) / (hi[env] - lo[env]). kind: a canonical name (no alias);
+    reference: the label of the method the ``reference`` normalisation divides by."""
 
     kind: str
     lo: dict[str, float]
     hi: dict[str, float]
     excluded: dict[str, str] = field(default_factory=dict)  # env -> why it cannot be normalised
+    reference: str = field(default_factory=lambda: BUILT_IN.role_label("reference"))
 
     @property
     def description(self) -> str:
-        return describe_normalisation(self.kind)
+        return describe_normalisation(self.kind, self.reference)
 
     def apply(self, env: str, x) -> np.ndarray:
         return (np.asarray(x, float) - self.lo[env]) / (self.hi[env] - self.lo[env])
@@ -113,12 +109,12 @@ def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax",
                       methods: Sequence[str] | None = None) -> Normalisation:
     """Fit lo / hi per env (see the module docstring). scores: final_scores() output. methods: the
     methods whose runs set the scale (default: every method of ``coll``)."""
-    if kind not in NORMALISATIONS:
-        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {kind!r}")
+    kind = normalisation_kind(kind)
     unknown = sorted(set(methods or ()) - set(coll.methods))
     if unknown:
         raise ValueError(f"methods: {', '.join(unknown)} not in the collection; valid: {', '.join(coll.methods)}")
     lo, hi, excluded = {}, {}, {}
+    reference = coll.names.role_label("reference", {coll.bonus_of(m) for m in coll.methods})
     for env in coll.envs:
         ed = coll.env_data[env]
         vals = np.concatenate([c.values for b in (coll.methods if methods is None else methods)
@@ -133,26 +129,37 @@ def fit_normalisation(coll: Collection, scores: dict, kind: str = "minmax",
         if kind == "minmax":
             hi[env] = float(vals.max())
         else:
-            ppo = reference_method(list(coll.method_info.values()), "none", coll.common_overrides)
-            if ppo not in scores.get(env, {}):
-                n = sum(coll.bonus_of(m) == "none" for m in coll.methods)
-                excluded[env] = ("no PPO (bonus=none) runs in this report to normalise by" if not n else
-                                 f"PPO has {n} variants and none at its defaults: none to normalise by" if not ppo
-                                 else f"no PPO final scores to normalise by ({no_score_reason(coll, env, ppo)})")
+            top = _reference_top(coll, scores, env)
+            if isinstance(top, str):
+                excluded[env] = top
                 continue
-            hi[env] = float(iqm(scores[env][ppo][1]))
+            hi[env] = top
         if not hi[env] > lo[env]:
-            excluded[env] = _degenerate(kind, lo[env], hi[env])
-    return Normalisation(kind, lo, hi, excluded)
+            excluded[env] = _degenerate(kind, lo[env], hi[env], reference)
+    return Normalisation(kind, lo, hi, excluded, reference)
 
 
-def _degenerate(kind: str, lo: float, hi: float) -> str:
+def _reference_top(coll: Collection, scores: dict, env: str) -> float | str:
+    """The reference's final IQM in ``env`` (1 on the reference normalisation's scale), or why there is
+    none. The reference: the method that stands for the report's first bonus of role reference."""
+    here = coll.role_methods("reference")
+    bonus, ref = here[0] if here else ((*coll.names.with_role("reference"), "reference")[0], None)
+    label = coll.names.label(bonus)
+    if ref is not None and ref in scores.get(env, {}):
+        return float(iqm(scores[env][ref][1]))
+    n = sum(coll.bonus_of(m) == bonus for m in coll.methods)
+    return (f"no {label} (bonus={bonus}) runs in this report to normalise by" if not n else
+            f"{label} has {n} variants and none at its defaults: none to normalise by" if not ref
+            else f"no {label} final scores to normalise by ({no_score_reason(coll, env, ref)})")
+
+
+def _degenerate(kind: str, lo: float, hi: float, reference: str) -> str:
     # Every run scoring the same (all -200 on MountainCar) is data, not a missing score: say so.
     if kind == "minmax":
         return (f"every return of every counted run is {lo:.4g}: max - min is 0, so the min-max normalised "
                 "score (x - min) / (max - min) is undefined")
-    return (f"PPO's final IQM ({hi:.4g}) is not above the lowest return ({lo:.4g}), so the PPO-normalised "
-            "score (x - min) / (IQM - min) is undefined")
+    return (f"{reference}'s final IQM ({hi:.4g}) is not above the lowest return ({lo:.4g}), so the "
+            f"{reference}-normalised score (x - min) / (IQM - min) is undefined")
 
 
 def no_score_reason(coll: Collection, env: str, method: str, last_k: int = 1) -> str:
@@ -367,7 +374,7 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
                      if not any(norm.usable(e) for e in coll.envs) else
                      "No env has final scores for every method: no cross-env aggregates.")
 
-    poi = _rfig_poi(coll, scores, methods, reps, seed + 3000, ci, notes, last_k)
+    poi = _method_poi(coll, scores, methods, reps, seed + 3000, ci, notes, last_k)
 
     spread = {}
     for b in methods:
@@ -394,47 +401,56 @@ def _lacking_note(coll: Collection, scores, env: str, methods: list[str], last_k
             f"{'; '.join(([', '.join(bare)] if bare else []) + told)}).")
 
 
-def _rfig_poi(coll: Collection, scores, methods: list[str], reps: int, seed: int, ci: float,
-              notes: list[str], last_k: int = 1) -> list[tuple]:
-    """P(RFIG > other) over the envs where both have scores, for every other method."""
+def _method_poi(coll: Collection, scores, methods: list[str], reps: int, seed: int, ci: float,
+                notes: list[str], last_k: int = 1) -> list[tuple]:
+    """P(X > other) over the envs where both have scores, for every other method, X each method that
+    stands for a bonus of role method (the proposed one: RFIG, or a user's bonus declared so)."""
     poi = []
-    rfig = reference_method(list(coll.method_info.values()), "rfig", coll.common_overrides) or "rfig"
-    if rfig in methods:
-        for j, b in enumerate(m for m in methods if m != rfig):
-            envs = [e for e in coll.envs if rfig in scores[e] and b in scores[e]]
+    proposed = coll.role_methods("method")
+    for k, (bonus, x) in enumerate(proposed):
+        if x is None or x not in methods:
+            if methods:
+                notes.append(_why_no_poi(coll, bonus, x, last_k))
+            continue
+        for j, b in enumerate(m for m in methods if m != x):
+            envs = [e for e in coll.envs if x in scores[e] and b in scores[e]]
             if not envs:
                 why = "; ".join(f"{e}: {coll.label(m)} {no_score_reason(coll, e, m, last_k)}"
-                                for e in coll.envs for m in (rfig, b) if m not in scores[e])
-                notes.append(f"P({coll.label(rfig)} > {coll.label(b)}): no env where both have final scores "
-                             f"({why}).")
+                                for e in coll.envs for m in (x, b) if m not in scores[e])
+                notes.append(f"P({coll.label(x)} > {coll.label(b)}): no env where both have final scores ({why}).")
                 continue
-            nx = min(len(scores[e][rfig][0]) for e in envs)
+            nx = min(len(scores[e][x][0]) for e in envs)
             ny = min(len(scores[e][b][0]) for e in envs)
             # Raw scores: P(X > Y) per env is invariant to the per-env normalisation.
-            x = np.stack([_take_runs(scores[e][rfig], nx)[1] for e in envs], axis=1)
-            y = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
-            key = f"rfig,{b}"
-            pts, ivs = bootstrap({key: (x, y)}, _poi_func, reps, seed + j, ci)
-            poi.append((rfig, b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
+            xs = np.stack([_take_runs(scores[e][x], nx)[1] for e in envs], axis=1)
+            ys = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
+            key = f"{x},{b}"
+            pts, ivs = bootstrap({key: (xs, ys)}, _poi_func, reps, seed + k * len(methods) + j, ci)
+            poi.append((x, b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
                         len(envs)))
-    elif methods:
-        notes.append(_why_no_poi(coll, last_k))
+    if not proposed and methods:
+        label = coll.names.role_label("method")
+        notes.append(f"No {label} runs in this report: no probability of improvement (of {label} over each other "
+                     "method).")
     return poi
 
 
-def _why_no_poi(coll: Collection, last_k: int) -> str:
-    """Why the report has no probability of improvement of RFIG, from its methods and runs."""
-    label = coll.names.label("rfig")
-    variants = [m for m in coll.methods if coll.bonus_of(m) == "rfig"]
-    if not variants:
-        return f"No {label} runs in this report: no probability of improvement (of {label} over each other method)."
-    rfig = reference_method(list(coll.method_info.values()), "rfig", coll.common_overrides)
-    if rfig is None:
+def _why_no_poi(coll: Collection, bonus: str, x: str | None, last_k: int) -> str:
+    """Why the report has no probability of improvement of ``bonus`` (one of role method), whose
+    method ``x`` (None: no variant at its defaults) has no final score."""
+    label = coll.names.label(bonus)
+    variants = [m for m in coll.methods if coll.bonus_of(m) == bonus]
+    if x is None:
         return (f"{label} has {len(variants)} variants here ({', '.join(coll.label(m) for m in variants)}) and none "
                 f"runs its defaults (no override beyond the common ones): no probability of improvement, which "
                 f"compares one {label} with each other method; choose one with --methods.")
-    why = "; ".join(f"{e}: {no_score_reason(coll, e, rfig, last_k)}" for e in coll.envs)
+    why = "; ".join(f"{e}: {no_score_reason(coll, e, x, last_k)}" for e in coll.envs)
     return f"{label} has no final score in any env ({why}): no probability of improvement."
+
+
+def poi_label(coll: Collection, poi: list[tuple]) -> str:
+    """Whose probability of improvement ``poi`` holds, as a caption names it: its bonuses' labels."""
+    return " and ".join(dict.fromkeys(coll.label(coll.bonus_of(x)) for x, *_ in poi))
 
 
 def _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method, reps, seed, ci, curve_points,

@@ -44,7 +44,7 @@ from rfig_exp.config.variants import BASE
 from .align import EnvData, RunCurve, align_run, clean_steps, place_on_grid, reference_grid
 from .issues import AnalysisError, Issue, fmt_list
 from .markdown import render_markdown
-from .methods import Method, build_methods, format_overrides
+from .methods import Method, build_methods, format_overrides, reference_method
 from .names import BUILT_IN, Names, env_label, env_sort_key, sort_envs
 from .runs import Run, find_experiments, resolve_variant_overrides, scan_runs, split_env_options, summary_identity
 
@@ -94,6 +94,12 @@ class Collection:
     def bonus_of(self, method: str) -> str:
         m = self.method_info.get(method)
         return m.bonus if m else method
+
+    def role_methods(self, role: str) -> list[tuple[str, str | None]]:
+        """(bonus, the method that stands for it: methods.reference_method) for each bonus of this
+        report that declares ``role`` (analysis.names), in report order."""
+        bonuses = self.names.of_role(role, {self.bonus_of(m) for m in self.methods})
+        return [(b, reference_method(list(self.method_info.values()), b, self.common_overrides)) for b in bonuses]
 
     def method_key(self, bonus: str | None, variant: str | None) -> str | None:
         for m in self.method_info.values():

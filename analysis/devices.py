@@ -83,7 +83,9 @@ def _median(values: list[float]) -> float:
 def speed_by_device(coll: Collection, known: dict[tuple, str] | None = None) -> dict[str, dict[str, dict]]:
     """device -> method -> {"sps": median env steps/s, "rel": median over envs of (sps / PPO's sps on
     the same env and device), "compile": median s, "runs": complete runs, "envs": envs they ran}:
-    nothing pooled across devices. PPO = the primary method of bonus none."""
+    nothing pooled across devices. PPO = the primary method of the report's first bonus of role
+    reference (analysis.names: plain PPO, bonus none)."""
+    ref = next((b for b, _ in coll.role_methods("reference")), "")  # "": none here, no method has that key
     per: dict[tuple[str, str, str], list] = {}
     for r in coll.runs:
         if r.complete and r.summary and r.env in coll.env_data and r.method in coll.methods:
@@ -97,7 +99,7 @@ def speed_by_device(coll: Collection, known: dict[tuple, str] | None = None) -> 
             rel = []
             for e in coll.envs:
                 mine = _median([s.env_steps_per_second for s in per.get((dev, e, m), [])])
-                ppo = _median([s.env_steps_per_second for s in per.get((dev, e, "none"), [])])
+                ppo = _median([s.env_steps_per_second for s in per.get((dev, e, ref), [])])
                 if math.isfinite(mine) and math.isfinite(ppo) and ppo > 0:
                     rel.append(mine / ppo)
             envs = sum(1 for (d, _e, mm) in per if d == dev and mm == m)

@@ -7,8 +7,8 @@ from the composed defaults of its env and bonus (the launcher writes it as
 * Key. The *primary* method of a bonus is its ``base`` variant, or, when the
   selection holds no base run of that bonus, its only variant (a sweep run
   entirely at a smaller budget still has an ``rfig`` to compare). Its key is
-  the bonus name, so everything that looks for ``none`` (PPO normalisation)
-  or ``rfig`` (probability of improvement) keeps working. Other methods are
+  the bonus name, so a bonus's runs at its defaults are found by its name
+  (the bonus of each role: :func:`reference_method`). Other methods are
   keyed ``<bonus>/<variant>``.
 * Label. Overrides shared by every selected method (same key, same value) are
   *common*: stated once in the report header, not in labels. A method's label
@@ -222,8 +222,9 @@ def swept_key(methods: list[Method], base_values: Mapping[str, Mapping[str, Any]
 
 
 def reference_method(methods: list[Method], bonus: str, common: Mapping[str, Any]) -> str | None:
-    """The method that stands for ``bonus`` where one is compared with the others (RFIG in the
-    probability of improvement, PPO in the PPO normalisation): its primary method, else its one
+    """The method that stands for ``bonus`` where one is compared with the others (the bonus of role
+    method, RFIG, in the probability of improvement; of role reference, PPO, in the reference
+    normalisation): its primary method, else its one
     method with no override beyond ``common`` (a sweep ``agent.lr=1e-3,3e-4`` with 3e-4 the default
     writes no base folder, and that variant runs the defaults), else None."""
     own = [m for m in methods if m.bonus == bonus]

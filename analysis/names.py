@@ -3,7 +3,10 @@
 Everything keyed by the *bonus name* or *env name* as written in the results tree (``none``,
 ``rfig``, ``minatar_breakout``, ...), so a method or an env keeps the same label, colour and place
 in every figure of every report, whatever subset a report happens to contain. Both come from the
-declarations: each bonus's (rfig_exp.bonuses) and each env suite's (rfig_exp.envs).
+declarations: each bonus's (rfig_exp.bonuses) and each env suite's (rfig_exp.envs). A bonus's
+declared role (reference, control, baseline, method) is also what a report treats it as: the
+reference normalisation divides by the reference, the probability of improvement is the method's.
+Last, the names of the normalisations a report offers and the words that state each.
 """
 
 from __future__ import annotations
@@ -77,7 +80,24 @@ class Names:
         return sorted(set(bonuses), key=self.sort_key)
 
     def with_role(self, role: str) -> tuple[str, ...]:
+        """The built-in bonuses that declare ``role``, in order."""
         return tuple(b for b in self.order if self.declared[b].role == role)
+
+    def role(self, bonus: str) -> str | None:
+        """A bonus's declared role (one of ROLES); None for one whose module this checkout cannot
+        import (shown by its name, it stands for no role: a report compares it as one more method)."""
+        return self.declared[bonus].role if bonus in self.declared else None
+
+    def of_role(self, role: str, bonuses) -> list[str]:
+        """Those of ``bonuses`` (a report's) that declare ``role``, in report order: a report
+        treats its methods by their part in the comparison, never by their names."""
+        return [b for b in self.sort(bonuses) if self.role(b) == role]
+
+    def role_label(self, role: str, bonuses=()) -> str:
+        """The name a report gives the bonus of ``role``: the label of the first of ``bonuses`` that
+        declares it, else of the first built-in one (how a report that lacks it names what it lacks)."""
+        here = self.of_role(role, bonuses) or list(self.with_role(role))
+        return self.label(here[0]) if here else role
 
     def with_user_bonuses(self, modules: Mapping[str, str]) -> tuple[Names, dict[str, str]]:
         """These names and those of the bonuses of users' own modules (bonus name -> ``bonus.module``,
@@ -171,3 +191,36 @@ def env_label(env: str) -> str:
     if env in _ENVS:
         return _ENVS[env].label
     return " ".join(p.capitalize() for p in re.split(r"[_\-]+", env) if p)
+
+
+# The per-env normalisations of the cross-env aggregates (analysis.aggregate), as --normalisation
+# lists them. "ppo" is the reference normalisation's name from when it was named after plain PPO:
+# command lines and docs that use it keep working, with the same numbers.
+NORMALISATIONS: tuple[str, ...] = ("minmax", "reference", "ppo")
+NORMALISATION_ALIASES: Mapping[str, str] = MappingProxyType({"ppo": "reference"})
+NORMALISATION_HELP: Mapping[str, str] = MappingProxyType({
+    "minmax": "(x - min) / (max - min) per env, over every evaluation point of every counted run (1 = the best "
+              "window any run reached)",
+    "reference": "(x - min) / (IQM of the reference's final scores - min) per env, the reference being the "
+                 "bonus of role reference, plain PPO (1 = its final IQM)",
+    "ppo": "the reference normalisation, by its older name"})
+
+
+def normalisation_kind(kind: str) -> str:
+    """The normalisation that ``kind`` names (an alias: its canonical name); a one-line ValueError
+    that lists the valid names for any other."""
+    if kind not in NORMALISATIONS:
+        aliases = ", ".join(f"{a} = {k}" for a, k in NORMALISATION_ALIASES.items())
+        raise ValueError(f"normalisation must be one of {', '.join(NORMALISATIONS)} ({aliases}), got {kind!r}")
+    return NORMALISATION_ALIASES.get(kind, kind)
+
+
+def describe_normalisation(kind: str, reference: str | None = None) -> str:
+    """What normalisation ``kind`` computes, as a report states it; reference: the label of the
+    report's reference (default: the built-in bonus of role reference's, PPO)."""
+    if normalisation_kind(kind) == "minmax":
+        return ("min-max per env: (x - min) / (max - min), min and max taken over every evaluation point "
+                "of every counted run of every method in this report (1 = best window any run reached)")
+    ref = BUILT_IN.role_label("reference") if reference is None else reference
+    return (f"{ref}-normalised per env: (x - min) / (IQM of {ref} final scores - min), min over every evaluation "
+            f"point of every counted run of every method in this report (1 = {ref}'s final IQM)")

@@ -21,7 +21,7 @@ from matplotlib.ticker import (  # noqa: E402
     MaxNLocator,  # noqa: E402
 )
 
-from .aggregate import OVERALL_METRICS, Aggregates, curve_stats  # noqa: E402
+from .aggregate import OVERALL_METRICS, Aggregates, curve_stats, poi_label  # noqa: E402
 from .collect import Collection  # noqa: E402
 from .maker import ReportContext, Section  # noqa: E402
 from .names import env_label  # noqa: E402
@@ -200,6 +200,13 @@ def _panel_grid(n: int) -> tuple[int, int]:
     return ncols, math.ceil(n / ncols)
 
 
+def curve_zorder(coll: Collection, method: str) -> int:
+    """The z-order of a method's curve and band: the proposed method (the primary method of a bonus of
+    role method, analysis.names) on top of every other, so that it reads first; its variants stay
+    with the rest."""
+    return 3 if coll.bonus_of(method) == method and coll.names.role(method) == "method" else 2
+
+
 def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str = "Episode return",
                     methods: list[str] | None = None, log: bool = False, min_span: float | None = None,
                     bounds: tuple[float, float] | None = None, marks: dict[str, str] | None = None):
@@ -236,7 +243,7 @@ def draw_env_curves(coll: Collection, column: str = RETURN_COLUMN, ylabel: str =
         for b, (n, st) in lines.items():
             counts.setdefault(b, []).append(n)
             c = coll.colour(b)
-            z = 3 if b == "rfig" else 2  # the proposed method on top
+            z = curve_zorder(coll, b)
             ax.fill_between(steps, st["p25"], st["p75"], color=c, alpha=0.18, linewidth=0, zorder=z)
             ax.plot(steps, st["iqm"], color=c, linewidth=1.7, zorder=z + 0.5, linestyle=coll.linestyle(b),
                     marker=point_marker(len(steps)), markersize=3.5)
@@ -327,7 +334,8 @@ def draw_aggregate_intervals(agg: Aggregates, coll: Collection):
     pts = {coll.label(b): np.array([agg.overall[b][m].point for m in OVERALL_METRICS]) for b in methods}
     ivs = {coll.label(b): np.array([[agg.overall[b][m].lo for m in OVERALL_METRICS],
                                       [agg.overall[b][m].hi for m in OVERALL_METRICS]]) for b in methods}
-    xlabel = "Normalised final score (" + ("min-max" if agg.normalisation.kind == "minmax" else "PPO = 1") + ")"
+    norm = agg.normalisation
+    xlabel = "Normalised final score (" + ("min-max" if norm.kind == "minmax" else f"{norm.reference} = 1") + ")"
     fig, axes = plot_utils.plot_interval_estimates(
         pts, ivs, metric_names=list(OVERALL_METRICS), algorithms=labels,
         colors={coll.label(b): coll.colour(b) for b in methods}, xlabel=xlabel,
@@ -376,7 +384,8 @@ def plot_aggregate_curve(agg: Aggregates, base: Path, coll: Collection) -> list[
 
 
 def plot_probability_of_improvement(agg: Aggregates, base: Path, coll: Collection) -> list[Path]:
-    """rliable P(RFIG > baseline) with bootstrap CIs, one bar per baseline."""
+    """rliable P(X > Y) with bootstrap CIs, one bar per (X, Y): X the proposed method (of role method),
+    Y each other method."""
     from rliable import plot_utils
 
     if not agg.poi:
@@ -446,8 +455,9 @@ def poi_maker(ctx: ReportContext, out_dir: Path):
     files = plot_probability_of_improvement(agg, out_dir / "probability_of_improvement", ctx.data)
     if not files:
         return None
-    caption = ("*Probability that a run of RFIG beats a run of the baseline on a random env (Mann-Whitney "
-               f"U / (n_x n_y), averaged over envs), 95% stratified independent bootstrap CIs ({agg.reps} reps).*")
+    caption = (f"*Probability that a run of {poi_label(ctx.data, agg.poi)} beats a run of the baseline on a random "
+               "env (Mann-Whitney U / (n_x n_y), averaged over envs), 95% stratified independent bootstrap CIs "
+               f"({agg.reps} reps).*")
     return Section("Probability of improvement", _figure_md(files, out_dir, "probability of improvement", caption),
                    files)
 
@@ -455,7 +465,7 @@ def poi_maker(ctx: ReportContext, out_dir: Path):
 def intrinsic_maker(ctx: ReportContext, out_dir: Path):
     coll = ctx.data
     column = "intrinsic_reward"
-    with_bonus = [b for b in coll.methods if coll.bonus_of(b) != "none"]
+    with_bonus = [b for b in coll.methods if coll.names.role(coll.bonus_of(b)) != "reference"]
     has = any(c.run.metrics is not None and column in c.run.metrics.columns
               for c in coll.curves() if c.run.method in with_bonus)
     if not with_bonus or not has:

@@ -10,12 +10,12 @@ from pathlib import Path
 from rfig_exp.results import contract as results
 
 from . import plots, tables
-from .aggregate import describe_normalisation
 from .collect import Collection
 from .maker import Maker, ReportContext, ReportOptions, Section
 from .makers import coverage, hyperparameters, seeds, sensitivity
 from .markdown import render_markdown
 from .methods import format_overrides
+from .names import describe_normalisation
 from .tables import MIN_SEEDS_FOR_CI, few_seeds_note
 
 
@@ -92,6 +92,7 @@ def _header(coll: Collection, opts: ReportOptions) -> str:
             filters.append(f"{name} = " + ", ".join(values))
     common = format_overrides(coll.common_overrides)
     n_min = min_seeds(coll)
+    reference = coll.names.role_label("reference", {coll.bonus_of(m) for m in coll.methods})
     lines = [
         f"# Report: experiment `{coll.experiment}`",
         "",
@@ -102,7 +103,7 @@ def _header(coll: Collection, opts: ReportOptions) -> str:
         + ".",
         f"- Results as of: {opts.as_of or results_as_of(coll)}",
         f"- Final score of a run: {final} (episode return, mean over the episodes that finished in the window).",
-        f"- Normalisation for cross-env aggregates: {describe_normalisation(opts.normalisation)}.",
+        f"- Normalisation for cross-env aggregates: {describe_normalisation(opts.normalisation, reference)}.",
         f"- Uncertainty: stratified bootstrap over runs (seeds), never over episodes; {opts.reps} reps, "
         f"seed {opts.seed}, 95% percentile intervals (rliable).",
         "- Windows in which no episode finished carry the previous window's return (not a failure). Failed seeds "

@@ -17,12 +17,12 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from .aggregate import OVERALL_METRICS, Aggregates
+from .aggregate import OVERALL_METRICS, Aggregates, poi_label
 from .carried import MARK, carried_note, final_carried
 from .collect import Collection, return_measurement_md, runs_table
 from .maker import ReportContext, Section
 from .markdown import DASH, Cell, render_latex, render_markdown
-from .names import REFERENCES, env_label, env_sort_key
+from .names import env_label, env_sort_key
 
 
 def _decimals(values) -> int:
@@ -186,9 +186,9 @@ def aggregate_table_maker(ctx: ReportContext, out_dir: Path):
         prow = [[f"P({coll.label(x)} > {coll.label(y)})", f"{iv.point:.3f} [{iv.lo:.3f}, {iv.hi:.3f}]", str(n)]
                 for x, y, iv, n in agg.poi]
         pmd = render_markdown(ph, prow)
+        title = f"Probability of improvement of {poi_label(coll, agg.poi)} over each other method"
         files += _write(out_dir, "probability_of_improvement", pmd,
-                        render_latex(ph, prow, f"Probability of improvement of {coll.label('rfig')} over each other "
-                                               f"method (final scores, {agg.reps} bootstrap reps).",
+                        render_latex(ph, prow, f"{title} (final scores, {agg.reps} bootstrap reps).",
                                      "tab:probability_of_improvement"))
         text += f"\n\n**Probability of improvement** (final scores):\n\n{pmd}"
     if notes:
@@ -223,7 +223,7 @@ def method_comparison_maker(ctx: ReportContext, out_dir: Path):
 def method_comparison(ctx: ReportContext, out_dir: Path, described: Described | None = None) -> Section:
     """The comparison of methods, with ``described``'s columns before the measured ones."""
     coll, agg = ctx.data, ctx.aggregates
-    bonuses = [b for b in REFERENCES if b in {coll.bonus_of(m) for m in coll.methods}]
+    bonuses = coll.names.of_role("reference", {coll.bonus_of(m) for m in coll.methods})
     bonuses += [b for b in (described.listed if described else ()) if b not in bonuses]
     bonuses += [b for b in coll.names.sort({coll.bonus_of(m) for m in coll.methods}) if b not in bonuses]
     # A row per method of each bonus, its primary first; a bonus the described table lists
@@ -274,14 +274,15 @@ def _throughput_table(ctx: ReportContext, out_dir: Path) -> tuple[str, list[Path
     speed = speed_by_device(coll, ctx.options.run_devices)
     if not speed:
         return "", []
-    header = ["Device", "Method", "Envs", "Runs", "Env steps/s", "× PPO (same env and device)", "Compile (s)"]
+    ppo = coll.names.role_label("reference", {coll.bonus_of(m) for m in coll.methods})  # the reference's label
+    header = ["Device", "Method", "Envs", "Runs", "Env steps/s", f"× {ppo} (same env and device)", "Compile (s)"]
     rows = [[dev, coll.label(m), str(s["envs"]), str(s["runs"]), _num(s["sps"], ",.0f"), _num(s["rel"], ".2f"),
              _num(s["compile"], ".1f")] for dev, per in speed.items() for m, s in per.items()]
     caption = ("Throughput per device, never pooled across devices: median env steps/s over a method's complete runs "
                "on that device (summary.json; a process's vmapped seeds together; its envs pooled, and methods may "
-               "have run other envs there: compare them by × PPO), × PPO = median over envs of (steps/s / PPO's "
+               f"have run other envs there: compare them by × {ppo}), × {ppo} = median over envs of (steps/s / {ppo}'s "
                "steps/s in the same env on the same device), median compile time. "
-               f"{DASH}: no PPO run on the method's envs on that device. Other work may have shared the machine.")
+               f"{DASH}: no {ppo} run on the method's envs on that device. Other work may have shared the machine.")
     md = render_markdown(header, rows, align="llrrrrr")
     files = _write(out_dir, "throughput_by_device", md,
                    render_latex(header, rows, caption, "tab:throughput_by_device", align="llrrrrr"))
