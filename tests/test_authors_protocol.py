@@ -11,8 +11,8 @@ import pytest
 from test_gae import loop_extrinsic_gae
 
 from rfig_exp.agents import intrinsic
+from rfig_exp.agents.normalization import rms_init
 from rfig_exp.agents.ppo import losses
-from rfig_exp.agents.ppo.normalization import rms_init
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config.errors import ConfigError

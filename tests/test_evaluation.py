@@ -13,9 +13,9 @@ import pytest
 from conftest import TINY, compose_config, find_run
 from test_checkpoint import _save_then_die
 
+from rfig_exp.agents.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo import evaluation
 from rfig_exp.agents.ppo.networks import ActorCritic, sampling_noise
-from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo.train import as_arrays, make_trainer
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.envs import make_env

@@ -15,8 +15,8 @@ import pytest
 
 from rfig_exp.agents import intrinsic
 from rfig_exp.agents.intrinsic import IntrinsicReward
+from rfig_exp.agents.normalization import normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.agents.ppo import losses
-from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update, scale_by_return_std
 from rfig_exp.bonuses import Bonus, BonusBatch, DiscreteSpace
 from rfig_exp.config.errors import ConfigError
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, compose_config, small_bonus
 
-from rfig_exp.agents.ppo.normalization import normalize, rms_init, rms_update
+from rfig_exp.agents.normalization import normalize, rms_init, rms_update
 from rfig_exp.bonuses import (
     BonusBatch,
     BoxSpace,

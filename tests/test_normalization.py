@@ -1,6 +1,6 @@
 import numpy as np
 
-from rfig_exp.agents.ppo.normalization import (
+from rfig_exp.agents.normalization import (
     discounted_return_filter,
     normalize,
     rms_init,

@@ -33,10 +33,9 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-from rfig_exp.agents import warmup
-from rfig_exp.agents.ppo import losses
-from rfig_exp.agents.ppo.config import AgentSettings
-from rfig_exp.agents.ppo.normalization import (
+from rfig_exp.agents import returns, warmup
+from rfig_exp.agents.contract import IntrinsicSide
+from rfig_exp.agents.normalization import (
     RunningMeanStd,
     normalize,
     rms_init,
@@ -136,7 +135,7 @@ def advantage(adv_ext: jax.Array, r_int: jax.Array, v_int: jax.Array, v_int_last
     """``(ext_coef * A_ext + beta * A_int, A_int)``, all ``[T, B]``: ``A_int`` the non-episodic GAE
     of the scaled ``r_int`` along each env's stream (episode ends included), ``v_int`` the intrinsic
     values the rollout saw, ``v_int_last [B]`` that of the observation after the rollout."""
-    adv_int = losses.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, gae_lambda)
+    adv_int = returns.intrinsic_gae(r_int, v_int, v_int_last, hp.gamma_int, gae_lambda)
     return hp.ext_coef * adv_ext + hp.beta * adv_int, adv_int
 
 
@@ -187,7 +186,7 @@ def _stacked(tree: Any, batched: Any, axis_size: int) -> Any:
 
 
 # The agent's settings IntrinsicReward takes, by its argument's name, each declared once: in
-# AgentSettings (conf/agent/ppo.yaml) under the name of the right, beta in BonusSettings.
+# IntrinsicSide (every agent's, conf/agent/ppo.yaml's defaults) under the name of the right, beta in BonusSettings.
 AGENT_SETTINGS = {"obs_clip": "obs_clip", "gamma_int": "gamma_int", "ext_coef": "ext_coef", "beta": "beta",
                   "warmup_steps": "obs_norm_init_steps"}
 
@@ -195,7 +194,7 @@ AGENT_SETTINGS = {"obs_clip": "obs_clip", "gamma_int": "gamma_int", "ext_coef": 
 def _checked(given: dict[str, Any]) -> dict[str, Any]:
     """The agent's settings of :data:`AGENT_SETTINGS`, ``given`` or their declared defaults, checked by
     their declared rules (an error names the argument)."""
-    declarations = {**dict(declared(AgentSettings)), "beta": dict(declared(BonusSettings))["beta"]}
+    declarations = {**dict(declared(IntrinsicSide)), "beta": dict(declared(BonusSettings))["beta"]}
     out = {}
     for argument, name in AGENT_SETTINGS.items():
         d = declarations[name]

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from rfig_exp.agents import trainer_module
 from rfig_exp.bonuses import make_bonus
 from rfig_exp.config import variants
 from rfig_exp.envs import make_env
@@ -83,7 +84,7 @@ def run_job(job: Job, sweep_varies: Sequence[str] = (), signals: StopSignals | N
                                                                         if p.action == "skip"], job),
                  _runs_named(todo, job))
     for part in {id(pt): pt for pt, _ in todo}.values():
-        if spec.bonus_name == "none" and part.spec.agent.ext_coef == 0.0:
+        if spec.bonus_name == "none" and getattr(part.spec.agent, "ext_coef", None) == 0.0:
             log.info("[%s] agent.ext_coef=0 with bonus=none: the entropy-only policy (no reward at all)", name)
     if spec.total_env_steps != spec.requested_timesteps:
         log.info("[%s] agent.total_timesteps=%s rounded up to %d windows of %s steps = %s env steps", name,
@@ -144,12 +145,11 @@ def _resume_window(member: Member) -> int:
 
 def _fitting(members: list[Member], env, bonus, name: str) -> list[list[Member]]:
     """``members`` in equal turns that fit in this process's memory (equal turns compile one program)."""
-    from rfig_exp.agents.ppo.train import make_trainer
     from rfig_exp.run import memory
 
     spec = members[0].spec
-    trainer = make_trainer(spec.train, env, bonus)
-    per_member = memory.bytes_per_member(trainer.init, member_hparams(members[:1]), spec.train.batch_size,
+    trainer = trainer_module(spec.agent).make_trainer(spec.train, env, bonus)
+    per_member = memory.bytes_per_member(trainer.init, member_hparams(members[:1]), spec.loop.steps_per_update,
                                          env.obs_shape)
     available = memory.budget()
     fit = memory.members_that_fit(per_member, available)
@@ -166,14 +166,14 @@ def member_hparams(members: Sequence[Member]):
     """The compiled function's hyperparameters for ``members``: one set of float32 scalars when they
     all have the same traced settings (every single run and seed-only job: the program of a run
     alone), else one row per member (``[M]`` leaves), the members' job-wide settings aside."""
-    from rfig_exp.agents.ppo.train import as_arrays
     from rfig_exp.bonuses.base import float32_hparams
 
     first = members[0].spec.bonus
+    as_arrays = trainer_module(members[0].spec.agent).as_arrays
 
     def of(spec: RunSpec):
-        # bonus.beta is PPOHparams.beta, a leaf; the bonus's own object carries it as static data,
-        # which must be the same in every row for the rows to stack
+        # bonus.beta is the agent's hparams.beta (PPOHparams.beta), a leaf; the bonus's own object carries it as
+        # static data, which must be the same in every row for the rows to stack
         return as_arrays(spec.hparams(float32_hparams(dataclasses.replace(spec.bonus, beta=first.beta))))
 
     if len({repr(traced_values(m.spec)) for m in members}) == 1:

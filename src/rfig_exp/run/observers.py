@@ -36,7 +36,7 @@ log = logging.getLogger("rfig_exp")
 
 # A seed whose optimisation produced one of these non-finite has diverged: it is finished as
 # "failed" (never "complete") while the other seeds of the job go on.
-DIVERGENCE_METRICS = ("policy_loss", "value_loss_ext", "entropy", "grad_norm")
+DIVERGENCE_METRICS = ("policy_loss", "value_loss_ext", "entropy", "grad_norm", "td_loss")  # PPO's; the DQN's
 
 
 @dataclass

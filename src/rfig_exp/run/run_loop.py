@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rfig_exp.agents.ppo import evaluation
-from rfig_exp.agents.ppo.train import make_trainer
+from rfig_exp.agents import trainer_module
+from rfig_exp.agents.contract import EVAL_LENGTH, EVAL_RETURN, Trainer
 from rfig_exp.config.errors import ExitCode, Interrupted, RunFailed
 from rfig_exp.results import contract as results
 from rfig_exp.results.seed_plan import SeedPlan
@@ -166,7 +166,8 @@ class JobRun:
     def train(self) -> list[results.RunSummary]:
         spec = self.spec
         start = time.perf_counter()
-        trainer = make_trainer(spec.train, self.env, self.bonus)
+        trainer: Trainer = trainer_module(spec.agent).make_trainer(spec.train, self.env, self.bonus)
+        self.readout = trainer.readout
         # initialising and compiling take 15-60 s on a CPU before the first window's line
         log.info("[%s] initialising and compiling%s", self.tag,
                  f" (compile cache: {spec.compile_cache})" if spec.compile_cache else "")
@@ -187,7 +188,7 @@ class JobRun:
             guard = DivergenceGuard(self.tag, self.names)
             saver = Checkpointer(spec.checkpoint, self.dirs, done, resumed_from, wandb_runs.ids)
             progress = ProgressLine(self.tag, spec.num_windows, spec.eval_frequency, spec.total_env_steps,
-                                    spec.train.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note,
+                                    spec.loop.updates_per_window, done, self.bonus.intrinsic, self.bonus.progress_note,
                                     runs_noun="runs" if len({m.path.parent for m in self.members}) > 1 else "seeds")
             try:
                 window_fn = jax.jit(trainer.run_window, donate_argnums=0).lower(restored.states, self.hparams).compile()
@@ -237,7 +238,7 @@ class JobRun:
             last_arrival = now
             self._window = w
             env_steps = w * spec.eval_frequency
-            rows = {i: {"env_steps": env_steps, "update": w * spec.train.updates_per_window,
+            rows = {i: {"env_steps": env_steps, "update": w * spec.loop.updates_per_window,
                         **{k: float(v[i]) for k, v in metrics.items()}, "wall_time_s": now - start}
                     for i in keys}
             window = Window(w, env_steps, rows, metrics, train_time, train_time - earlier, stopping)
@@ -269,7 +270,7 @@ class JobRun:
 
     def _describe(self, states) -> None:
         if self.bonus.describe is not None:
-            for key, values in jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)).items():
+            for key, values in jax.device_get(jax.vmap(self.bonus.describe)(self.readout(states).bonus_state)).items():
                 if not np.any(np.ravel(values)):  # counters that start at 0 say nothing yet
                     continue
                 log.info("[%s] %s: %s", self.tag, key, ", ".join(f"{v:.4g}" for v in np.ravel(values)))
@@ -278,9 +279,10 @@ class JobRun:
     def _finish(self, states, final_returns, failures, saver, compile_time, train_time, attempt_time, start,
                 resumed_from, wandb_runs, at_start: dict) -> list[results.RunSummary]:
         spec, n = self.spec, len(self.members)
-        described = jax.device_get(jax.vmap(self.bonus.describe)(states.bonus_state)) if self.bonus.describe else {}
-        grid = self.env.coverage
-        visits = np.asarray(jax.device_get(states.visits)) if grid is not None else None
+        readout = self.readout(states)
+        described = jax.device_get(jax.vmap(self.bonus.describe)(readout.bonus_state)) if self.bonus.describe else {}
+        grid = self.env.coverage if readout.visits is not None else None  # None: the agent counts no visits
+        visits = np.asarray(jax.device_get(readout.visits)) if grid is not None else None
         origin = provenance.describe(jax.devices())  # host, machine, placement, git_dirty, versions
         wall = time.perf_counter() - start
         steps_trained = (spec.num_windows - (resumed_from[-1] if resumed_from else 0)) * spec.eval_frequency
@@ -305,17 +307,17 @@ class JobRun:
                 wall_time_s=wall, compile_time_s=compile_time, train_time_s=train_time,
                 checkpoints_written=saver.written, checkpoint_wait_s=saver.wait_s,
                 env_steps_per_second=steps_trained * n / max(attempt_time, 1e-9),
-                warmup_env_steps=spec.train.obs_norm_init_steps * spec.train.num_envs,
+                warmup_env_steps=spec.agent.warmup_env_steps,
                 # a window's return averages the episodes that ended in it; until each env has run
                 # max_episode_steps, the longest episodes cannot have ended (analysis: survivor bias)
-                num_envs=spec.train.num_envs, max_episode_steps=int(self.env.max_episode_steps),
+                num_envs=spec.agent.parallel_envs, max_episode_steps=int(self.env.max_episode_steps),
                 finished_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 resumed_from_windows=tuple(resumed_from), overrides=tuple(m.command_line), **origin,
                 bonus_values={k: float(np.ravel(v)[i]) for k, v in described.items()},
                 coverage_grid=grid.describe() if grid is not None else None,
                 final_coverage=float((visits[i] > 0).mean()) if visits is not None else None,
-                eval_return_at_start=float(at_start[evaluation.RETURN][i]) if at_start else None,
-                eval_length_at_start=float(at_start[evaluation.LENGTH][i]) if at_start else None,
+                eval_return_at_start=float(at_start[EVAL_RETURN][i]) if at_start else None,
+                eval_length_at_start=float(at_start[EVAL_LENGTH][i]) if at_start else None,
             )
             results.write_summary(self.dirs[i], summary)
             checkpoint.remove(self.dirs[i])  # complete: the summary and metrics are the record now

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from rfig_exp.agents import DEFAULT_AGENT
 from rfig_exp.config.folders import CONF_DIR, GROUPS, ConfDirs, as_dirs, group_file
 from rfig_exp.config.variants import flatten, is_hyperparameter, same_value, with_suggestion
 from rfig_exp.spec import registry
@@ -46,10 +47,14 @@ def defaults(choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict:
 
 
 def variant_overrides(config: Mapping, choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> dict[str, Any]:
-    """The hyperparameters of ``config`` that differ from the defaults of its ``choices``."""
+    """The hyperparameters of ``config`` that differ from the defaults of its ``choices``, and, first, the
+    agent when it is not the default one (``{"agent": "dqn"}``): an agent is part of a method's identity,
+    so another agent's run never shares PPO's folder, and PPO's variants keep the names they had."""
     base = flatten(defaults(choices, conf_dir))
-    return {k: v for k, v in sorted(flatten(config).items())
-            if is_hyperparameter(k) and k in base and not same_value(v, base[k])}
+    agent = choices.get("agent", DEFAULT_AGENT)
+    return {**({"agent": agent} if agent != DEFAULT_AGENT else {}),
+            **{k: v for k, v in sorted(flatten(config).items())
+               if is_hyperparameter(k) and k in base and not same_value(v, base[k])}}
 
 
 def unknown_keys(config: Mapping, choices: Mapping[str, str], conf_dir: ConfDirs = CONF_DIR) -> list[str]:

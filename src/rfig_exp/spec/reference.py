@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from rfig_exp.agents import DEFAULT_AGENT
 from rfig_exp.config.run_settings import RunSettings
 from rfig_exp.config.settings import RUN, STATIC, TRACED, Settings, declared
 from rfig_exp.envs.settings import declared_envs
@@ -130,7 +131,13 @@ def configuration_page() -> str:
         "",
         "## The agent: `agent.*`, `conf/agent/ppo.yaml`",
         "",
-        *_table(*groups["agent"]["ppo"][:1], "agent."),
+        *_table(*groups["agent"][DEFAULT_AGENT][:1], "agent."),
+    ]
+    for name, (cls, _) in groups["agent"].items():  # the other agents, agent=<name>: a section each
+        if name != DEFAULT_AGENT:
+            lines += ["", f"## The agent `agent={name}` ({getattr(cls, 'label', name)}): `agent.*`, "
+                          f"`conf/agent/{name}.yaml`", "", *_table(cls, "agent.")]
+    lines += [
         "",
         "## The bonuses: `bonus.*`, `conf/bonus/<name>.yaml`",
         "",

@@ -1,6 +1,7 @@
 """Every config group's names, mapped to the settings their components declare.
 
-The components fill it by declaring: the agent its ``AgentSettings`` (``agents/ppo/config.py``),
+The components fill it by declaring: each agent its settings (``agents/<name>/config.py``, found by
+name: ``rfig_exp.agents``),
 each bonus its module's ``BonusSettings`` subclass (``rfig_exp.bonuses``), each env its suite's
 settings (``rfig_exp.envs``). From these come the defaults of each built-in choice as its composed
 config node holds them (:func:`written_defaults`, what ``conf/`` is written from and what a
@@ -14,13 +15,12 @@ import functools
 import textwrap
 from typing import Any, Mapping
 
-from rfig_exp.agents.ppo.config import AgentSettings
+from rfig_exp.agents import agent_names
+from rfig_exp.agents import settings_class as agent_settings
 from rfig_exp.bonuses import bonus_names, settings_class
 from rfig_exp.config.run_settings import RunSettings
 from rfig_exp.config.settings import Settings, declared
 from rfig_exp.envs.settings import declared_envs
-
-AGENTS: dict[str, type[AgentSettings]] = {"ppo": AgentSettings}
 
 
 def as_written(value: Any) -> Any:
@@ -51,7 +51,10 @@ def choice_settings(group: str, choice: str) -> tuple[type[Settings], dict] | No
     """The settings class of built-in choice ``group=choice`` and its values as its file writes
     them; None for a choice that is not built in. Only that choice's declaration is imported."""
     if group == "agent":
-        return (AGENTS[choice], AGENTS[choice].defaults()) if choice in AGENTS else None
+        if choice not in agent_names():
+            return None
+        agent = agent_settings(choice)
+        return agent, agent.defaults()
     if group == "bonus":
         if choice not in bonus_names():
             return None
@@ -66,7 +69,7 @@ def choice_settings(group: str, choice: str) -> tuple[type[Settings], dict] | No
 @functools.cache
 def group_settings() -> dict[str, dict[str, tuple[type[Settings], dict]]]:
     """Every built-in choice of each group: ``{group: {choice: (settings class, its values)}}``."""
-    names = {"agent": list(AGENTS), "bonus": bonus_names(), "env": list(declared_envs())}
+    names = {"agent": agent_names(), "bonus": bonus_names(), "env": list(declared_envs())}
     return {group: {choice: found for choice in choices if (found := choice_settings(group, choice))}
             for group, choices in names.items()}
 
@@ -99,7 +102,8 @@ def help_lines(width: int = 100) -> list[str]:
     """``launch.py --help``'s list of keys: every declared setting's name, by group (the envs
     that read the same keys on one line)."""
     groups = group_settings()
-    entries = [("the run", _keys(RunSettings)), ("agent=ppo", _keys(groups["agent"]["ppo"][0], "agent."))]
+    entries = [("the run", _keys(RunSettings))]
+    entries += [(f"agent={a}", _keys(cls, "agent.")) for a, (cls, _) in groups["agent"].items()]
     entries += [(f"bonus={b}", _keys(cls, "bonus.")) for b, (cls, _) in groups["bonus"].items()]
     seen: dict[tuple[str, ...], list[str]] = {}
     for env, (cls, _) in groups["env"].items():

@@ -3,19 +3,20 @@
 The Hydra config is never mutated, and once the spec is built nothing reads it again except to
 save it (``RunSpec.resolved_config``): every setting the run needs is a typed field here, in the
 run's settings (``rfig_exp.config.run_settings``, the top level of ``conf/config.yaml``), the
-agent's (``agents/ppo/config.py``), the bonus's (its module, ``rfig_exp.bonuses``) or the env's
-(its suite, ``rfig_exp.envs``). Each is declared once (``rfig_exp.config.settings``); every check
-comes from :mod:`rfig_exp.config.validation` and names its config key, and the variant is named
-against the declared defaults (``rfig_exp.spec.defaults``). Nothing here imports JAX.
+agent's (its package's ``config.py``, found by name: ``rfig_exp.agents``), the bonus's (its module,
+``rfig_exp.bonuses``) or the env's (its suite, ``rfig_exp.envs``). Each is declared once
+(``rfig_exp.config.settings``); every check comes from :mod:`rfig_exp.config.validation` and names its
+config key, and the variant is named against the declared defaults (``rfig_exp.spec.defaults``).
+Nothing here imports JAX.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
-from rfig_exp.agents.ppo.config import AgentSettings, PPOHparams, TrainSpec
+from rfig_exp.agents import settings_class
+from rfig_exp.agents.contract import AgentSettingsBase, LoopSpec
 from rfig_exp.bonuses import BonusSettings, parse_bonus
 from rfig_exp.config import folders, variants
 from rfig_exp.config.errors import ConfigError, unknown_choice
@@ -41,8 +42,9 @@ class RunSpec:
     seeds: tuple[int, ...]
     eval_frequency: int           # env steps per window (one metrics.csv row)
     overwrite: bool
-    train: TrainSpec              # static structure of the compiled loop
-    agent: AgentSettings
+    loop: LoopSpec                # the loop's lengths, what the run loop reads
+    train: Any                    # the agent's static spec, what its make_trainer takes (PPO's TrainSpec)
+    agent: AgentSettingsBase      # the agent's settings (agent.name: which agent)
     bonus: BonusSettings
     env: EnvSettings              # the env's suite settings (envs/settings.py)
     checkpoint: CheckpointSettings
@@ -69,16 +71,20 @@ class RunSpec:
         return self.agent.total_timesteps
 
     @property
+    def agent_name(self) -> str:
+        return self.agent.name
+
+    @property
     def num_windows(self) -> int:
-        return self.train.num_updates // self.train.updates_per_window
+        return self.loop.num_windows
 
     @property
     def total_env_steps(self) -> int:
-        return self.train.num_updates * self.train.batch_size
+        return self.loop.total_env_steps
 
-    def hparams(self, bonus_hparams: BonusSettings) -> PPOHparams:
+    def hparams(self, bonus_hparams: BonusSettings) -> Any:
         """The agent's hyperparameters with the bonus's (``bonus_hparams``: as ``make_bonus`` returns
-        them; ``train.as_arrays`` makes them all the compiled function's float32 arguments)."""
+        them; the agent's ``train.as_arrays`` makes them all the compiled function's float32 arguments)."""
         return self.agent.hparams(self.bonus.beta, bonus_hparams)
 
 
@@ -115,34 +121,22 @@ def resolved_config(cfg) -> dict:
     return resolved
 
 
-def _windows(eval_frequency: int, agent: AgentSettings) -> tuple[int, int]:
-    """``(updates_per_window, num_windows)``: the budget in whole windows."""
-    batch, total = agent.batch_size, agent.total_timesteps
-    if eval_frequency % batch:
-        raise ConfigError(f"eval_frequency={eval_frequency} must be a multiple of the batch "
-                          f"agent.num_envs * agent.num_steps = {batch}")
-    if eval_frequency > total:
-        raise ConfigError(f"eval_frequency={eval_frequency} exceeds agent.total_timesteps={total}")
-    # at least the requested budget, in whole windows
-    return eval_frequency // batch, math.ceil(total / eval_frequency)
-
-
 def build_run_spec(cfg, searchpath: Sequence[str] = ()) -> RunSpec:
     """Check the composed config and derive everything the run needs; ``searchpath``: the
     ``hydra.searchpath`` it was composed with (the user's folders of envs and bonuses)."""
     conf_dirs = folders.config_dirs(searchpath)
     check_names(cfg, conf_dirs)
     run = RunSettings.parse(cfg)
-    agent = AgentSettings.parse(select(cfg, "agent"))
-    updates_per_window, num_windows = _windows(run.eval_frequency, agent)
-    bonus = parse_bonus(select(cfg, "bonus"), agent.batch_size, agent.obs_clip)
+    agent = settings_class(str(select(cfg, "agent.name"))).parse(select(cfg, "agent"))
+    loop = agent.loop_spec(run.eval_frequency)
+    bonus = parse_bonus(select(cfg, "bonus"), agent.bonus_batch_size, agent.obs_clip)
     env = parse_env(select(cfg, "env"))
     overrides = defaults.variant_overrides(cfg, choices(cfg), conf_dirs)
     watch = WatchSettings(**{name: getattr(run, name) for name, _ in declared(WatchSettings)})
     return RunSpec(
         experiment=run.experiment, results_dir=run.results_dir, seeds=tuple(range(run.seed, run.seed + run.num_seeds)),
         eval_frequency=run.eval_frequency, overwrite=run.overwrite,
-        train=agent.train_spec(num_windows * updates_per_window, updates_per_window), agent=agent, bonus=bonus,
+        loop=loop, train=agent.train_spec(loop), agent=agent, bonus=bonus,
         env=env, variant=variants.variant_name(overrides), variant_overrides=overrides,
         compile_cache=run.compile_cache, tensorboard=run.tensorboard, resolved_config=resolved_config(cfg),
         checkpoint=run.checkpoint, wandb=run.wandb, watch=watch, placement=run.placement,

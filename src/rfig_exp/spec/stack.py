@@ -2,7 +2,7 @@
 
 A run's compiled program is fixed by its static settings (shapes, widths, the env, the bonus and
 its structure, the loop lengths); its numeric hyperparameters, the traced settings, are arguments
-of that program (``rfig_exp.agents.ppo.config.PPOHparams``). So runs that differ only in their seed
+of that program (the agent's ``hparams``, PPO's ``PPOHparams``). So runs that differ only in their seed
 and their traced settings can train as one vmapped job: each is a *member* of it, a (seed,
 settings) pair, and writes the run directory it would write alone. :func:`program_key` says which
 runs those are; a :class:`Job` is the list of :class:`JobPart` s a sweep's planner put together
@@ -59,7 +59,7 @@ class JobPart:
 class Job:
     """The runs of one compiled job, in the order they are stacked: each part's seeds in turn.
     Every part has the same :func:`program_key`; parts whose traced settings differ are trained with
-    a hyperparameter row per member (``rfig_exp.agents.ppo.train.make_trainer``'s ``run_window``)."""
+    a hyperparameter row per member (the agent's trainer's ``run_window``, ``rfig_exp.agents.contract``)."""
 
     parts: tuple[JobPart, ...]
 

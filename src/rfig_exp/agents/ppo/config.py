@@ -19,10 +19,18 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, NamedTuple
 
-from rfig_exp.bonuses.settings import OBS_CLIP, BonusSettings
+from rfig_exp.agents.contract import (
+    AgentSettingsBase,
+    LoopSpec,
+    ext_coef_setting,
+    gamma_int_setting,
+    obs_clip_setting,
+    warmup_steps_setting,
+)
+from rfig_exp.bonuses.settings import BonusSettings
 from rfig_exp.config.errors import ConfigError
 from rfig_exp.config.settings import STATIC, Settings, declared, setting, static, traced
-from rfig_exp.config.validation import Boolean, Choice, Integer, Interval, Number, require
+from rfig_exp.config.validation import Boolean, Choice, Integer, Number, require
 
 ACTIVATIONS = ("tanh", "relu")
 # How the agent treats the intrinsic stream and the episode: the paper's text first (the default), then
@@ -81,8 +89,7 @@ class PPOStructure(Settings):
                               doc="orthogonal (sqrt 2 hidden, 0.01 policy head, 1 value head; PureJaxRL) | lecun: "
                                   "flax's default, LeCun-normal kernels and zero biases everywhere (the authors' code)")
     anneal_lr: bool = static(True, Boolean(), doc="decay the learning rate linearly to 0 over the run")
-    obs_norm_init_steps: int = static(128, Integer(1),
-                                      doc="random-policy steps per env that initialise the observation statistics")
+    obs_norm_init_steps: int = warmup_steps_setting()
     warmup: str = static("trajectories", Choice(WARMUPS),
                          doc="trajectories: the warm-up carries each env's state (the paper) | reset_steps: every "
                              "warm-up step starts from the initial states, as the authors' code runs it")
@@ -118,8 +125,12 @@ class TrainSpec(PPOStructure):
 
 
 @dataclass(frozen=True)
-class AgentSettings(PPOStructure):
+class AgentSettings(PPOStructure, AgentSettingsBase):
     """Every ``agent.*`` setting: the static ones, the budget and the hyperparameters."""
+
+    name: ClassVar[str] = "ppo"
+    label: ClassVar[str] = "PPO"
+    UPDATE_KEYS: ClassVar[str] = "agent.num_envs * agent.num_steps"
 
     total_timesteps: int = setting(1_000_000, Integer(1), check=_at_least_one_batch,
                                    doc="env steps per seed, rounded up to whole evaluation windows")
@@ -130,15 +141,30 @@ class AgentSettings(PPOStructure):
     max_grad_norm: float = traced(0.5, Number(0.0, low_open=True), doc="global gradient norm clip")
     gamma: float = traced(0.99, Number(0.0, 1.0), doc="extrinsic discount")
     gae_lambda: float = traced(0.95, Number(0.0, 1.0), doc="GAE lambda of both advantages")
-    gamma_int: float = traced(0.99, Number(0.0, 1.0), doc="intrinsic (non-episodic) discount")
-    ext_coef: float = traced(1.0, Number(0.0), doc="advantage = ext_coef * A_ext + bonus.beta * A_int; 0: reward-free")
-    obs_clip: float = traced(OBS_CLIP, Interval(0.0, "must be > 0 (inf: no clipping)", low_open=True),
-                             doc="normalised observations are clipped to [-obs_clip, obs_clip] (inf: not clipped, "
-                                 "the authors' code)")
+    gamma_int: float = gamma_int_setting()
+    ext_coef: float = ext_coef_setting("advantage = ext_coef * A_ext + bonus.beta * A_int; 0: reward-free")
+    obs_clip: float = obs_clip_setting()
 
-    def train_spec(self, num_updates: int, updates_per_window: int) -> TrainSpec:
+    # the agent contract (rfig_exp.agents.contract): an update is one rollout of every env, the bonus's batch
+    @property
+    def steps_per_update(self) -> int:
+        return self.batch_size
+
+    @property
+    def bonus_batch_size(self) -> int:
+        return self.batch_size
+
+    @property
+    def parallel_envs(self) -> int:
+        return self.num_envs
+
+    @property
+    def warmup_env_steps(self) -> int:
+        return self.obs_norm_init_steps * self.num_envs
+
+    def train_spec(self, loop: LoopSpec) -> TrainSpec:
         structure = {name: getattr(self, name) for name, _ in declared(PPOStructure)}
-        return TrainSpec(**structure, num_updates=num_updates, updates_per_window=updates_per_window)
+        return TrainSpec(**structure, num_updates=loop.num_updates, updates_per_window=loop.updates_per_window)
 
     def hparams(self, beta: float, bonus: BonusSettings) -> PPOHparams:
         """:class:`PPOHparams` of Python floats (``bonus``: the bonus's hyperparameters, as

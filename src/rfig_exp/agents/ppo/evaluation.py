@@ -29,13 +29,14 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
+from rfig_exp.agents.contract import EVAL_LENGTH, EVAL_RETURN
+from rfig_exp.agents.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo.networks import sampling_noise
-from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
-from rfig_exp.agents.ppo.seeds import map_seeds
+from rfig_exp.agents.seeds import map_seeds
 from rfig_exp.envs.base import Env
 
 EVAL_SALT = 0x65766C  # "evl": fold_in(run key, EVAL_SALT) is the evaluation's key, never drawn by training
-RETURN, LENGTH = "eval/episode_return", "eval/episode_length"  # metrics.csv columns
+RETURN, LENGTH = EVAL_RETURN, EVAL_LENGTH  # metrics.csv columns (the agent contract's)
 
 
 def eval_key(run_key: jax.Array) -> jax.Array:

@@ -28,14 +28,16 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from rfig_exp.agents import intrinsic, signal, warmup
+from rfig_exp.agents import intrinsic, returns, signal, warmup
+from rfig_exp.agents.contract import Readout, Trainer
+from rfig_exp.agents.metrics import EPISODES_FINISHED, UpdateMetrics, reduce_window
+from rfig_exp.agents.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo import evaluation, losses
 from rfig_exp.agents.ppo.config import PPOHparams, TrainSpec
-from rfig_exp.agents.ppo.metrics import EPISODES_FINISHED, SGDMetrics, UpdateMetrics, reduce_window
+from rfig_exp.agents.ppo.metrics import SGDMetrics
 from rfig_exp.agents.ppo.networks import EXT, INT, NETWORK_GROUPS, ActorCritic, sampling_noise
-from rfig_exp.agents.ppo.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo.optimizer import parameter_groups, ppo_optimizer, ravel_like, unravel_like
-from rfig_exp.agents.ppo.seeds import hparams_axis, map_seeds
+from rfig_exp.agents.seeds import hparams_axis, map_seeds
 from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
 from rfig_exp.envs.base import BoxSpace, Env
@@ -74,12 +76,6 @@ class RunState(NamedTuple):
     update: jax.Array              # [] int32, updates done so far
     key: jax.Array
     visits: jax.Array              # [num_cells] int32 visit counts of the env's coverage grid ([0] without one)
-
-
-class Trainer(NamedTuple):
-    init: Any
-    run_window: Any
-    evaluate: Any = None  # agent.eval_episodes > 0: (states [S], hparams) -> {eval/*: [S]} (agents/ppo/evaluation.py)
 
 
 def _env_action(action, action_space):
@@ -192,14 +188,14 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         values_final = values_when_acting(traj.final_obs)  # [T, B, 2] V(s') of the true next observations
         term, trunc = traj.terminated, traj.truncated
         if spec.time_limit == "terminal":
-            term, trunc = losses.time_limit_as_terminal(term, trunc)
+            term, trunc = returns.time_limit_as_terminal(term, trunc)
         term, trunc = term.astype(jnp.float32), trunc.astype(jnp.float32)
-        adv_ext = losses.extrinsic_gae(traj.reward, v_ext, values_final[..., EXT], term, trunc,
+        adv_ext = returns.extrinsic_gae(traj.reward, v_ext, values_final[..., EXT], term, trunc,
                                        hp.agent.gamma, hp.agent.gae_lambda)
         if bonus.intrinsic:
             explored, r_int = intrinsic.scale(explored, r_int_raw, hp, by=spec.intrinsic_scale)
             if spec.intrinsic_return == "episodic":
-                adv_int = losses.extrinsic_gae(r_int, v_int, values_final[..., INT], term, trunc,
+                adv_int = returns.extrinsic_gae(r_int, v_int, values_final[..., INT], term, trunc,
                                                hp.gamma_int, hp.agent.gae_lambda)
                 adv = hp.agent.ext_coef * adv_ext + hp.beta * adv_int
             else:
@@ -297,4 +293,5 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
 
     evaluate = evaluation.seeds_evaluator(network, env, lambda a: _env_action(a, env.action_space),
                                           spec.eval_episodes) if spec.eval_episodes else None
-    return Trainer(init=init, run_window=run_window, evaluate=evaluate)
+    return Trainer(init=init, run_window=run_window, evaluate=evaluate,
+                   readout=lambda states: Readout(states.bonus_state, states.visits))
