@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from test_new_bonus import _run, project_copy
 
+from rfig_exp.agents import agent_names
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "rfig_exp"
-AGENT_PACKAGES = ("rfig_exp.agents.ppo", "rfig_exp.agents.dqn")
+AGENT_PACKAGES = tuple(f"rfig_exp.agents.{name}" for name in agent_names())  # every agent, found by name
 # what must know no agent: the run loop, the run spec, and the agent's side of a bonus
 AGNOSTIC = [*sorted((SRC / "run").glob("*.py")), *sorted((SRC / "spec").glob("*.py")),
             *(SRC / "agents" / name for name in ("__init__.py", "contract.py", "intrinsic.py", "replay.py",
