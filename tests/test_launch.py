@@ -387,17 +387,24 @@ def test_a_stacked_sweep_is_one_compiled_job_that_resumes_run_by_run(tmp_path):
     resumed = launch(*sweep, f"results_dir={tmp_path / 'stacked'}", timeout=600)
     log = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, log[-3000:]
-    # the checkpoint of window 4 is written in the background: the kill may come before it lands
-    resumed_at = 4 if "resuming from the checkpoint after window 4 of 10" in log else 2
-    assert f"resuming from the checkpoint after window {resumed_at} of 10" in log
     assert "1 completed (1 of them resumed)" in log
     runs = {d: sorted(p.relative_to(tmp_path / d) for p in (tmp_path / d).glob("default/*/*/*/seed_*"))
             for d in ("separate", "stacked")}
     assert runs["stacked"] == runs["separate"] and len(runs["stacked"]) == 8
-    for run in runs["stacked"]:
-        summary = json.loads((tmp_path / "stacked" / run / "summary.json").read_text())
-        assert summary["status"] == "complete" and summary["resumed_from_windows"] == [resumed_at]
-        assert summary["num_seeds_in_process"] == 8 and summary["variant"] == run.parent.name
+    summaries = {run: json.loads((tmp_path / "stacked" / run / "summary.json").read_text()) for run in runs["stacked"]}
+    # Each member's checkpoint of window 4 is written in the background: the kill may come before
+    # it lands, for some members or all. Members resume together from the window they share, and
+    # members at different windows in turns, one per window.
+    resumed_from = {run: s["resumed_from_windows"] for run, s in summaries.items()}
+    assert all(r in ([2], [4]) for r in resumed_from.values()), resumed_from
+    for window in {r[0] for r in resumed_from.values()}:
+        assert f"resuming from the checkpoint after window {window} of 10" in log
+    if len({r[0] for r in resumed_from.values()}) > 1:
+        assert "its runs resume from different windows" in log
+    for run, summary in summaries.items():
+        together = sum(r == resumed_from[run] for r in resumed_from.values())
+        assert summary["status"] == "complete"
+        assert summary["num_seeds_in_process"] == together and summary["variant"] == run.parent.name
         drop = ("wall_time_s",)
         got, want = ([{k: v for k, v in r.items() if k not in drop} for r in rows(tmp_path / d / run)]
                      for d in ("stacked", "separate"))
