@@ -166,6 +166,17 @@ def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()] if text else list(default)
 
 
+def launch_overrides(line: list[str]) -> tuple[list[str], str | None]:
+    """The overrides of a pasted ``[python] launch.py -m OVERRIDE...`` line, and the first word that is
+    neither an override nor part of that prefix (None when all are)."""
+    words = list(line)
+    for prefix in (("python", "python3"), ("launch.py",), ("-m", "--multirun")):
+        if words and (words[0] in prefix or (prefix == ("launch.py",) and words[0].endswith("/launch.py"))):
+            words.pop(0)
+    refused = next((w for w in words if w.startswith("-")), None)
+    return words, refused
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m campaign.estimate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="results", help="results folder (results_dir); default: results")
@@ -215,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['device']},{r['env']},{r['bonus']},{r['seeds']},{r['env_steps_per_second']},{r['compile_s']}")
         print(f"{len(added)} rows recorded in {THROUGHPUT_TABLE.name}")
         return 0
+    if args.line:
+        args.line, refused = launch_overrides(args.line)
+        if refused:
+            print(f"error: LINE: {refused!r} is not a launch.py override; give the overrides of one's "
+                  "`launch.py -m` line (a leading `python launch.py -m` is dropped)", file=sys.stderr)
+            return 2
     if args.sweep is not None or args.line:
         return main_sweep(args, results)
     if not results.is_dir():

@@ -343,6 +343,11 @@ def test_estimate_of_ones_own_command_line_costs_its_jobs(tmp_path, capsys):
     assert out.count("| env=mountaincar bonus=rfig seed=") == 2 and "compile, cold (s)" in out
     assert estimate.main(["--results", str(tmp_path), "--", "env=nosuch"]) == 2
     assert "nosuch" in capsys.readouterr().err
+    # a launch line pasted whole costs the same jobs; a flag launch.py does not take is named
+    assert estimate.main(["--results", str(tmp_path / "none"), "--", "python", "launch.py", "-m", *line]) == 0
+    assert "4 compiled jobs, 32 runs" in capsys.readouterr().out
+    assert estimate.main(["--results", str(tmp_path / "none"), "--", "-m", "--cfg", "job", *line]) == 2
+    assert "LINE: '--cfg' is not a launch.py override" in capsys.readouterr().err
 
 
 def test_measured_rates_cost_a_cold_compile_not_a_cache_hit(tmp_path):
