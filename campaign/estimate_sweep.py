@@ -97,50 +97,39 @@ class JobCost:
     hours: float                # nan when nothing measured
 
 
-def sweep_jobs(preset: str | None, overrides: list[str], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
-    """Every job of ``launch.py -m sweep=PRESET OVERRIDES`` (``launch.py -m OVERRIDES`` when ``preset``
-    is None: one's own command line), composed (``(job, config dict)``),
-    grouped as on a GPU machine when ``gpu`` whatever this one has; raises ``PreflightError``
-    (from rfig_exp.launch.preflight) with the errors of a bad command line."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
-    from rfig_exp.launch.preflight import expand_jobs
+
+def launch_plan(preset: str | None, overrides: list[str], gpu: bool = False, say=_to_stderr):
+    """The plan of ``launch.py -m sweep=PRESET OVERRIDES`` (``launch.py -m OVERRIDES`` when ``preset``
+    is None: one's own command line), as launch.py makes it (``rfig_exp.launch.preflight.plan_launch``:
+    nothing written, no env made), grouped and stacked as on a GPU machine when ``gpu`` whatever this
+    one has; ``say`` gets its console lines (stderr: stdout is the report). Raises ``PreflightError`` with the errors of a bad command line."""
+    from rfig_exp.launch.preflight import plan_launch
 
     # the campaign's presets, and the user's folders
     line = presets.with_searchpath([*([f"sweep={preset}"] if preset else []), *overrides])
-    # The sweep's seed grouping decides its jobs, and it differs on a GPU (rfig_exp.launch.grouping).
-    jobs = expand_jobs(line, multirun=True, gpu=gpu)
+    return plan_launch(line, multirun=True, gpu=gpu, make_envs=False, say=say)
+
+
+def sweep_jobs(plan) -> list[tuple[tuple[str, ...], dict]]:
+    """Every job of ``plan`` (a :func:`launch_plan`) as the sweep expanded it, before stacking (each
+    compiled job's parts in turn): its overrides and its config as each of its runs saves it
+    (``num_seeds`` its seeds)."""
+    return [(part.overrides, part.spec.resolved_config) for job in plan.jobs for part in job.parts]
+
+
+def stack_jobs(plan) -> list[tuple[tuple[str, ...], dict]]:
+    """The compiled jobs of ``plan`` (``rfig_exp.launch.stacking``: one program, different traced
+    settings stacked): each one job whose ``num_seeds`` is its members, named by its first job's
+    overrides (and how many settings it stacks)."""
     out = []
-    search = [o for o in line if o.startswith("hydra.searchpath=")]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        for job in jobs:
-            cfg = compose("config", overrides=search + [o for o in job if not o.lstrip("+~").startswith("hydra")])
-            out.append((tuple(job), OmegaConf.to_container(cfg, resolve=False)))
-    return out
-
-
-def stack_jobs(jobs: list[tuple[tuple[str, ...], dict]], gpu: bool = False) -> list[tuple[tuple[str, ...], dict]]:
-    """``jobs`` (as :func:`sweep_jobs` gives them) as the compiled jobs they run as
-    (``rfig_exp.launch.stacking``: one program, different traced settings stacked): each one job
-    whose ``num_seeds`` is its members, named by its first job's overrides (and how many settings
-    it stacks)."""
-    from omegaconf import OmegaConf
-
-    from rfig_exp.launch import stacking
-    from rfig_exp.launch.sweep_plan import stacking_cap
-    from rfig_exp.spec.run_spec import build_run_spec
-
-    if not jobs:
-        return []
-    specs = [build_run_spec(OmegaConf.create(cfg)) for _, cfg in jobs]
-    by_spec = {id(spec): (job, cfg) for spec, (job, cfg) in zip(specs, jobs)}
-    cap = stacking_cap(OmegaConf.create(jobs[0][1]), gpu)
-    out = []
-    for compiled in stacking.stack([(job, spec) for spec, (job, _) in zip(specs, jobs)], cap):
-        job, cfg = by_spec[id(compiled.parts[0].spec)]
+    for compiled in plan.jobs:
         more = len(compiled.parts) - 1
-        out.append(((*job, f"(+{more} settings stacked)") if more else job, {**cfg, "num_seeds": compiled.members}))
+        job = compiled.parts[0].overrides
+        out.append(((*job, f"(+{more} settings stacked)") if more else job,
+                    {**compiled.first.resolved_config, "num_seeds": compiled.members}))
     return out
 
 
@@ -307,7 +296,7 @@ def main_sweep(args, results: Path) -> int:
               file=sys.stderr)
         return 2
     try:
-        jobs = sweep_jobs(args.sweep, [*args.override, *args.line], gpu=args.device != "cpu")
+        plan = launch_plan(args.sweep, [*args.override, *args.line], gpu=args.device != "cpu")
     except PreflightError as err:
         for line in err.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -316,11 +305,11 @@ def main_sweep(args, results: Path) -> int:
         if args.windows < 1:
             print(f"error: --windows={args.windows} must be >= 1", file=sys.stderr)
             return 2
-        calibrate(jobs, table, args.device, args.windows)
+        calibrate(sweep_jobs(plan), table, args.device, args.windows)
         table = read_throughput_table()
     processes, _ = collect_processes(results) if results.is_dir() else ([], {})
     host = socket.gethostname()
-    compiled = stack_jobs(jobs, gpu=args.device != "cpu")
+    compiled = stack_jobs(plan)
     costs = cost_jobs(compiled, processes if args.device == "cpu" else [], host, table, args.device)
     print(format_sweep_report(args.sweep, [*args.override, *args.line], costs, args.device, args.slots, host,
                               job_rows=args.jobs))

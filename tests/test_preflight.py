@@ -173,3 +173,21 @@ def test_a_command_line_value_replaces_the_presets_sweep_of_that_env_option(tmp_
     assert "env.size" not in plan_sweep(compose_primary(handed), handed).varying
     # without the single value the preset's four sizes stay
     assert len(expand_jobs(line[:3], multirun=True)) == 20
+
+
+def test_planning_writes_and_prints_nothing_and_preflight_adds_the_manifest(tmp_path, capsys):
+    """plan_launch (what launch.py and make estimate share) is a value: no file under the results
+    folder, no console line unless one asks for them; preflight says the same lines and appends the
+    sweep's runs to its experiment's manifest."""
+    from rfig_exp.launch.preflight import plan_launch
+
+    line = ["env=cartpole", "bonus=none,rnd", "seed=range(4)", "seeds_per_job=2", f"results_dir={tmp_path}"]
+    plan = plan_launch(line, multirun=True)
+    assert plan.runs == 8 and list(tmp_path.iterdir()) == [] and capsys.readouterr().out == ""
+    said: list[str] = []
+    assert plan_launch(line, multirun=True, say=said.append).runs == 8
+    assert said[-1].startswith("[sweep] 8 runs as ")
+    assert preflight(["-m", *line]).runs == 8
+    assert capsys.readouterr().out.splitlines()[-1].startswith("[sweep] 8 runs as ")
+    manifest = (tmp_path / "default" / "manifest.jsonl").read_text().splitlines()
+    assert len(manifest) == 4 and all('"cartpole"' in entry for entry in manifest)

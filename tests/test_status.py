@@ -387,15 +387,16 @@ def test_recorded_rows_join_the_table_and_a_newer_measurement_wins(tmp_path, mon
 def test_the_estimate_counts_compiled_jobs_and_their_members(capsys):
     """Three values of bonus.beta x 2 of agent.lr x 8 seeds: 6 jobs of 8 seeds, one compiled job of 48
     runs on a CPU (launch/stacking.py), costed at 48 runs' speed."""
-    jobs = estimate_sweep.sweep_jobs("smoke", ["env=mountaincar", "bonus=rfig", "bonus.beta=0.25,0.5,1",
-                                               "agent.lr=1e-4,3e-4", "seed=range(8)", "num_seeds=1"])
+    plan = estimate_sweep.launch_plan("smoke", ["env=mountaincar", "bonus=rfig", "bonus.beta=0.25,0.5,1",
+                                                "agent.lr=1e-4,3e-4", "seed=range(8)", "num_seeds=1"])
+    jobs = estimate_sweep.sweep_jobs(plan)
     assert len(jobs) == 6 and {c["num_seeds"] for _, c in jobs} == {8}
-    (compiled,) = estimate_sweep.stack_jobs(jobs)
+    (compiled,) = estimate_sweep.stack_jobs(plan)
     assert compiled[1]["num_seeds"] == 48 and compiled[0][-1] == "(+5 settings stacked)"
     cost = estimate_sweep.cost_jobs([compiled], [], "", TABLE, "cpu")[0]
     assert cost.seeds == 48 and cost.rate.seeds == 48 or "seeds^" in cost.rate.source
-    assert len(estimate_sweep.stack_jobs(estimate_sweep.sweep_jobs("smoke", ["env=mountaincar", "bonus=rfig,none",
-                                                                             "seed=range(8)", "num_seeds=1"]))) == 2
+    assert len(estimate_sweep.stack_jobs(estimate_sweep.launch_plan("smoke", ["env=mountaincar", "bonus=rfig,none",
+                                                                              "seed=range(8)", "num_seeds=1"]))) == 2
 
 
 def test_a_job_whose_program_compiled_before_pays_a_tenth_of_the_compile():
@@ -426,9 +427,9 @@ def test_calibration_measures_only_the_pairs_the_table_lacks(tmp_path, capsys):
     table = tmp_path / "throughput.csv"
     table.write_text("# measured\ndevice,env,bonus,seeds,env_steps_per_second,compile_s,source\n"
                      "cpu,cartpole,rnd,2,50000,10,bench\n")
-    jobs = estimate_sweep.sweep_jobs("smoke", ["bonus=none,rnd", "agent.num_envs=4", "agent.num_steps=16",
-                                         "agent.num_minibatches=2", "agent.update_epochs=1", "eval_frequency=128",
-                                         "agent.obs_norm_init_steps=8"])
+    jobs = estimate_sweep.sweep_jobs(estimate_sweep.launch_plan(
+        "smoke", ["bonus=none,rnd", "agent.num_envs=4", "agent.num_steps=16", "agent.num_minibatches=2",
+                  "agent.update_epochs=1", "eval_frequency=128", "agent.obs_norm_init_steps=8"]))
     rows = estimate_throughput.read_throughput_table(table)
     assert [(c["env"]["name"], c["bonus"]["name"]) for _, c in estimate_sweep.missing_pairs(jobs, rows, "cpu")] == [
         ("cartpole", "none")]

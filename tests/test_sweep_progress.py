@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 from conftest import TINY
 
-from rfig_exp.launch.hydra_adapter import JobOutcome
 from rfig_exp.launch.runner import Tally, follow_logs
+from rfig_exp.launch.task import JobOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 

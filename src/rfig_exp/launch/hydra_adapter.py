@@ -21,7 +21,6 @@ import copy
 import itertools
 import logging.config
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -34,23 +33,6 @@ JOB_NAME = "launch"  # a job's log file is <its output dir>/launch.log, as Hydra
 
 # Where a sweep's jobs run (``launcher_kind``): in the sweep's own process, or each a submitit task.
 IN_PROCESS, LOCAL, SLURM = "in-process", "local", "slurm"
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    """What a sweep job tells the sweep's runner: whether everything was complete already, whether
-    it resumed from a checkpoint, the stall retries it used, and why it failed (None: it did not;
-    ``error_type`` the exception's class name, ``stalled`` when its supervisor ended it as stalled
-    with no retry left; ``left``: runs it left to another live process that trains them, not
-    complete when it ended)."""
-
-    skipped: bool = False
-    resumed: bool = False
-    stall_retries: int = 0
-    error: str | None = None
-    error_type: str | None = None
-    stalled: bool = False
-    left: tuple[str, ...] = ()
 
 
 def parse_overrides(overrides: Sequence[str]) -> list:
@@ -225,6 +207,6 @@ def quiet_sacct() -> None:
     watcher._rfig_quiet = True  # type: ignore[attr-defined]
 
 
-__all__ = ["HydraException", "IN_PROCESS", "JobOutcome", "LOCAL", "SLURM", "compose", "configure_logging",
+__all__ = ["HydraException", "IN_PROCESS", "LOCAL", "SLURM", "compose", "configure_logging",
            "empty_sweep_error", "expand_sweep", "hydra_command_line", "job_logging", "launcher_kind",
            "parse_overrides", "quiet_sacct", "submitit_executor", "submitit_task_id", "without_hydra"]

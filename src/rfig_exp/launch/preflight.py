@@ -23,7 +23,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -145,24 +145,34 @@ def _shadowed(dirs: Sequence[Path]) -> list[str]:
             for path in folders.shadowed_choices(group, dirs)]
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _silent(line: str) -> None:
+    """A plan's console lines, unsaid."""
+
+
 def expand_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool = True,
-                gpu: bool | None = None) -> list[list[str]]:
+                gpu: bool | None = None, say: Callable[[str], None] = _say) -> list[list[str]]:
     """The override list of every job the command line asks for (one without ``-m``), as the
     sweeper will run them (:func:`rfig_exp.launch.sweep_plan.plan_sweep`; ``gpu`` None: as on this machine).
 
     ``check_choices=False`` leaves unknown ``env=``/``bonus=``/``agent=`` choices in the jobs, for
-    :func:`validate_jobs` to report with every other bad job of the sweep."""
-    plan, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu, say_jobs=True)
+    :func:`validate_jobs` to report with every other bad job of the sweep; ``say`` gets the plan's
+    console lines."""
+    plan, _, primary_error = _planned_jobs(overrides, multirun, check_choices, gpu, say, say_jobs=True)
     if primary_error:
         raise PreflightError([primary_error])
     return plan.jobs if plan is not None else [list(overrides)]
 
 
 def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool, gpu: bool | None,
-                  say_jobs: bool = False) -> tuple[SweepPlan | None, DictConfig | None, str | None]:
+                  say: Callable[[str], None], say_jobs: bool = False
+                  ) -> tuple[SweepPlan | None, DictConfig | None, str | None]:
     """The sweep's plan and primary config (None, None without ``-m``), and why Hydra's compose of
     that config would fail (None: it composes); a job that fails alike is reported with the other
-    bad jobs, so the caller says it only when every job passes. The plan's notes are printed, and
+    bad jobs, so the caller says it only when every job passes. ``say`` gets the plan's notes, and
     with ``say_jobs`` its lines that count jobs too (launch.py says its jobs once, after validation)."""
     from rfig_exp.launch.hydra_adapter import HydraException, empty_sweep_error, parse_overrides
 
@@ -200,7 +210,7 @@ def _planned_jobs(overrides: Sequence[str], multirun: bool, check_choices: bool,
     except ValueError as err:  # seeds_per_job
         raise PreflightError([str(err)]) from None
     for line in plan.lines if say_jobs else plan.notes:
-        print(line, flush=True)
+        say(line)
     return plan, primary, primary_error
 
 
@@ -281,11 +291,13 @@ def _bad_choices(job: Sequence[str], dirs: folders.ConfDirs) -> list[str]:
 
 
 def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
-                  composed_with_hydra: list[DictConfig] | None = None) -> list[tuple[list[str], RunSpec]]:
+                  composed_with_hydra: list[DictConfig] | None = None,
+                  make_envs: bool = True) -> list[tuple[list[str], RunSpec]]:
     """Compose and validate every job; return ``(overrides, run spec)`` pairs or raise with all errors.
     ``searchpath``: the command line's ``hydra.searchpath`` (the user's config folders);
     ``composed_with_hydra``: a list that gets each job's config with its ``hydra`` node, composed
-    with Hydra's own overrides too (a single run's: where it logs), instead of without it.
+    with Hydra's own overrides too (a single run's: where it logs), instead of without it;
+    ``make_envs=False``: the env's own checks are left out (a plan that is costed, not run).
 
     The checks that need no environment run first for every job; only the jobs that pass them
     make their env, once per distinct env setting, which imports its suite (brax: 10-20 s), unless
@@ -335,7 +347,7 @@ def validate_jobs(jobs: Sequence[Sequence[str]], searchpath: Sequence[str] = (),
         try:
             env_key = repr(spec.env)  # the checked settings: equal settings, one env
             # a job whose runs are all complete trains nothing: no env (a relaunch imports no suite)
-            if not complete and env_key not in envs:
+            if make_envs and not complete and env_key not in envs:
                 envs[env_key] = make_env(spec.env)
             good.append((list(job), spec))
         except ConfigError as err:
@@ -408,25 +420,53 @@ def check_launcher(primary: DictConfig) -> None:
         raise PreflightError(errors)
 
 
-def _one_seed_envs(primary: DictConfig, validated: Sequence[tuple[list[str], RunSpec]]) -> list[str]:
-    """The envs of a sweep that trains without a GPU whose seeds run one per job (grouping's XLA CPU wedge)."""
+def _one_seed_envs(primary: DictConfig, validated: Sequence[tuple[list[str], RunSpec]],
+                   gpu: bool | None = None) -> list[str]:
+    """The envs of a sweep that trains without a GPU whose seeds run one per job (grouping's XLA CPU
+    wedge; ``gpu`` None: as on this machine)."""
     from rfig_exp.launch import grouping
     from rfig_exp.launch.sweep_plan import SweepSettings
 
-    if SweepSettings.of(primary).gpu:
+    if SweepSettings.of(primary, gpu).gpu:
         return []
     return sorted({spec.env_name for _, spec in validated
                    if grouping.splits_on_cpu(spec.env_name, getattr(spec.env, "backend", None))})
 
 
-def preflight(argv: Sequence[str]) -> LaunchPlan | None:
-    """Check a ``launch.py`` command line: raise PreflightError, or return its plan: its compiled
-    jobs, each composed and validated once (None: a command line that Hydra runs some other way:
-    ``--cfg``, ``--info``)."""
+def plan_launch(overrides: Sequence[str], multirun: bool, gpu: bool | None = None, make_envs: bool = True,
+                say: Callable[[str], None] = _silent) -> LaunchPlan:
+    """The plan of ``launch.py [-m] OVERRIDES``, made with no side effect: every job expanded, composed
+    and validated once, the runs of one program stacked; raises PreflightError with every error.
+    Nothing is written and nothing is printed: ``say`` gets the console lines launch.py prints (the
+    plan's notes, how its runs became compiled jobs). ``gpu`` None: grouped and stacked as on this
+    machine; ``make_envs=False`` leaves out the env's own checks (an estimate's plan, costed, not run)."""
     from rfig_exp.launch import stacking
     from rfig_exp.launch.sweep_plan import LaunchPlan, stacking_cap
     from rfig_exp.spec.stack import Job, JobPart
 
+    t0 = time.perf_counter()
+    plan, primary, primary_error = _planned_jobs(overrides, multirun, False, gpu, say)
+    if primary is not None:
+        check_launcher(primary)
+    single: list[DictConfig] | None = None if plan is not None else []
+    validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides),
+                              composed_with_hydra=single, make_envs=make_envs)
+    if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
+        raise PreflightError([primary_error])
+    if plan is not None:
+        assert primary is not None  # planned with it
+        jobs = stacking.stack(validated, stacking_cap(primary, gpu))
+        say(stacking.describe(jobs, plan.varying, time.perf_counter() - t0, _one_seed_envs(primary, validated, gpu)))
+        return LaunchPlan(tuple(jobs), primary, True, plan.varying)
+    assert single
+    job, spec = validated[0]
+    return LaunchPlan((Job((JobPart(spec, tuple(job)),)),), single[0], False)
+
+
+def preflight(argv: Sequence[str]) -> LaunchPlan | None:
+    """Check a ``launch.py`` command line: raise PreflightError, or return its plan (:func:`plan_launch`),
+    its console lines printed and a sweep's expected runs added to its experiment's manifest (None: a
+    command line that Hydra runs some other way: ``--cfg``, ``--info``)."""
     flags, overrides = split_argv(argv)
     if flags & _FLAGS_REFUSED:
         raise PreflightError([f"{flag}: launch.py composes conf/config.yaml; add a config folder of your own with "
@@ -434,29 +474,15 @@ def preflight(argv: Sequence[str]) -> LaunchPlan | None:
                               for flag in sorted(flags & _FLAGS_REFUSED)])
     if flags & _FLAGS_NOT_RUNNING:
         return None
-    multirun = bool(flags & {"-m", "--multirun"})
-    t0 = time.perf_counter()
-    plan, primary, primary_error = _planned_jobs(overrides, multirun, check_choices=False, gpu=None)
-    if primary is not None:
-        check_launcher(primary)
-    single: list[DictConfig] | None = None if plan is not None else []
-    validated = validate_jobs(plan.jobs if plan is not None else [list(overrides)], searchpath_of(overrides),
-                              composed_with_hydra=single)
-    if primary_error:  # every job composes, but Hydra would stop at the sweep's primary config
-        raise PreflightError([primary_error])
-    if plan is not None:
-        assert primary is not None  # planned with it
-        write_manifest(validated)
-        jobs = stacking.stack(validated, stacking_cap(primary))
-        print(stacking.describe(jobs, plan.varying, time.perf_counter() - t0, _one_seed_envs(primary, validated)),
-              flush=True)
-        return LaunchPlan(tuple(jobs), primary, True, plan.varying)
+    plan = plan_launch(overrides, multirun=bool(flags & {"-m", "--multirun"}), say=_say)
+    if plan.multirun:
+        write_manifest([(list(part.overrides), part.spec) for job in plan.jobs for part in job.parts])
+        return plan
     from rfig_exp.launch import grouping
 
-    assert single
-    job, spec = validated[0]
+    spec = plan.jobs[0].first
     warning = grouping.brax_cpu_warning(spec.env_name, len(spec.seeds), grouping.gpu_visible(), spec.seeds[0],
                                         getattr(spec.env, "backend", None))
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    return LaunchPlan((Job((JobPart(spec, tuple(job)),)),), single[0], False)
+    return plan

@@ -29,9 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from rfig_exp.config.errors import ExitCode
 from rfig_exp.launch import hydra_adapter
-from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
+from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM
 from rfig_exp.launch.sweep_plan import LaunchPlan
-from rfig_exp.launch.task import JobContext, SubmititTask, left_message, run_in_sweep
+from rfig_exp.launch.task import JobContext, JobOutcome, SubmititTask, left_message, run_in_sweep
 from rfig_exp.spec.stack import Job
 
 log = logging.getLogger("rfig_exp")

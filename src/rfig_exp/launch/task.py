@@ -16,7 +16,7 @@ which requeues the task as it does for any preempted job.
 
 :func:`run_single` is ``python launch.py`` without ``-m``: errors end the process with their exit
 code (``rfig_exp.config.errors``). :func:`run_in_sweep` is a ``-m`` sweep's job: errors come back in
-its :class:`~rfig_exp.launch.hydra_adapter.JobOutcome` for the sweep's runner to count. Nothing here
+its :class:`JobOutcome` for the sweep's runner to count. Nothing here
 imports JAX: the child does, after the job is placed on its cores or GPU; a job whose runs are all
 complete already is skipped here, from the results tree, with no child (a relaunched sweep's
 complete jobs cost no JAX import or compile).
@@ -40,7 +40,7 @@ from omegaconf import DictConfig
 from rfig_exp.config import variants
 from rfig_exp.config.errors import ConfigError, ExitCode, Interrupted, RunFailed
 from rfig_exp.launch import hydra_adapter
-from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM, JobOutcome
+from rfig_exp.launch.hydra_adapter import IN_PROCESS, LOCAL, SLURM
 from rfig_exp.launch.supervision import STALL_ENDS, SignalForwarder, StallClock, hand_over_to_submitit
 from rfig_exp.spec.stack import Job
 
@@ -50,6 +50,23 @@ POLL_S = 1.0  # how often the supervisor looks at its stall clock while no pulse
 
 # How a job's process ended (Ended.kind).
 DONE, FAILED, STOPPED, STALLED, DIED = "done", "failed", "stopped", "stalled", "died"
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What a sweep job tells the sweep's runner: whether everything was complete already, whether
+    it resumed from a checkpoint, the stall retries it used, and why it failed (None: it did not;
+    ``error_type`` the exception's class name, ``stalled`` when its supervisor ended it as stalled
+    with no retry left; ``left``: runs it left to another live process that trains them, not
+    complete when it ended)."""
+
+    skipped: bool = False
+    resumed: bool = False
+    stall_retries: int = 0
+    error: str | None = None
+    error_type: str | None = None
+    stalled: bool = False
+    left: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,50 +326,9 @@ def _child(send, job: Job, varying: Sequence[str], logging_config: dict | None, 
     if logging_config is not None:
         hydra_adapter.configure_logging(logging_config)
     logging.getLogger("jax").setLevel(logging.WARNING)  # hides "Unable to initialize backend 'tpu'"
-    takeovers = TakeoverLines()
-    log.addFilter(takeovers)
-    try:
-        ended = _train(job, varying, submitit, send.send)
-    finally:
-        takeovers.flush()
-        log.removeFilter(takeovers)
+    ended = _train(job, varying, submitit, send.send)
     send.send(("ended", dataclasses.asdict(ended)))
     send.close()
-
-
-class TakeoverLines(logging.Filter):
-    """One line per job for the run folders it took over from processes that are gone: the claim
-    (``rfig_exp.results.ownership``) warns once per folder, a line per seed of a relaunched sweep's
-    job; here they are held and said together before the job's next line (or when it ends)."""
-
-    TAKEOVER = "took over %s from a process that is gone (%s)"
-
-    def __init__(self):
-        super().__init__()
-        self.held: list[logging.LogRecord] = []
-        self.saying = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.saying:
-            return True
-        if str(record.msg).endswith(self.TAKEOVER) and len(record.args or ()) == 3:
-            self.held.append(record)
-            return False
-        self.flush()
-        return True
-
-    def flush(self) -> None:
-        if not self.held:
-            return
-        held, self.held = self.held, []
-        tag, lock, owner = tuple(held[0].args or ())  # filter() holds only records of three arguments
-        line = ("[%s] took over %s from a process that is gone (%s)" if len(held) == 1 else
-                f"[%s] took over {len(held)} run folders from processes that are gone (the first: %s, held by %s)")
-        self.saying = True
-        try:
-            log.warning(line, tag, lock if len(held) == 1 else Path(str(lock)).parent, owner)
-        finally:
-            self.saying = False
 
 
 def _die_with_parent() -> None:
