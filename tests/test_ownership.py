@@ -30,15 +30,15 @@ def test_a_live_owner_keeps_the_folder_and_releasing_frees_it(tmp_path):
     assert third is not None
 
 
-def test_a_dead_owner_is_taken_over_with_a_warning(tmp_path, caplog):
+def test_a_dead_owner_is_taken_over_and_the_lock_says_from_whom(tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     run = tmp_path / "seed_0"
     run.mkdir()
     dead = {**ownership.me(), "pid": gone.pid, "start_ticks": 1}
     (run / ownership.LOCK).write_text(json.dumps(dead))
-    lock, owner = ownership.acquire(run, 60.0, "t")
-    assert lock is not None and "took over" in caplog.text and f"pid {gone.pid}" in caplog.text
+    lock, owner = ownership.acquire(run, 60.0)
+    assert lock is not None and lock.taken_from == dead and f"pid {gone.pid}" in ownership.describe(lock.taken_from)
     assert json.loads((run / ownership.LOCK).read_text())["pid"] == os.getpid()
 
 
@@ -143,7 +143,7 @@ def test_runs_left_to_another_process_are_not_reported_done(tmp_path):
     args, _ = _command(results, 4)
     run = results / probe_run.relative_to(probe)
     run.mkdir(parents=True)
-    lock, _ = ownership.acquire(run, 600.0, "test")
+    lock, _ = ownership.acquire(run, 600.0)
     assert lock is not None
     try:
         single = subprocess.run([*args, "owner_grace_s=0"], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -12,7 +12,7 @@ Before training, a job takes ``seed_<k>/owner.json`` for each seed it will run:
   a live owner finishes a window, or is ended as stalled, well within it). A job waits up to
   ``owner_grace_s`` (conf/config.yaml) for a live owner to let go (a SLURM requeue can start while the old process is
   still exiting), then leaves that seed out, with one line naming the owner.
-- **stale** otherwise (a killed process): taken over with a warning. The takeover renames the
+- **stale** otherwise (a killed process): taken over, the lock saying from whom (the job says it). The takeover renames the
   old file away first (atomic: of two processes taking over, one rename succeeds), checks it
   renamed the stale owner it judged, and creates its own with ``O_EXCL`` again.
 
@@ -22,14 +22,12 @@ The lock is removed when the job ends, however it ends; a SIGKILL leaves it behi
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger("rfig_exp")
 
 LOCK = "owner.json"
 
@@ -86,8 +84,12 @@ def _read(lock: Path) -> dict | None:
 
 @dataclass
 class Lock:
+    """A run folder's lock held by this process: its file, this process as its owner, and the owner
+    it took the folder over from (None: the folder was free), for the caller to say."""
+
     path: Path
     owner: dict
+    taken_from: dict | None = None
 
     def beat(self) -> None:
         try:
@@ -102,14 +104,15 @@ class Lock:
             self.path.unlink(missing_ok=True)
 
 
-def acquire(run_dir: Path, stale_after_s: float, tag: str = "") -> tuple[Lock | None, dict | None]:
-    """``(lock, None)`` when this process now owns ``run_dir``; ``(None, owner)`` when a live
-    process does."""
+def acquire(run_dir: Path, stale_after_s: float) -> tuple[Lock | None, dict | None]:
+    """``(lock, None)`` when this process now owns ``run_dir`` (``lock.taken_from``: the gone
+    process whose lock it replaced); ``(None, owner)`` when a live process does."""
     run_dir.mkdir(parents=True, exist_ok=True)
     lock, mine = run_dir / LOCK, me()
+    taken_from = None
     for _ in range(3):
         if _create(lock, mine):
-            return Lock(lock, mine), None
+            return Lock(lock, mine, taken_from), None
         owner = _read(lock)
         if owner is None:
             continue  # released between our two looks
@@ -128,6 +131,6 @@ def acquire(run_dir: Path, stale_after_s: float, tag: str = "") -> tuple[Lock | 
             aside.unlink(missing_ok=True)
             continue
         aside.unlink(missing_ok=True)
-        log.warning("[%s] took over %s from a process that is gone (%s)", tag, lock, describe(owner))
+        taken_from = owner
     owner = _read(lock) or {}
     return None, owner

@@ -223,6 +223,17 @@ def _lookup(tree: dict, dotted: str):
     return tree
 
 
+def _say_takeovers(name: str, taken: list[Any]) -> None:
+    """One line for the run folders a job took over from processes that are gone (a relaunched
+    sweep's job takes one per seed)."""
+    if len(taken) == 1:
+        log.warning("[%s] took over %s from a process that is gone (%s)", name, taken[0].path,
+                    ownership.describe(taken[0].taken_from))
+    elif taken:
+        log.warning("[%s] took over %d run folders from processes that are gone (the first: %s, held by %s)", name,
+                    len(taken), taken[0].path.parent, ownership.describe(taken[0].taken_from))
+
+
 def _claim(spec: RunSpec, todo: list[SeedPlan], name: str) -> dict[Path, Any]:
     """One owner per run folder (rfig_exp.results.ownership): the locks of the runs this job trains,
     by folder, leaving out runs another live process trains and runs it completed meanwhile."""
@@ -238,13 +249,14 @@ def _claim(spec: RunSpec, todo: list[SeedPlan], name: str) -> dict[Path, Any]:
         waiting = list(todo)
         while waiting:
             for p in list(waiting):
-                lock, owners[p.path] = ownership.acquire(p.path, stale_after, name)
+                lock, owners[p.path] = ownership.acquire(p.path, stale_after)
                 if lock is not None:
                     locks[p.path] = lock
                     waiting.remove(p)
             if not waiting or time.monotonic() >= deadline:
                 break
             time.sleep(1.0)
+        _say_takeovers(name, [lk for lk in locks.values() if lk.taken_from is not None])
         for p in waiting:
             log.info("[%s] %s is being trained by %s; leaving it to that process", name, label(p),
                      ownership.describe(owners[p.path] or {}))
