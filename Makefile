@@ -104,6 +104,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_envs.py
 	$(PY) benchmarks/bench_brax.py
 	$(PY) benchmarks/bench_checkpoint.py
+	$(PY) benchmarks/dqn_throughput.py --bonuses none,rnd,rfig --rfig-floor
 
 # Reports (figures + tables + index.md) of your experiments under $(RESULTS): with no EXPERIMENT, of
 # each experiment there that holds runs, one after another, each into reports/<experiment>/;

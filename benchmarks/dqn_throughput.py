@@ -20,6 +20,22 @@ scan, so it is compiled at two lengths and timed at both; the difference of the 
 ``--windows`` windows past the first ``--warm-windows + 1``, the span our median window is drawn from.
 
     python benchmarks/dqn_throughput.py --purejaxrl PATH/TO/purejaxrl --python ENV/bin/python
+
+``--rfig-floor`` adds RFIG's cost per DQN update against what its matrix work needs, one seed:
+
+- ``dqn``: the milliseconds per update (one env step of every env, one TD step) of the timed windows
+  above, with bonus ``none`` and with ``rfig``; their difference is what RFIG adds to a DQN.
+- ``rfig step``: RFIG alone in the DQN's shape, ``--floor-updates`` updates in one ``lax.scan``, each
+  on its own batch of ``num_envs`` random-policy next states of the real env (normalised, clipped to
+  [-5, 5]): ``reward`` on the batch, ``update`` (``floor(num_envs * rho)`` states into Sigma and the
+  configured inverse, the residual check), and a refresh when ``needs_refresh`` says so
+  (``rfig_exp.agents.intrinsic.refresh_if_needed``), as the agent calls them.
+- ``floor``: the matrix work an update cannot avoid, written out here apart from the project code on
+  the same features: ``Sigma + Phi^T Phi`` and a bare rank-k Woodbury update of Lambda (k states),
+  and the dense quadratic form of the ``num_envs`` states on the Lambda before it. Features are not
+  part of it. Interleaved rounds, the median.
+
+    python benchmarks/dqn_throughput.py --bonuses none,rfig --rfig-floor
 """
 
 from __future__ import annotations
@@ -76,8 +92,58 @@ def measure(env_name: str, bonus_name: str, seeds: int, window_steps: int, windo
         states, metrics = run_window(states, hp)
         jax.block_until_ready(metrics)
         seconds.append(time.perf_counter() - t0)
-    return dict(env=env_name, bonus=bonus_name, seeds=seeds, compile_s=compile_s,
+    return dict(env=env_name, bonus=bonus_name, seeds=seeds, compile_s=compile_s, num_envs=spec.train.num_envs,
                 steps_per_s=spec.eval_frequency * seeds / statistics.median(seconds))
+
+
+def rfig_floor(env_name: str, updates: int, rounds: int) -> dict:
+    """Milliseconds per update of RFIG alone in the DQN's shape and of its matrix floor (one seed)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_rfig import bonus_batch, floor_quadratic_form, floor_woodbury, random_policy_sampler, timed_rounds
+
+    from rfig_exp.agents.intrinsic import refresh_if_needed
+    from rfig_exp.bonuses.rfig.features import rff_features
+
+    overrides = ["agent=dqn", f"env={env_name}", "bonus=rfig"]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        spec = build_run_spec(compose("config", overrides=overrides))
+    env = make_env(spec.env)
+    bonus, hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
+    settings = spec.bonus
+    num_envs, k = spec.train.num_envs, settings.subsample
+    obs = random_policy_sampler(env, updates, num_envs, 1)(jax.random.PRNGKey(1))[0]  # [U, B, *obs]
+    warm = random_policy_sampler(env, 129, num_envs, 1)(jax.random.PRNGKey(2))[0]
+    state = jax.jit(bonus.init)(jax.random.PRNGKey(0), warm.reshape((-1,) + warm.shape[2:]), hp)
+    batches = bonus_batch(obs[:, None])  # [U, 1, B, ...]: one env step of every env per update
+
+    @jax.jit
+    def step_loop(state, batches, key):
+        def one(state, xs):
+            batch, key = xs
+            r, _ = bonus.reward(state, batch, hp)
+            state, _ = bonus.update(state, batch, key, hp)
+            state = refresh_if_needed(bonus, state, hp)  # as the agent: a refresh when needs_refresh says so
+            return state, r.sum()
+        return jax.lax.scan(one, state, (batches, jax.random.split(key, updates)))
+
+    flat = obs.reshape(updates, num_envs, -1)
+    phi = jax.vmap(lambda x: rff_features(x, state.omega_unit, state.bias, state.lengthscale))(flat)  # [U, B, D]
+    phi_in = phi[:, :k]
+
+    @jax.jit
+    def floor_loop(sigma, lam, phi, phi_in):
+        def one(carry, xs):
+            sigma, lam = carry
+            p, p_in = xs
+            quad = floor_quadratic_form(p, lam)
+            return (sigma + p_in.T @ p_in, floor_woodbury(lam, p_in)), quad.sum()
+        return jax.lax.scan(one, (sigma, lam), (phi, phi_in))
+
+    cases = {"rfig step": lambda: step_loop(state, batches, jax.random.PRNGKey(3)),
+             "floor": lambda: floor_loop(state.sigma, state.precision, phi, phi_in)}
+    seconds = timed_rounds(cases, rounds, time.perf_counter)
+    return {name: 1e3 * statistics.median(values) / updates for name, values in seconds.items()} | {
+        "num_envs": num_envs, "states_in": k, "features": int(state.precision.shape[0]), "inverse": settings.inverse}
 
 
 # PureJaxRL's dqn.py, its make_train compiled at two lengths and each timed once; JSON on stdout
@@ -150,11 +216,22 @@ def main(argv=None) -> int:
                         help="a PureJaxRL checkout: its dqn.py (no bonus) timed beside ours")
     parser.add_argument("--python", default=None,
                         help="with --purejaxrl: a python with gymnax 1.0 and flashbax (default: a fresh environment)")
+    parser.add_argument("--rfig-floor", action="store_true",
+                        help="RFIG's milliseconds per DQN update against its matrix floor (needs none and rfig)")
+    parser.add_argument("--floor-updates", type=int, default=512, help="with --rfig-floor: updates per timed call")
+    parser.add_argument("--floor-rounds", type=int, default=5, help="with --rfig-floor: interleaved rounds")
     args = parser.parse_args(argv)
+    if args.rfig_floor and not {"none", "rfig"} <= set(args.bonuses.split(",")):
+        parser.error(f"--rfig-floor compares the DQN with and without RFIG: --bonuses needs none and rfig, "
+                     f"not {args.bonuses}")
+    if args.rfig_floor and args.seeds != 1:
+        parser.error(f"--rfig-floor times one seed: --seeds={args.seeds} must be 1")
     print(f"agent=dqn env={args.env}, {args.seeds} seed(s), windows of {args.window_steps} env steps per seed, "
           f"{jax.devices()[0].platform}")
+    per_update = {}
     for bonus in args.bonuses.split(","):
         r = measure(args.env, bonus, args.seeds, args.window_steps, args.windows, args.warm_windows)
+        per_update[bonus] = 1e3 * r["num_envs"] / r["steps_per_s"]  # one update: an env step of every env
         print(f"{'ours':<10} {r['env']:<18} {r['bonus']:<10} seeds {r['seeds']}  compile {r['compile_s']:6.1f}s  "
               f"{r['steps_per_s']:>10,.0f} env steps/s", flush=True)
     if args.purejaxrl is not None:
@@ -162,6 +239,14 @@ def main(argv=None) -> int:
                               args.warm_windows)
         print(f"{'purejaxrl':<10} {r['env']:<18} {r['bonus']:<10} seeds {r['seeds']}  compile {r['compile_s']:6.1f}s  "
               f"{r['steps_per_s']:>10,.0f} env steps/s  (dqn.py, its whole run one scan)", flush=True)
+    if args.rfig_floor:
+        f = rfig_floor(args.env, args.floor_updates, args.floor_rounds)
+        added = per_update["rfig"] - per_update["none"]
+        print(f"per update ({f['num_envs']} envs, {f['states_in']} state(s) into RFIG's {f['features']} features, "
+              f"{f['inverse']}): dqn none {per_update['none']:.2f} ms, dqn rfig {per_update['rfig']:.2f} ms "
+              f"(RFIG adds {added:.2f} ms); rfig step alone {f['rfig step']:.2f} ms; its matrix floor "
+              f"{f['floor']:.2f} ms; added / floor {added / f['floor']:.2f}x, step / floor "
+              f"{f['rfig step'] / f['floor']:.2f}x", flush=True)
     return 0
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
@@ -151,12 +152,65 @@ def refresh_seeds(bonus: Bonus, states: Any, hp: Any, hp_axis: int | None = None
     vmapped ``cond`` (a select of both branches) would. ``hp``: the bonus's hyperparameters, shared
     by the seeds (``hp_axis=0``: one per seed)."""
     need = jax.vmap(lambda s: checked_need(bonus.name, bonus.needs_refresh, s))(states)
+    one = checked_refresh(bonus.name, bonus.refresh)
+    first = jax.tree.map(lambda x: x[0], states)
+    changed = _changed_leaves(one, first, jax.tree.map(lambda x: x[0], hp) if hp_axis == 0 else hp)  # as per seed
+    return _cond_on_changed(need.any(), jax.vmap(one, in_axes=(0, hp_axis)), states, hp, changed,
+                            where=lambda fresh, old: _where_seed(need, fresh, old))
 
-    def refresh(stacked):
-        fresh = jax.vmap(checked_refresh(bonus.name, bonus.refresh), in_axes=(0, hp_axis))(stacked, hp)
-        return _where_seed(need, fresh, stacked)
 
-    return jax.lax.cond(need.any(), refresh, lambda b: b, states)
+def _changed_leaves(refresh: Any, state: Any, hp: Any) -> list[bool]:
+    """For each leaf of ``state``, whether ``refresh(state, hp)`` may change it: not an output that
+    its traced program passes through (:func:`_passed_through`)."""
+    passed = _passed_through(jax.make_jaxpr(refresh)(state, hp).jaxpr)
+    return [passed[i] != i for i in range(len(jax.tree.leaves(state)))]
+
+
+def _cond_on_changed(pred: jax.Array, refresh: Any, state: Any, hp: Any, changed: list[bool],
+                     where: Any = None) -> Any:
+    """``lax.cond(pred, refresh, identity, state, hp)``, the cond carrying only the leaves of
+    ``state`` that ``refresh`` changes (``changed``, :func:`_changed_leaves`; ``where(fresh, old)``
+    applied to those when given). A leaf
+    that a branch passes through while another op of it reads the leaf in another layout (RFIG's
+    ``Sigma``, passed on unchanged by a refresh that feeds it to LAPACK's column-major Cholesky)
+    takes that layout on the cond's output: XLA on CPU then transposes it into and out of the cond
+    on every update, refreshed or not (11-17 ms per update for a [1024, 1024] Sigma, 2-5x the rest of
+    RFIG's update; ``benchmarks/dqn_throughput.py --rfig-floor``)."""
+    leaves, treedef = jax.tree.flatten(state)
+
+    def pick(tree: Any) -> list:
+        return [leaf for leaf, c in zip(jax.tree.leaves(tree), changed) if c]
+
+    def fresh(s: Any, h: Any) -> list:
+        new = refresh(s, h)
+        return pick(where(new, s) if where is not None else new)
+
+    out = iter(jax.lax.cond(pred, fresh, lambda s, h: pick(s), state, hp))
+    return treedef.unflatten([next(out) if c else leaf for leaf, c in zip(leaves, changed)])
+
+
+# Primitives that call one program on their operands as they are (a jit, a custom_vmap or custom_jvp
+# function): an output of theirs that their program passes through is the operand itself.
+_CALLS = frozenset({"pjit", "jit", "closed_call", "core_call", "custom_vmap_call", "custom_jvp_call"})
+
+
+def _passed_through(jaxpr: Any) -> list[int | None]:
+    """For each output of ``jaxpr``, the index of the input it is, passed through unchanged (through
+    the calls of :data:`_CALLS`, which a bonus's jitted or per-seed functions trace into); None for an
+    output it computes."""
+    source = {v: i for i, v in enumerate(jaxpr.invars)}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name not in _CALLS:
+            continue
+        body = next((p.jaxpr for p in eqn.params.values() if isinstance(p, jax.extend.core.ClosedJaxpr)
+                     and len(p.jaxpr.invars) == len(eqn.invars) and len(p.jaxpr.outvars) == len(eqn.outvars)), None)
+        if body is None:
+            continue
+        for out, i in zip(eqn.outvars, _passed_through(body)):
+            given = eqn.invars[i] if i is not None else None
+            if isinstance(given, jax.extend.core.Var) and given in source:
+                source[out] = source[given]
+    return [source.get(v) if isinstance(v, jax.extend.core.Var) else None for v in jaxpr.outvars]
 
 
 def refresh_if_needed(bonus: Bonus, state: Any, hp: Any) -> Any:
@@ -166,8 +220,8 @@ def refresh_if_needed(bonus: Bonus, state: Any, hp: Any) -> Any:
     if bonus.refresh is None:
         return state
     refresh = checked_refresh(bonus.name, bonus.refresh)
-    one = custom_vmap(lambda s, h: jax.lax.cond(checked_need(bonus.name, bonus.needs_refresh, s), refresh,
-                                                lambda s_, h_: s_, s, h))
+    one = custom_vmap(lambda s, h: _cond_on_changed(checked_need(bonus.name, bonus.needs_refresh, s), refresh, s, h,
+                                                    _changed_leaves(refresh, s, h)))
 
     @one.def_vmap
     def rule(axis_size, in_batched, states, h):
