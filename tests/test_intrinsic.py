@@ -151,7 +151,7 @@ def _cond_outputs(fn, *args) -> list[int]:
 def test_the_refresh_cond_carries_only_what_the_refresh_changes():
     """RFIG's refresh passes Sigma, the features, the probes and its summaries through: the cond around it carries
     the rest only (carried through it, Sigma took LAPACK's layout and was transposed twice per update,
-    17 ms for D = 1024), alone and under vmap; the refreshed state is the refresh's, leaf for leaf."""
+    7-17 ms for D = 1024), alone and under vmap; the refreshed state is the refresh's, leaf for leaf."""
     explore = IntrinsicReward.create("rfig", 2, DiscreteSpace(3), B, T, num_features=64, lengthscale_samples=32)
     hp = explore.hparams.bonus
     state = explore.bonus.init(jax.random.PRNGKey(0), _states(jax.random.PRNGKey(1), (40,)), hp)

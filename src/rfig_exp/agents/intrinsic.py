@@ -174,7 +174,7 @@ def _cond_on_changed(pred: jax.Array, refresh: Any, state: Any, hp: Any, changed
     that a branch passes through while another op of it reads the leaf in another layout (RFIG's
     ``Sigma``, passed on unchanged by a refresh that feeds it to LAPACK's column-major Cholesky)
     takes that layout on the cond's output: XLA on CPU then transposes it into and out of the cond
-    on every update, refreshed or not (11-17 ms per update for a [1024, 1024] Sigma, 2-5x the rest of
+    on every update, refreshed or not (7-17 ms per update for a [1024, 1024] Sigma, 2-5x the rest of
     RFIG's update; ``benchmarks/dqn_throughput.py --rfig-floor``)."""
     leaves, treedef = jax.tree.flatten(state)
 
