@@ -105,7 +105,8 @@ def launch_plan(preset: str | None, overrides: list[str], gpu: bool = False, say
     """The plan of ``launch.py -m sweep=PRESET OVERRIDES`` (``launch.py -m OVERRIDES`` when ``preset``
     is None: one's own command line), as launch.py makes it (``rfig_exp.launch.preflight.plan_launch``:
     nothing written, no env made), grouped and stacked as on a GPU machine when ``gpu`` whatever this
-    one has; ``say`` gets its console lines (stderr: stdout is the report). Raises ``PreflightError`` with the errors of a bad command line."""
+    one has; ``say`` gets its console lines (stderr: stdout is the report). Raises ``PreflightError``
+    with the errors of a bad command line."""
     from rfig_exp.launch.preflight import plan_launch
 
     # the campaign's presets, and the user's folders
