@@ -105,12 +105,14 @@ def launch_plan(preset: str | None, overrides: list[str], gpu: bool = False, say
     """The plan of ``launch.py -m sweep=PRESET OVERRIDES`` (``launch.py -m OVERRIDES`` when ``preset``
     is None: one's own command line), as launch.py makes it (``rfig_exp.launch.preflight.plan_launch``:
     nothing written, no env made), grouped and stacked as on a GPU machine when ``gpu`` whatever this
-    one has; ``say`` gets its console lines (stderr: stdout is the report). Raises ``PreflightError``
+    one has; ``say`` gets its console lines (stderr: stdout is the report; None: unsaid). Raises ``PreflightError``
     with the errors of a bad command line."""
     from rfig_exp.launch.preflight import plan_launch
 
     # the campaign's presets, and the user's folders
     line = presets.with_searchpath([*([f"sweep={preset}"] if preset else []), *overrides])
+    if say is None:
+        return plan_launch(line, multirun=True, gpu=gpu, make_envs=False)
     return plan_launch(line, multirun=True, gpu=gpu, make_envs=False, say=say)
 
 

@@ -38,10 +38,6 @@ STAMP = re.compile(r"\[repro\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
 COMMON = "results_dir=RESULTS wandb.mode=disabled stall_timeout_s=300"
 
 
-def _unsaid(line: str) -> None:
-    """A plan's console lines, left out of the report."""
-
-
 def job_state(cfg: dict, results: Path, commit: str) -> str:
     """``made`` when every seed of this composed job is complete and was trained at ``commit``,
     ``earlier`` when complete but made before (restored from the committed data), else ``missing``."""
@@ -87,7 +83,7 @@ def stage_estimates(names: list[str], table: list[dict], results: Path,
         for command in known[name].commands:
             preset, overrides = split_command(command)
             jobs = [(j, cfg, job_state(cfg, results, commit))
-                    for j, cfg in estimate_sweep.sweep_jobs(estimate_sweep.launch_plan(preset, overrides, say=_unsaid))]
+                    for j, cfg in estimate_sweep.sweep_jobs(estimate_sweep.launch_plan(preset, overrides, say=None))]
             missing += [" ".join(j) for j, _, state in jobs if state == "missing"]
             done = [(j, cfg) for j, cfg, state in jobs if state == "made"]
             costs = estimate_sweep.cost_jobs(done, [], "", table, "cpu", compiled)
