@@ -4,12 +4,14 @@ Each case is a tiny run (``launch.py`` with a few overrides) made once from each
 tree's own code first on ``PYTHONPATH``, with separate results folders and no compilation
 cache, and one OpenBLAS thread (see ``run_case``). The two ``metrics.csv``
 files must be equal as text once the ``wall_time_s`` column is
-dropped (every other column, every digit). One line per case: ``IDENTICAL`` or ``DIFFERENT``
+dropped (every other column, every digit); ``--added-columns`` names columns the new tree adds, which
+must be in every new file and in no old one, and are then left out. One line per case: ``IDENTICAL`` or ``DIFFERENT``
 with the first differing column (or why the comparison failed); exit status 1 if any differ.
 
     python benchmarks/identical_metrics.py --old-tree b9a7ad6 --new-tree .     # a commit, or a checkout
     python benchmarks/identical_metrics.py --old-tree ../base --new-tree . --cases mountaincar-rfig
     python benchmarks/identical_metrics.py --old-tree ../base --new-tree . --reuse-old
+    python benchmarks/identical_metrics.py --old-tree HEAD --new-tree . --added-columns signal/novelty_rank_corr
 
 ``--old-tree`` given a git commit (or any ref) instead of a folder runs a clean checkout of it,
 made with ``git worktree add --detach`` in the work dir and removed afterwards.
@@ -83,10 +85,30 @@ def metrics_rows(results_dir: Path) -> dict[str, tuple[list[str], list[list[str]
     return out
 
 
-def first_difference(old: dict, new: dict) -> str | None:
-    """None when every seed's metrics are equal, else where they first differ."""
+def without_added(new: dict, old: dict, added: list[str]) -> dict | str:
+    """``new``'s files without the ``added`` columns, or why they are not what was said: each added
+    column must be in every new file and in no old one."""
+    out = {}
+    for name, (header, body) in new.items():
+        missing = [c for c in added if c not in header]
+        present = [c for c in added if c in old.get(name, ([], []))[0]]
+        if missing or present:
+            return f"{name}: added column(s) {missing} not in the new file" if missing else \
+                f"{name}: added column(s) {present} already in the old file"
+        keep = [i for i, c in enumerate(header) if c not in added]
+        out[name] = ([header[i] for i in keep], [[row[i] for i in keep] for row in body])
+    return out
+
+
+def first_difference(old: dict, new: dict, added: list[str] = ()) -> str | None:
+    """None when every seed's metrics are equal (``new``'s ``added`` columns aside), else where they
+    first differ."""
     if sorted(old) != sorted(new):
         return f"different runs: {sorted(set(old) ^ set(new))}"
+    if added:
+        new = without_added(new, old, list(added))
+        if isinstance(new, str):
+            return new
     for name in sorted(old):
         diff = _file_difference(old[name], new[name])
         if diff:
@@ -126,7 +148,7 @@ def compare(case: str, args) -> bool:
     if args.old_only:
         print(f"{case}: old tree run ({rows} rows)", flush=True)
         return True
-    diff = first_difference(out["old"], out["new"])
+    diff = first_difference(out["old"], out["new"], args.added_columns)
     print(f"{case}: {'IDENTICAL' if diff is None else 'DIFFERENT'}"
           f"{'' if diff is None else f' ({diff})'} [{rows} rows]", flush=True)
     return diff is None
@@ -137,6 +159,9 @@ def main(argv=None) -> int:
     parser.add_argument("--reuse-old", action="store_true", help="keep the old tree's results of an earlier call")
     parser.add_argument("--old-only", action="store_true", help="only run the old tree (for a later --reuse-old)")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--added-columns", nargs="+", default=[], metavar="COLUMN",
+                        help="metrics.csv columns the new tree adds: required there, absent from the old, "
+                             "then left out")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     args = parser.parse_args(argv)
     args.new_tree = args.new_tree.resolve()

@@ -276,3 +276,31 @@ def test_the_degenerate_method_under_test_is_named_as_judged_not_as_left_out(tmp
     assert text == ("*Degenerate at the defaults, so no verdict compares against them (rule 6): RND on MountainCar "
                     "(constant).* *Degenerate at the defaults and judged as it runs, the method the claims are about "
                     "(rule 6): RFIG on MountainCar (no better than a distance score).*")
+
+
+def test_novelty_in_the_input_space_judges_a_panel_without_a_grid(tmp_path):
+    """Runs that record the input-space novelty are judged on it where visits cannot be (MinAtar):
+    noise, blind there to visits by default, is now found blind to novelty; a bonus no better than
+    the distance score is degenerate; one that beats it passes, its numbers in the table."""
+    from campaign.claims.signal import NOVELTY, NOVELTY_REFERENCE
+
+    levels = {"noise": (0.0, 0.5), "distancelike": (0.55, 0.54), "informative": (0.8, 0.5)}
+    for bonus, (nov, ref) in levels.items():
+        for s in range(N):
+            rng = np.random.default_rng(s)
+            extra = {**columns(1 / 4096, 1.0, None, seed=s), NOVELTY: nov + rng.normal(0, 0.03, T),
+                     NOVELTY_REFERENCE: ref + rng.normal(0, 0.03, T)}
+            write_run(tmp_path, "synth", "minatar_breakout", bonus, s, STEPS, np.linspace(0, 1, T), extra=extra)
+    coll = collect(tmp_path, "synth")
+    by = {coll.bonus_of(c.method): c for c in signal_cells(coll)}
+    assert by["noise"].verdict == "degenerate" and by["noise"].causes[0].startswith("blind to novelty")
+    assert by["distancelike"].verdict == "degenerate"
+    assert by["distancelike"].causes[0].startswith("no better than a distance score in its input space")
+    assert by["informative"].verdict == "ok" and by["informative"].novelty == pytest.approx(0.8, abs=0.02)
+    mean, lo, _ = by["informative"].novelty_difference
+    assert mean == pytest.approx(0.3, abs=0.02) and lo > RULE.distance_margin
+    text = signal_md(coll, list(by.values()), lambda e: e)
+    assert "novelty ρ +0.80, the distance score's +0.50" in text and "blind to novelty" in text
+    # the 2026-11-28 rule judged no novelty: every one of them, noise too, passed there
+    from campaign.claims.signal import OLD_RULE
+    assert [c.verdict for c in signal_cells(coll, OLD_RULE)] == ["ok"] * 3

@@ -32,6 +32,16 @@ its runs:
   without maps is compared with 0 only, and says so. Panels without a grid (MinAtar) cannot be
   judged on visits, which the table says.
 
+- **in its own input space** (runs that record ``signal/novelty_rank_corr``; 2026-12-03, before
+  any run recording it had been read): the trainer measures each state's novelty as the bonus sees
+  it, its distance to the ``k``-th nearest of a uniform reservoir of earlier states in the
+  normalised observations (``rfig_exp.agents.signal.novelty_step``), with the rank correlation of
+  a score that learns nothing, the standardised distance from the reservoir's mean, beside it.
+  **Blind to novelty**: the :attr:`SignalRule.level` t-interval of the mean rank correlation with
+  novelty does not lie above 0. **No better than a distance score in its input space**: the
+  interval of the mean of ``rho_nov,run - rho_dist,run`` does not lie above ``+distance_margin``.
+  Both are causes on every panel, grid or not: the input space is the whole state the bonus sees.
+
 A cell with any of these is **degenerate**: a verdict that compares against it is not a
 comparison with a working method. The statistics cannot be computed for runs made before they
 were recorded: such a cell is "not measured". Pure functions of a :class:`Collection` (and the
@@ -53,8 +63,9 @@ from analysis.names import CONTROLS, split_task
 from .constants import SIGNAL_AT_MAX, SIGNAL_CONSTANT_CV, SIGNAL_DISTANCE_MARGIN, SIGNAL_LEVEL, SIGNAL_PARTLY_AT_MAX
 
 AT_MAX, CV, RANK = "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr"
+NOVELTY, NOVELTY_REFERENCE = "signal/novelty_rank_corr", "signal/distance_novelty_rank_corr"
 COVERAGE = "coverage"  # recorded by every run of an env with a coverage grid
-RULE_FIXED, RULE_REVISED = "2026-11-28", "2026-12-02"
+RULE_FIXED, RULE_REVISED, RULE_NOVELTY = "2026-11-28", "2026-12-02", "2026-12-03"
 # bonuses whose reward is a function of a count: their batch maximum is a first visit, not a clip
 COUNT_BONUSES = frozenset({"hashexplo"})
 # Panels whose coverage grid holds the whole state a bonus sees (MountainCar: position and velocity;
@@ -78,10 +89,13 @@ class SignalRule:
     # None: the 2026-11-28 rule, which compared the rank correlation with 0 only
     distance_margin: float | None = SIGNAL_DISTANCE_MARGIN
     fixed: str = RULE_REVISED
+    # the rank correlation with novelty in the bonus's input space is judged (added RULE_NOVELTY, before any run
+    # recording it had been read; the visits parts keep their date, ``fixed``); False: not judged
+    novelty: bool = True
 
 
 RULE = SignalRule()
-OLD_RULE = SignalRule(0.5, 0.05, 0.01, 0.95, None, RULE_FIXED)   # as fixed 2026-11-28 (rule_history.py)
+OLD_RULE = SignalRule(0.5, 0.05, 0.01, 0.95, None, RULE_FIXED, False)   # as fixed 2026-11-28 (rule_history.py)
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,9 @@ class CellSignal:
     reference: float | None = None              # mean over the paired runs of the distance score's rank correlation
     difference: tuple[float, float, float] | None = None   # mean, interval of rank - reference over the paired runs
     before: str = ""                            # the verdict under the 2026-11-28 rule
+    novelty: float | None = None                # mean over runs of the rank correlation with novelty (its input space)
+    novelty_reference: float | None = None      # the same for the distance score, over the same runs
+    novelty_difference: tuple[float, float, float] | None = None  # mean, interval of novelty - its reference
 
 
 def t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -162,15 +179,34 @@ def _visits_causes(rank: np.ndarray, reference: np.ndarray | None, rule: SignalR
     return interval
 
 
+def _novelty_causes(novelty: np.ndarray, reference: np.ndarray, rule: SignalRule, causes: list[str]) -> None:
+    """The input-space part of the rule (at least two runs carrying both), its causes appended."""
+    low, high = t_interval(novelty, rule.level)
+    if low <= 0:
+        causes.append(f"blind to novelty in its input space (rank correlation {np.mean(novelty):+.2f} "
+                      f"[{low:+.2f}, {high:+.2f}])")
+        return
+    compared = distance_comparison(novelty, reference, rule.level)
+    if compared is not None and compared[1][1] <= rule.distance_margin:
+        ref, (d, lo, hi) = compared
+        causes.append(f"no better than a distance score in its input space (rank correlation with novelty "
+                      f"{np.mean(novelty):+.2f}, the distance score's {ref:+.2f}: difference {d:+.2f} "
+                      f"[{lo:+.2f}, {hi:+.2f}], not above +{rule.distance_margin:g})")
+
+
 def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: SignalRule = RULE,
           reference: np.ndarray | None = None,
           count: bool = False,
-          projected: bool = False) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, float] | None]:
+          projected: bool = False, novelty: np.ndarray | None = None,
+          novelty_reference: np.ndarray | None = None
+          ) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, float] | None]:
     """``(verdict, causes, notes, rank interval)`` of a cell from its runs' statistics (one value per
     run: ``at_max`` and ``cv``; ``rank`` None where the panel has no coverage grid; ``reference``
     each run's distance-score rank correlation, NaN where unknown, None where none is; ``count``:
     the bonus is a count bonus, whose batch maximum is named for what it is; ``projected``: the
-    coverage grid is a projection of the bonus's input, where the distance comparison is a note)."""
+    coverage grid is a projection of the bonus's input, where the distance comparison is a note;
+    ``novelty`` and ``novelty_reference`` each run's rank correlations with novelty in the bonus's
+    input space, the bonus's and the distance score's, paired by run; None where no run records them)."""
     if len(at_max) == 0:
         return "not measured", (), (), None
     causes: list[str] = []
@@ -189,6 +225,11 @@ def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: Sig
         notes.append("visits not testable (one run)")
     else:
         interval = _visits_causes(rank, reference, rule, causes, notes, projected)
+    if rule.novelty and novelty is not None and novelty_reference is not None:
+        if len(novelty) < 2:
+            notes.append("novelty not testable (one run)")
+        else:
+            _novelty_causes(novelty, novelty_reference, rule, causes)
     return ("degenerate" if causes else "ok"), tuple(causes), tuple(notes), interval
 
 
@@ -206,6 +247,15 @@ def run_means(coll: Collection, env: str, method: str, column: str) -> np.ndarra
     return run_values(coll, env, method, column)[1]
 
 
+def paired_values(coll: Collection, env: str, method: str, column: str,
+                  paired: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's mean over windows of ``column`` and of ``paired``, for the runs that carry both."""
+    seeds, values = run_values(coll, env, method, column)
+    other = dict(zip(*run_values(coll, env, method, paired)))
+    keep = [i for i, s in enumerate(seeds) if s in other]
+    return values[keep], np.array([other[seeds[i]] for i in keep])
+
+
 def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE,
                 references: References | None = None) -> CellSignal:
     """The check of ``method`` on ``env`` (the bonus ``none`` has no reward: not judged);
@@ -219,15 +269,21 @@ def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE
            if references is not None and has_grid else None)
     count = bonus in COUNT_BONUSES
     grid_rank = rank if has_grid else None
+    novelty, novelty_ref = paired_values(coll, env, method, NOVELTY, NOVELTY_REFERENCE)
+    measured = novelty if novelty.size else None
     verdict, causes, notes, interval = judge(at_max, cv, grid_rank, rule, ref, count,
-                                             split_task(env)[0] not in WHOLE_STATE_GRIDS)
+                                             split_task(env)[0] not in WHOLE_STATE_GRIDS, measured, novelty_ref)
     before = judge(at_max, cv, grid_rank, OLD_RULE, None, count)[0] if rule != OLD_RULE else ""
     compared = distance_comparison(rank, ref, rule.level) if has_grid else None
+    novelty_compared = distance_comparison(novelty, novelty_ref, rule.level) if novelty.size else None
     return CellSignal(env, method, len(at_max), float(np.median(at_max)) if len(at_max) else math.nan,
                       float(np.median(cv)) if len(cv) else math.nan,
                       float(np.mean(rank)) if rank.size else None, interval, verdict, causes, notes, has_grid,
                       bonus in CONTROLS, bonus, variant, compared[0] if compared else None,
-                      compared[1] if compared else None, before)
+                      compared[1] if compared else None, before,
+                      float(np.mean(novelty)) if novelty.size else None,
+                      novelty_compared[0] if novelty_compared else None,
+                      novelty_compared[1] if novelty_compared else None)
 
 
 def signal_cells(coll: Collection, rule: SignalRule = RULE, references: References | None = None) -> list[CellSignal]:
@@ -256,6 +312,9 @@ def _cell_text(c: CellSignal) -> str:
     numbers = f"CV {c.cv:.2f}" + ("" if c.rank is None else f", ρ {c.rank:+.2f}")
     if c.reference is not None and c.difference is not None:
         numbers += f", the distance score's {c.reference:+.2f}: difference ≤ {c.difference[2]:+.2f}"
+    if c.novelty is not None and c.novelty_reference is not None and c.novelty_difference is not None:
+        numbers += (f"; novelty ρ {c.novelty:+.2f}, the distance score's {c.novelty_reference:+.2f}: difference ≥ "
+                    f"{c.novelty_difference[1]:+.2f}")
     return f"ok ({'; '.join([numbers, *extra])})"
 
 
@@ -268,10 +327,18 @@ def rule_text(rule: SignalRule = RULE) -> str:
             f"does not lie below 0 (blind to visits)")
     if rule.distance_margin is None:
         return text
-    return text + (f", or when the {rule.level:.0%} t-interval of the mean over runs of its rank correlation minus "
-                   f"that of a score that learns nothing (a state's standardised distance from the visit-weighted "
-                   f"mean cell, on the same run's visits) does not lie below -{rule.distance_margin:g} (no better "
-                   f"than a distance score)")
+    text += (f", or when the {rule.level:.0%} t-interval of the mean over runs of its rank correlation minus "
+             f"that of a score that learns nothing (a state's standardised distance from the visit-weighted "
+             f"mean cell, on the same run's visits) does not lie below -{rule.distance_margin:g} (no better "
+             f"than a distance score)")
+    if not rule.novelty:
+        return text
+    return text + (f"; and, where its runs record novelty in the bonus's own input space (the distance to the "
+                   f"10th nearest of a reservoir of earlier states, in the normalised observations it is given), "
+                   f"when the {rule.level:.0%} t-interval of its mean rank correlation with that novelty does not "
+                   f"lie above 0 (blind to novelty), or that of its mean difference from the same runs' distance "
+                   f"score (the standardised distance from the reservoir's mean) does not lie above "
+                   f"+{rule.distance_margin:g} (no better than a distance score in its input space)")
 
 
 def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: SignalRule = RULE) -> str:
@@ -285,9 +352,10 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
         lines.append(f"| {env_label(env)}{' †' if no_grid else ''} | "
                      + " | ".join(_cell_text(by[(env, m)]) if (env, m) in by else "—" for m in methods) + " |")
     runs = sorted({c.runs for c in cells if c.runs})
-    when = (f"first fixed {RULE_FIXED} before these statistics were read, revised {rule.fixed} after the 32-seed "
-            f"data had been read" if rule.fixed != RULE_FIXED else f"fixed {RULE_FIXED}, before these statistics "
-            f"were read")
+    when = (f"fixed {RULE_FIXED}, before these statistics were read" if rule.fixed == RULE_FIXED else
+            f"first fixed {RULE_FIXED} before these statistics were read, revised {RULE_REVISED} after the 32-seed "
+            f"data had been read" + (f", extended {RULE_NOVELTY} by the input-space novelty before any run recording "
+                                     f"it had been read" if rule.novelty else ""))
     caption = (f"Rule ({when}; campaign/claims/rule_history.py): {rule_text(rule)}. CV: the median run's coefficient "
                f"of variation of the raw bonus within a batch; ρ: the mean over runs of that rank correlation (a "
                f"novelty bonus's is negative). Each run's value is its mean over windows; "
@@ -298,13 +366,17 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
                   "panel, settings and seed; *difference ≤*: the upper end of the interval of rank correlation minus "
                   "the distance score's. "
                   if rule.distance_margin is not None else "")
+               + ("*Novelty ρ*: the mean over runs of the rank correlation with novelty in the bonus's input space "
+                  "(a novelty bonus's is positive), *difference ≥*: the lower end of the interval of it minus the "
+                  "distance score's, where runs record them (no committed run before 2026-12-03 does). "
+                  if rule.novelty else "")
                + "*Not measured*: runs made before the statistics were recorded. †: no coverage grid, so visits "
                "cannot be tested there, and the check cannot tell the noise control from an informative bonus on "
                "that panel.")
     return "\n".join(lines) + "\n\n" + caption + "\n"
 
 
-__all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "OLD_RULE", "WHOLE_STATE_GRIDS",
-           "RANK", "RULE", "RULE_FIXED", "RULE_REVISED", "CellSignal",
+__all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "NOVELTY", "NOVELTY_REFERENCE", "OLD_RULE", "WHOLE_STATE_GRIDS",
+           "RANK", "RULE", "RULE_FIXED", "RULE_NOVELTY", "RULE_REVISED", "CellSignal", "paired_values",
            "References", "SignalRule", "cell_signal", "degenerate", "distance_comparison", "judge", "rule_text",
            "run_means", "run_values", "signal_cells", "signal_md", "t_interval"]

@@ -43,7 +43,8 @@ from rfig_exp.results.status import seed_ranges
 from .fixes import FIXES
 
 KEPT_COLUMNS = ("env_steps", "episode_return", "episodes_finished", "episode_length", "intrinsic_reward",
-                "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "bonus/clipped_fraction",
+                "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr", "signal/novelty_rank_corr",
+                "signal/distance_novelty_rank_corr", "bonus/clipped_fraction",
                 "bonus/occupied_buckets", "bonus/info_gain_mean",
                 "coverage", "env/success", "env/milestones", "env/distance",
                 # the evaluation episodes' mean (agent.eval_episodes > 0: the score the authors' code reports)

@@ -35,6 +35,9 @@ from rfig_exp.config.validation import Integer, Interval, Number
 
 # the metrics.csv columns of an agent's evaluation episodes (agent.eval_episodes), at step 0 in summary.json
 EVAL_RETURN, EVAL_LENGTH = "eval/episode_return", "eval/episode_length"
+# the signal check's novelty of a state: its distance to the k-th nearest earlier state of a reservoir
+# (rfig_exp.agents.signal.novelty_step), so a reservoir holds at least this many
+NOVELTY_NEIGHBOUR = 10
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,32 @@ judges them by a rule fixed in advance (docs/analysis.md, *Signal check and the 
   0 where either side is constant (the first update of a run, when every count is 0).
 
 Each is a few sorts and reductions over ``T B`` numbers, nothing beside a bonus's own cost.
+
+Where the coverage grid is a projection of what a bonus sees (Acrobot's two angles of six
+observations, Brax's torso of 11-27 dimensions), or there is no grid (MinAtar), visits cannot
+say whether a state was novel. :func:`novelty_step` measures novelty in the bonus's own input
+space instead (``agent.novelty_reservoir``): a reservoir holds a uniform sample of earlier next
+states, and a state's novelty is the distance, in the normalised observations a bonus is given,
+to its ``k``-th nearest reservoir state (a nearest-neighbour density estimate: far from its
+neighbours, rarely seen). Two statistics of ``NOVELTY_QUERIES`` transitions drawn from the batch:
+
+- ``novelty_rank_corr``: Spearman's rank correlation between the raw bonus and that novelty
+  (a novelty bonus's is positive);
+- ``distance_novelty_rank_corr``: the same for a score that learns nothing, the state's
+  standardised distance from the reservoir's mean, the reference a working bonus must beat.
 """
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import jax
 import jax.numpy as jnp
 
+from rfig_exp.agents.contract import NOVELTY_NEIGHBOUR
+
 AT_MAX_RTOL = 1e-6
+NOVELTY_QUERIES = 256   # transitions per batch whose novelty is measured, then offered to the reservoir
 
 
 def average_ranks(x: jax.Array) -> jax.Array:
@@ -108,5 +126,105 @@ def distance_reference(cell: jax.Array, visits: jax.Array, shape: tuple[int, ...
     return {"distance_rank_corr": spearman(score, jnp.asarray(visits).reshape(-1)[flat].astype(jnp.float32))}
 
 
-__all__ = ["AT_MAX_RTOL", "average_ranks", "batch_signal", "cell_centres", "distance_reference", "distance_score",
-           "pearson", "spearman"]
+# --------------------------------------------------------------------------- novelty in the bonus's input space
+
+
+class Reservoir(NamedTuple):
+    """A uniform sample of the states offered so far (Vitter's algorithm R, a batch at a time)."""
+
+    states: jax.Array   # [K, *obs] raw observations; slots at or past ``offered`` are empty
+    offered: jax.Array  # [] int32, states offered so far
+
+
+def reservoir_init(size: int, obs_shape: tuple[int, ...], dtype=jnp.float32) -> Reservoir:
+    """An empty reservoir of ``size`` states of ``obs_shape``."""
+    return Reservoir(jnp.zeros((size,) + tuple(obs_shape), dtype), jnp.zeros((), jnp.int32))
+
+
+def reservoir_offer(reservoir: Reservoir, states: jax.Array, key: jax.Array) -> Reservoir:
+    """``states`` ``[M, *obs]`` offered in turn: the ``n``-th state offered (from 0) fills slot ``n``
+    while the reservoir has room, then replaces a slot drawn uniformly from ``[0, n]`` when that
+    draw is below the size ``K``, so each state offered so far is held with probability ``K / n``.
+    Two of one batch drawing the same slot: one of them is kept (which, the scatter decides); with
+    ``M`` draws among ``n`` of which ``K`` land, that is rare once ``n >> M``."""
+    size = reservoir.states.shape[0]
+    index = reservoir.offered + jnp.arange(states.shape[0], dtype=jnp.int32)
+    drawn = jax.random.randint(key, index.shape, 0, index + 1)
+    slot = jnp.where(index < size, index, drawn)
+    slot = jnp.where(slot < size, slot, size)  # past the end: dropped
+    return Reservoir(reservoir.states.at[slot].set(states.astype(reservoir.states.dtype), mode="drop"),
+                     reservoir.offered + states.shape[0])
+
+
+def _squared_distances(queries: jax.Array, points: jax.Array) -> jax.Array:
+    """``[M, D]``, ``[K, D]`` -> ``[M, K]`` squared Euclidean distances, centred on the points' mean
+    first so that equal states come out at 0 rather than at float32 cancellation noise."""
+    centre = points.mean(axis=0)
+    q, p = queries - centre, points - centre
+    qq, pp = jnp.sum(q * q, axis=1)[:, None], jnp.sum(p * p, axis=1)[None, :]
+    d2 = qq + pp - 2.0 * q @ p.T
+    return jnp.where(d2 > 1e-6 * (qq + pp), d2, 0.0)
+
+
+def knn_distance(queries: jax.Array, points: jax.Array, valid: jax.Array, k: int = NOVELTY_NEIGHBOUR) -> jax.Array:
+    """``[M]`` distance from each of ``queries`` ``[M, D]`` to its ``k``-th nearest of the ``valid``
+    ``[K]`` rows of ``points`` ``[K, D]`` (inf with fewer than ``k`` valid)."""
+    d2 = jnp.where(valid[None, :], _squared_distances(queries, points), jnp.inf)
+
+    def next_distance(_, carry):  # the next larger distance and its multiplicity: k masked mins over K, with
+        below, seen, kth = carry  # no sort (XLA's top_k sorts each row: 30 ms a seed per batch on a CPU)
+        value = jnp.min(jnp.where(d2 > below[:, None], d2, jnp.inf), axis=1)
+        count = jnp.sum(d2 == value[:, None], axis=1)
+        kth = jnp.where((seen < k) & (seen + count >= k), value, kth)
+        return value, seen + count, kth
+
+    start = (jnp.full(d2.shape[0], -1.0, d2.dtype), jnp.zeros(d2.shape[0], jnp.int32), jnp.full(d2.shape[0], jnp.inf))
+    return jnp.sqrt(jax.lax.fori_loop(0, k, next_distance, start)[2])
+
+
+def standardised_distance(queries: jax.Array, points: jax.Array, valid: jax.Array) -> jax.Array:
+    """``[M]`` distance of ``queries`` ``[M, D]`` from the mean of the ``valid`` rows of ``points``,
+    each dimension divided by their standard deviation (1 where they do not spread): a score that
+    learns nothing."""
+    w = valid.astype(points.dtype) / jnp.maximum(valid.sum(), 1)
+    mu = jnp.sum(w[:, None] * points, axis=0)
+    sigma = jnp.sqrt(jnp.sum(w[:, None] * (points - mu) ** 2, axis=0))
+    sigma = jnp.where(sigma > 0, sigma, 1.0)
+    return jnp.sqrt(jnp.sum(((queries - mu) / sigma) ** 2, axis=1))
+
+
+def novelty_signal(raw: jax.Array, queries: jax.Array, points: jax.Array, valid: jax.Array,
+                   k: int = NOVELTY_NEIGHBOUR) -> dict[str, jax.Array]:
+    """The novelty statistics of ``raw`` ``[M]`` bonuses of states ``queries`` ``[M, D]`` against the
+    earlier states ``points`` ``[K, D]`` (rows ``valid``), both in the bonus's input space. Both 0
+    until the reservoir holds ``k`` states (every novelty then infinite: one tied rank)."""
+    novelty = knn_distance(queries, points, valid, k)
+    return {"novelty_rank_corr": spearman(raw, novelty),
+            "distance_novelty_rank_corr": spearman(standardised_distance(queries, points, valid), novelty)}
+
+
+def novelty_step(reservoir: Reservoir, raw: jax.Array, next_obs: jax.Array,
+                 to_input: Callable[[jax.Array], jax.Array], key: jax.Array,
+                 num_queries: int = NOVELTY_QUERIES,
+                 k: int = NOVELTY_NEIGHBOUR) -> tuple[Reservoir, dict[str, jax.Array]]:
+    """One batch: ``raw`` ``[T, B]`` raw bonuses of next states ``next_obs`` ``[T, B, *obs]`` (raw);
+    ``to_input`` maps raw states ``[N, *obs]`` to the bonus's input ``[N, D]`` (the normalisation it
+    was given, applied to the reservoir too, so earlier states are measured as the bonus sees them
+    now). ``num_queries`` transitions, evenly spaced from a random start, are measured against the reservoir
+    before this batch, then offered to it. Returns the reservoir after and :func:`novelty_signal`."""
+    n = raw.size
+    m = min(num_queries, n)
+    k_pick, k_offer = jax.random.split(key)
+    # every (n // m)-th transition from a random start: each equally likely, spread over the batch's envs
+    # and steps, and no sort (a draw without replacement permutes all n)
+    pick = (jax.random.randint(k_pick, (), 0, n) + jnp.arange(m) * (n // m)) % n
+    states = next_obs.reshape((n,) + next_obs.shape[2:])[pick]
+    valid = jnp.arange(reservoir.states.shape[0]) < reservoir.offered
+    metrics = novelty_signal(raw.reshape(-1)[pick].astype(jnp.float32), to_input(states), to_input(reservoir.states),
+                             valid, k)
+    return reservoir_offer(reservoir, states, k_offer), metrics
+
+
+__all__ = ["AT_MAX_RTOL", "NOVELTY_NEIGHBOUR", "NOVELTY_QUERIES", "Reservoir", "average_ranks", "batch_signal",
+           "cell_centres", "distance_reference", "distance_score", "knn_distance", "novelty_signal", "novelty_step",
+           "pearson", "reservoir_init", "reservoir_offer", "spearman", "standardised_distance"]

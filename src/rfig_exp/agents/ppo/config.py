@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, NamedTuple
 
 from rfig_exp.agents.contract import (
+    NOVELTY_NEIGHBOUR,
     AgentSettingsBase,
     LoopSpec,
     ext_coef_setting,
@@ -69,6 +70,14 @@ def _layer_widths(value: Any, key: str, earlier: Mapping[str, Any]) -> tuple[int
     return hidden
 
 
+def _reservoir_size(value: Any, key: str, earlier: Mapping[str, Any]) -> int:
+    size = Integer(0)(value, key, earlier)
+    require(size == 0 or size >= NOVELTY_NEIGHBOUR,
+            f"{key}={size} must be 0 (no novelty statistics) or at least {NOVELTY_NEIGHBOUR}, the neighbour "
+            f"whose distance is a state's novelty")
+    return size
+
+
 @dataclass(frozen=True)
 class PPOStructure(Settings):
     """The agent's static settings: they set shapes and the structure of the compiled loop."""
@@ -110,6 +119,10 @@ class PPOStructure(Settings):
     eval_episodes: int = static(0, Integer(0),
                                 doc="fresh episodes per seed with the sampled policy, parameters and statistics "
                                     "frozen, at step 0 and after every window (0: none; the authors' code: 128)")
+    novelty_reservoir: int = static(1024, _reservoir_size,
+                                    doc="earlier next states kept (a uniform sample) to measure each bonus's rank "
+                                        "correlation with novelty in its own input space, signal/novelty_rank_corr "
+                                        "(0: not measured); changes no other number")
 
     @property
     def batch_size(self) -> int:

@@ -42,6 +42,8 @@ from rfig_exp.bonuses.base import Bonus, BonusBatch, float32_hparams
 from rfig_exp.bonuses.shuffle import permutations
 from rfig_exp.envs.base import BoxSpace, Env
 
+NOVELTY_STREAM = 0x5E7  # folded into an update's key for the novelty statistics' draws
+
 
 def as_arrays(hparams: PPOHparams) -> PPOHparams:
     """The hyperparameters as the compiled functions take them: every traced setting a float32
@@ -76,6 +78,7 @@ class RunState(NamedTuple):
     update: jax.Array              # [] int32, updates done so far
     key: jax.Array
     visits: jax.Array              # [num_cells] int32 visit counts of the env's coverage grid ([0] without one)
+    novelty: Any                   # signal.Reservoir of earlier next states (agent.novelty_reservoir), else None
 
 
 def _env_action(action, action_space):
@@ -102,6 +105,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
     v_reset = jax.vmap(env.reset)
     v_step = jax.vmap(env.step)
     num_cells = env.coverage.num_cells if env.coverage is not None else 0
+    measures_novelty = bonus.intrinsic and spec.novelty_reservoir > 0
 
     def init(key, hparams):
         k_params, k_warm, k_bonus, k_reset, k_run = jax.random.split(key, 5)
@@ -119,6 +123,7 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
             bonus_state=explored.bonus, env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs,), jnp.float32), episode_length=jnp.zeros((num_envs,), jnp.int32),
             update=jnp.zeros((), jnp.int32), key=k_run, visits=jnp.zeros((num_cells,), jnp.int32),
+            novelty=signal.reservoir_init(spec.novelty_reservoir, obs_shape) if measures_novelty else None,
         )
 
     def rollout(state: RunState, key, hp):
@@ -260,6 +265,14 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         if bonus.intrinsic:  # is the raw bonus informative? (counts before this batch, as the bonus saw)
             seen_before = state.visits[traj.cell] if num_cells else None
             bonus_metrics.update({f"signal/{k}": v for k, v in signal.batch_signal(r_int_raw, seen_before).items()})
+        novelty = state.novelty
+        if measures_novelty:  # in the bonus's input space: the observations as it was given them
+            def bonus_input(x):
+                return normalize(explored.obs_rms, x, hp.agent.obs_clip).reshape(x.shape[0], -1).astype(jnp.float32)
+            # its own stream, folded from the update's key, so that no other number changes
+            novelty, novelty_metrics = signal.novelty_step(state.novelty, r_int_raw, traj.final_obs, bonus_input,
+                                                           jax.random.fold_in(state.key, NOVELTY_STREAM))
+            bonus_metrics.update({f"signal/{k}": v for k, v in novelty_metrics.items()})
         metrics = UpdateMetrics(
             means={**SGDMetrics.mean_of(sgd_metrics)._asdict(), "extrinsic_reward": traj.reward.mean(),
                    "intrinsic_reward": r_int_raw.mean(), "intrinsic_reward_normalized": r_int.mean(),
@@ -272,7 +285,8 @@ def make_trainer(spec: TrainSpec, env: Env, bonus: Bonus) -> Trainer:
         new_state = RunState(
             params=params, opt_state=opt_state, obs_rms=explored.obs_rms, int_return_filter=explored.return_filter,
             int_return_rms=explored.return_rms, bonus_state=explored.bonus, env_state=env_state, obs=last_obs,
-            episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key, visits=visits)
+            episode_return=ep_ret, episode_length=ep_len, update=state.update + 1, key=key, visits=visits,
+            novelty=novelty)
         return new_state, metrics
 
     def run_window(states: RunState, hparams):
