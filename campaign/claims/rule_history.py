@@ -220,6 +220,20 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "check's table (RFIG and VIME degenerate on MountainCar); the as-run report on 5 panels at 8 seeds. The "
         "32-seed verdicts under either change had not been read (no report rebuilt with them).",
         _BOOK_2026_12_02, _SIGNAL_2026_12_02),
+    RuleChange(
+        "2026-12-03T17:46Z", "e8915fd",
+        "The signal check extended to novelty in each bonus's own input space, where visits are a projection or "
+        "absent: where a cell's runs record signal/novelty_rank_corr (the rank correlation of the raw bonus with "
+        "a state's distance to its 10th nearest of a uniform reservoir of earlier states, in the normalised "
+        "observations the bonus is given) and signal/distance_novelty_rank_corr (the same for a state's "
+        "standardised distance from the reservoir's mean), two causes on every panel: **blind to novelty** (the "
+        "SIGNAL_LEVEL t-interval of the mean does not lie above 0) and **no better than a distance score in its "
+        "input space** (that of the mean difference from the distance score's does not lie above "
+        "+SIGNAL_DISTANCE_MARGIN). No constant changed; the visits parts are unchanged.",
+        "No run recording these statistics existed (the trainer records them from this commit on); the known "
+        "answers of tests/test_signal.py (a synthetic two-room stream: a cell count, the distance score, a "
+        "constant, noise) had been run. Every committed verdict is unchanged: no committed run carries them.",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_02),
 )
 
 
