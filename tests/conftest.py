@@ -103,6 +103,20 @@ def tiny_config():
     return make
 
 
+def trainer_of(cfg):
+    """``(trainer, hparams)`` of a composed config: the PPO trainer of its env and bonus, and its
+    hyperparameters as the compiled functions take them."""
+    from rfig_exp.agents.ppo.train import as_arrays, make_trainer
+    from rfig_exp.bonuses import make_bonus
+    from rfig_exp.envs import make_env
+    from rfig_exp.spec.run_spec import build_run_spec
+
+    spec = build_run_spec(cfg)
+    env = make_env(cfg.env)
+    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
+    return make_trainer(spec.train, env, bonus), as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
+
+
 def find_run(results_dir, env: str, bonus: str, seed: int = 0, experiment: str = "default", variant: str = "*"):
     """The one run directory ``<results_dir>/<experiment>/<env>/<bonus>/<variant>/seed_<seed>``
     (tiny test configs are variants of the defaults, so their variant name is long)."""

@@ -10,19 +10,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TINY, compose_config, find_run
+from conftest import TINY, compose_config, find_run, trainer_of
 from test_checkpoint import _save_then_die
 
 from rfig_exp.agents.normalization import RunningMeanStd, normalize
 from rfig_exp.agents.ppo import evaluation
 from rfig_exp.agents.ppo.networks import ActorCritic, sampling_noise
-from rfig_exp.agents.ppo.train import as_arrays, make_trainer
-from rfig_exp.bonuses import make_bonus
 from rfig_exp.envs import make_env
 from rfig_exp.envs.base import BoxSpace
 from rfig_exp.run import checkpoint
 from rfig_exp.run.experiment import run_experiment
-from rfig_exp.spec.run_spec import build_run_spec
 
 EVAL = (evaluation.RETURN, evaluation.LENGTH)
 
@@ -86,11 +83,7 @@ def test_evaluate_matches_a_plain_python_loop(env_name, n, log_std):
 
 
 def _trainer(tiny_config, *overrides):
-    cfg = tiny_config("env=cartpole", "bonus=none", *overrides)
-    spec = build_run_spec(cfg)
-    env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
-    return make_trainer(spec.train, env, bonus), as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
+    return trainer_of(tiny_config("env=cartpole", "bonus=none", *overrides))
 
 
 @pytest.mark.extended

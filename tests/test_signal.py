@@ -201,16 +201,9 @@ def test_novelty_tells_a_working_count_from_a_distance_score_a_constant_and_nois
 
 
 def _trainer(tiny_config, *overrides):
-    from rfig_exp.agents.ppo.train import as_arrays, make_trainer
-    from rfig_exp.bonuses import make_bonus
-    from rfig_exp.envs import make_env
-    from rfig_exp.spec.run_spec import build_run_spec
+    from conftest import trainer_of
 
-    cfg = tiny_config("env=mountaincar", "bonus=rnd", *overrides)
-    spec = build_run_spec(cfg)
-    env = make_env(cfg.env)
-    bonus, bonus_hp = make_bonus(spec.bonus, env.obs_shape, env.action_space)
-    return make_trainer(spec.train, env, bonus), as_arrays(spec.agent.hparams(spec.bonus.beta, bonus_hp))
+    return trainer_of(tiny_config("env=mountaincar", "bonus=rnd", *overrides))
 
 
 def test_the_novelty_statistics_change_no_other_number_of_a_window(tiny_config):
