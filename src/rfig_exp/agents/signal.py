@@ -107,11 +107,18 @@ def distance_score(coords: jax.Array, visits: jax.Array) -> jax.Array:
     total = jnp.sum(v)
     w = jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), 1.0 / v.size)
     centres = cell_centres(jnp.arange(v.size), v.shape)                      # [H W, 2]
-    flat = w.reshape(-1, 1)
-    mu = jnp.sum(flat * centres, axis=0)
-    sigma = jnp.sqrt(jnp.sum(flat * (centres - mu) ** 2, axis=0))
+    return weighted_standardised_distance(jnp.asarray(coords, jnp.float32), centres, w.reshape(-1))
+
+
+def weighted_standardised_distance(x: jax.Array, points: jax.Array, weights: jax.Array) -> jax.Array:
+    """``[..., D]`` -> ``[...]``: ``|| (x - mu) / sigma ||`` with ``mu`` and ``sigma`` the per-axis mean and
+    standard deviation of ``points`` ``[N, D]`` under ``weights`` ``[N]`` (summing to 1; an axis with
+    no spread keeps scale 1)."""
+    flat = weights[:, None]
+    mu = jnp.sum(flat * points, axis=0)
+    sigma = jnp.sqrt(jnp.sum(flat * (points - mu) ** 2, axis=0))
     sigma = jnp.where(sigma > 0, sigma, 1.0)
-    return jnp.sqrt(jnp.sum(((jnp.asarray(coords, jnp.float32) - mu) / sigma) ** 2, axis=-1))
+    return jnp.sqrt(jnp.sum(((x - mu) / sigma) ** 2, axis=-1))
 
 
 def distance_reference(cell: jax.Array, visits: jax.Array, shape: tuple[int, ...]) -> dict[str, jax.Array]:
@@ -186,11 +193,7 @@ def standardised_distance(queries: jax.Array, points: jax.Array, valid: jax.Arra
     """``[M]`` distance of ``queries`` ``[M, D]`` from the mean of the ``valid`` rows of ``points``,
     each dimension divided by their standard deviation (1 where they do not spread): a score that
     learns nothing."""
-    w = valid.astype(points.dtype) / jnp.maximum(valid.sum(), 1)
-    mu = jnp.sum(w[:, None] * points, axis=0)
-    sigma = jnp.sqrt(jnp.sum(w[:, None] * (points - mu) ** 2, axis=0))
-    sigma = jnp.where(sigma > 0, sigma, 1.0)
-    return jnp.sqrt(jnp.sum(((queries - mu) / sigma) ** 2, axis=1))
+    return weighted_standardised_distance(queries, points, valid.astype(points.dtype) / jnp.maximum(valid.sum(), 1))
 
 
 def novelty_signal(raw: jax.Array, queries: jax.Array, points: jax.Array, valid: jax.Array,
@@ -227,4 +230,5 @@ def novelty_step(reservoir: Reservoir, raw: jax.Array, next_obs: jax.Array,
 
 __all__ = ["AT_MAX_RTOL", "NOVELTY_NEIGHBOUR", "NOVELTY_QUERIES", "Reservoir", "average_ranks", "batch_signal",
            "cell_centres", "distance_reference", "distance_score", "knn_distance", "novelty_signal", "novelty_step",
-           "pearson", "reservoir_init", "reservoir_offer", "spearman", "standardised_distance"]
+           "pearson", "reservoir_init", "reservoir_offer", "spearman", "standardised_distance",
+           "weighted_standardised_distance"]
