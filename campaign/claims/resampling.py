@@ -128,6 +128,52 @@ def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) ->
                    min(sizes), 1.0, max(sizes))
 
 
+@dataclass(frozen=True)
+class PoiChange:
+    """The change of P(X > Y) (rule 7) from one setting to another, ``point`` = P_setting - P_reference
+    over the same panels, with the root of the two DeLong variances summed (the two settings' runs are
+    different runs): intervals point +- z se clipped to [-1, 1], no resampling (rule 5's DeLong case).
+    :class:`Dist`'s interface where the verdicts read it; the range of the statistic is 2 wide."""
+
+    point: float
+    se: float
+    n: int
+    scale: float = 2.0
+    n_max: int | None = None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        half = _z(level) * self.se
+        return max(-1.0, self.point - half), min(1.0, self.point + half)
+
+    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
+        return 0.0, 0.0
+
+
+def poi_change(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], x_ref: Mapping[str, np.ndarray],
+               y_ref: Mapping[str, np.ndarray]) -> PoiChange:
+    """P(X > Y) on the runs ``x``, ``y`` minus P(X > Y) on ``x_ref``, ``y_ref`` (each rule 7's mean
+    over the panels all four share), with its DeLong standard error."""
+    panels = sorted(set(x) & set(y) & set(x_ref) & set(y_ref))
+    at = poi_over_panels({p: x[p] for p in panels}, {p: y[p] for p in panels})
+    ref = poi_over_panels({p: x_ref[p] for p in panels}, {p: y_ref[p] for p in panels})
+    return PoiChange(at.point - ref.point, math.hypot(at.se, ref.se), min(at.n, ref.n), 2.0,
+                     max(at.n_max or at.n, ref.n_max or ref.n))
+
+
+def poi_change_boot(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], x_ref: Mapping[str, np.ndarray],
+                    y_ref: Mapping[str, np.ndarray], reps: int = REPS, seed: int = 0) -> Dist:
+    """:func:`poi_change` by rule 5's stratified bootstrap (each panel's runs of each of the four
+    resampled within), for rule 12's second test of a verdict its DeLong interval decided."""
+    panels = sorted(set(x) & set(y) & set(x_ref) & set(y_ref))
+    samples = {(p, side): v[p] for p in panels for side, v in (("x", x), ("y", y), ("xr", x_ref), ("yr", y_ref))}
+
+    def change(s):
+        return np.mean([poi_rows(s[(p, "x")], s[(p, "y")]) - poi_rows(s[(p, "xr")], s[(p, "yr")]) for p in panels],
+                       axis=0)
+
+    return stratified(samples, change, reps, seed, scale=2.0)
+
+
 def poi_panels_resampled(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], reps: int = REPS,
                          seed: int = 0) -> Dist:
     """Rule 7's pooled P(X > Y) with the panels resampled too: each resample draws as many panels as

@@ -4,6 +4,7 @@ VIME and #Explo high). Split from :mod:`campaign.claims.claims`, which calls :fu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -46,9 +47,10 @@ def sensitivity_knobs(sens: Collection) -> tuple[dict[str, dict[str, dict]], dic
 
 def sensitivity_claims(sens: Collection, paper_envs: Sequence[str], reps: int, seed: int) -> list[Claim]:
     scores = final_scores(sens)
-    knobs, _ = sensitivity_knobs(sens)
+    knobs, defaults = sensitivity_knobs(sens)
     panels = [e for e in sens.envs if len(scores.get(e, {})) >= 2]
-    return [_beta_claim(scores, knobs, panels, reps, seed), _ordering_claim(scores, knobs, panels, reps, seed + 100)]
+    return [_beta_claim(scores, knobs, defaults, panels, reps, seed),
+            _ordering_claim(scores, knobs, panels, reps, seed + 100)]
 
 
 def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
@@ -60,37 +62,72 @@ def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
     return [e for e in panels if e not in saturated], left
 
 
-def _beta_claim(scores, knobs, panels, reps, seed) -> Claim:
+def _beta_claim(scores, knobs, defaults, panels, reps, seed) -> Claim:
     words = "beta does not affect the relative comparison between baselines (bonuses are normalised)"
     by_bonus = {b: k[BETA] for b, k in knobs.items() if BETA in k}
     bonuses = sorted(by_bonus, key=lambda b: list(BASELINES + ("rfig",)).index(b) if b in BASELINES + ("rfig",) else 9)
     betas = sorted(set.intersection(*[set(v) for v in by_bonus.values()]), key=float) if by_bonus else []
     envs, left = _discriminating(scores, panels, [by_bonus[b][x] for b in bonuses for x in betas])
-    measure = f"the direction of P(A > B) for each pair of bonuses at each beta, on {panels_text(len(envs))}"
+    measure = (f"the direction of P(A > B) for each pair of bonuses at each beta, and its change from the default "
+               f"beta (inside ± {V.POI_MARGIN}, rule 9's small effect), on {panels_text(len(envs))}")
     if len(bonuses) < 2 or len(betas) < 2 or not envs:
         return Claim.judged(words, measure, "—", V.Verdict(V.NOT_MEASURED if envs else V.NO_DISCRIMINATION),
                             f"beta swept for {', '.join(map(method_label, bonuses)) or 'no bonus'}." + left)
+    ref = next((x for x in betas if all(by_bonus[b][x] == defaults.get(b) for b in bonuses)), betas[len(betas) // 2])
     pairs = [(a, b) for i, a in enumerate(bonuses) for b in bonuses[i + 1:]]
     m = len(pairs) * len(betas)
-    directions, rows = {}, []
+    m_change = len(pairs) * (len(betas) - 1)
+    directions, changes, rows = {}, [], []
+
+    def runs(key):
+        return {e: scores[e][key][1] for e in envs if key in scores[e]}
+
     for a, b in pairs:
-        vs, cells = [], []
+        vs, cells, moved = [], [], []
         for beta in betas:
-            ka, kb = by_bonus[a][beta], by_bonus[b][beta]
-            have = [e for e in envs if ka in scores[e] and kb in scores[e]]
-            xs, ys = {e: scores[e][ka][1] for e in have}, {e: scores[e][kb][1] for e in have}
+            xs, ys = runs(by_bonus[a][beta]), runs(by_bonus[b][beta])
+            xs, ys = {e: xs[e] for e in xs if e in ys}, {e: ys[e] for e in ys if e in xs}
             d = V.poi_over_panels(xs, ys)
             v = confirm_poi(V.judge_dist(d, 0.5, comparisons=m), xs, ys, 0.5, m, reps, seed)  # rule 12
             vs.append(v)
             cells.append(f"{beta:g}: {fmt(d)}")
+            if beta != ref:
+                c = _change(xs, ys, runs(by_bonus[a][ref]), runs(by_bonus[b][ref]), m_change,
+                            f"P({method_label(a)} > {method_label(b)}) at beta {beta:g} - at {ref:g}", reps,
+                            seed + len(changes) + 1)
+                changes.append(c)
+                moved.append(f"{beta:g}: {c.deciding.lo:+.2f} to {c.deciding.hi:+.2f}" if c.deciding else "")
         directions[(a, b)] = vs
-        rows.append(f"P({method_label(a)} > {method_label(b)}) " + ", ".join(cells))
-    verdict = P.ranking_verdict(directions)
+        rows.append(f"P({method_label(a)} > {method_label(b)}) " + ", ".join(cells)
+                    + f" (change from {ref:g}: " + ", ".join(moved) + ")")
+    reversal = P.ranking_verdict(directions)
+    unchanged = V.judge_all(changes)
     flips = sum(1 for vs in directions.values() if {V.SUPPORTED, V.CONTRADICTED} <= {v.kind for v in vs})
     resolved = sum(1 for vs in directions.values() if {V.SUPPORTED, V.CONTRADICTED} & {v.kind for v in vs})
-    return Claim.judged(words, measure + f", beta in {', '.join(f'{x:g}' for x in betas)}",
-                        f"{resolved} of {len(pairs)} pairs resolved, {flips} reversed", verdict,
+    inside = sum(1 for c in changes if c.kind == V.SUPPORTED)
+    verdict = (replace(reversal, why="a pair of bonuses is resolved one way at one beta and the other way at another")
+               if reversal.kind == V.CONTRADICTED else unchanged)
+    value = (f"{resolved} of {len(pairs)} pairs resolved, {flips} reversed; {inside} of {len(changes)} changes "
+             f"from beta {ref:g} inside ± {V.POI_MARGIN}")
+    return Claim.judged(words, measure + f", beta in {', '.join(f'{x:g}' for x in betas)}", value, verdict,
                         "; ".join(rows) + "." + left)
+
+
+def _change(x, y, x_ref, y_ref, comparisons: int, label: str, reps: int, seed: int) -> V.Verdict:
+    """Rule 9 for a change of P(X > Y) between two betas: supported when DeLong's 95% interval of
+    the change lies inside ± POI_MARGIN, contradicted when its Bonferroni interval lies outside; a
+    verdict DeLong decided stands only when the stratified bootstrap's gives the same (rule 12)."""
+    band = (-V.POI_MARGIN, V.POI_MARGIN)
+    v = V.judge_within(V.poi_change(x, y, x_ref, y_ref), band, comparisons, label)
+    boot = V.judge_within(V.poi_change_boot(x, y, x_ref, y_ref, reps, seed), band, comparisons, label, guarded=True)
+    shown = boot.deciding.text if boot.deciding is not None else ""
+    agrees = boot.kind == v.kind
+    words = f"stratified bootstrap ({reps:,} resamples): {shown}: " + ("the same verdict" if agrees else
+                                                                      f"{boot.kind}, not {v.kind}")
+    if v.kind in (V.SUPPORTED, V.CONTRADICTED) and not agrees:
+        return replace(v, kind=V.UNDECIDED, resolve_at=None, second=words,
+                       why=f"undecided by rule 12: DeLong's interval decides {label}, the bootstrap's does not")
+    return replace(v, second=words)
 
 
 def _ordering_claim(scores, knobs, panels, reps, seed) -> Claim:

@@ -160,10 +160,15 @@ a test fails when a constant changes without an entry there.
   interval over rounds lies inside ``TIME_BAND`` = [0.8, 1.25] on every env measured; contradicted
   when on some env it lies entirely outside.
 - **"Since we normalize exploration bonuses ..., this coefficient [beta] does not affect the relative
-  comparison"**: on the sensitivity panels at every beta swept, the direction of P(A > B) for each pair
-  of bonuses (rule 4 at 0.5). Contradicted when a pair is resolved one way at one beta and the other
-  way at another (rule 6 over the pairs); supported when every pair resolved at some beta is resolved
-  the same way at every beta, and at least one pair is resolved; else undecided.
+  comparison"**: on the sensitivity panels, for each pair of bonuses, P(A > B) at every beta swept
+  (rule 4 at 0.5) and its change from the default beta, P_beta(A > B) - P_default(A > B) (DeLong's
+  variances of the two added: different runs). An equivalence test: supported when every change's 95%
+  interval lies inside ± POI_MARGIN (beta moves no comparison by more than a small effect; rule 6's
+  intersection-union over the pairs x betas); contradicted when a pair is resolved one way at one beta
+  and the other way at another, or when a change's Bonferroni interval lies entirely outside the band;
+  else undecided. Rule 12: each change a DeLong interval decided is checked by the stratified
+  bootstrap of the same change. (Until 2026-12-04 it was supported as soon as no resolved pair
+  reversed: the absence of a reversal, which few seeds give for free.)
 - **Table 1's sensitivity (RFIG low, RND medium, VIME and #Explo high)**: per method, the mean over
   its knobs and the discriminating sensitivity panels of the range of normalised IQM across a knob's
   values. Supported when RFIG's range is below each other method's (rule 6 over the three differences);
@@ -202,9 +207,12 @@ from .constants import (  # noqa: F401
 # The statistics the verdicts judge (campaign/claims/resampling.py): the claims read them here.
 from .resampling import (  # noqa: F401
     Dist,
+    PoiChange,
     PoiDist,
     _z,
     iqm_rows,
+    poi_change,
+    poi_change_boot,
     poi_delong,
     poi_over_panels,
     poi_panels_resampled,
@@ -238,7 +246,12 @@ class Deciding:
         where = f"{self.label}: " if self.label else ""
         name = "95%" if self.comparisons == 1 else f"Bonferroni {self.level:.2%} ({self.comparisons} comparisons)"
         mc = f" ± {max(self.se):.3f} (MC)" if max(self.se) > 0 else ""
-        against = f"inside [{self.band[0]:.3f}, {self.band[1]:.3f}]" if self.band else f"against {self.threshold:g}"
+        against = f"against {self.threshold:g}"
+        if self.band is not None:
+            b = f"[{self.band[0]:.3f}, {self.band[1]:.3f}]"
+            inside = self.band[0] < self.lo and self.hi < self.band[1]
+            outside = self.lo > self.band[1] or self.hi < self.band[0]
+            against = f"inside {b}" if inside else f"outside {b}" if outside else f"across the edge of {b}"
         return f"{where}{name} [{self.lo:.3f}, {self.hi:.3f}]{mc} {against}"
 
 
@@ -385,8 +398,12 @@ def _deciding(verdicts: Sequence[Verdict]) -> Verdict:
     shown = held or [v for v in verdicts if v.deciding is not None]
     if not shown:
         return verdicts[0]
-    return min(shown, key=lambda v: min(abs(v.deciding.lo - v.deciding.threshold),
-                                        abs(v.deciding.hi - v.deciding.threshold)))
+    def distance(d: Deciding) -> float:  # to its threshold, or to the near edges of its band
+        if d.band is not None:
+            return min(abs(d.lo - d.band[0]), abs(d.hi - d.band[1]))
+        return min(abs(d.lo - d.threshold), abs(d.hi - d.threshold))
+
+    return min(shown, key=lambda v: distance(v.deciding))
 
 
 def judge_effect(d: Dist | PoiDist, comparisons: int = 1, label: str = "") -> Verdict:
@@ -409,20 +426,29 @@ def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
     return (min(lows), max(highs)) if lows else (None, None)
 
 
-def judge_within(d: Dist | PoiDist, band: tuple[float, float], comparisons: int = 1) -> Verdict:
+def judge_within(d: Dist | PoiDist | PoiChange, band: tuple[float, float], comparisons: int = 1,
+                 label: str = "", guarded: bool = False) -> Verdict:
     """Equivalence: supported when the 95% interval lies inside ``band``; contradicted when the
-    (Bonferroni) interval lies entirely above or entirely below it."""
+    (Bonferroni) interval lies entirely above or entirely below it. ``guarded``: rule 5's guard, an
+    interval end within :data:`MC_GUARD` Monte-Carlo errors of an edge touches it. The verdict carries
+    the interval that decided it (the Bonferroni one where it contradicts), named ``label``."""
     lo, hi = d.interval(LEVEL)
-    a_lo, a_hi = d.interval(1 - (1 - LEVEL) / comparisons)
-    if band[0] < lo and hi < band[1]:
-        return Verdict(SUPPORTED, d.n, n_max=d.n_max)
-    if a_lo > band[1] or a_hi < band[0]:
-        return Verdict(CONTRADICTED, d.n, n_max=d.n_max)
-    # rule 4's seeds: the interval must clear the band's nearest edge, from whichever side the estimate is on
+    a_level = 1 - (1 - LEVEL) / comparisons
+    a_lo, a_hi = d.interval(a_level)
+    se, a_se = (d.mc_error(LEVEL), d.mc_error(a_level)) if guarded else ((0.0, 0.0), (0.0, 0.0))
+    inside = Deciding(LEVEL, lo, hi, 0.0, 1, se, label, band)
+    if band[0] + MC_GUARD * se[0] < lo and hi < band[1] - MC_GUARD * se[1]:
+        return Verdict(SUPPORTED, d.n, n_max=d.n_max, deciding=inside)
+    if a_lo > band[1] + MC_GUARD * a_se[0] or a_hi < band[0] - MC_GUARD * a_se[1]:
+        return Verdict(CONTRADICTED, d.n, n_max=d.n_max,
+                       deciding=Deciding(a_level, a_lo, a_hi, 0.0, comparisons, a_se, label, band))
+    # rule 4's seeds: the interval must clear the band's nearest edge, from whichever side the estimate is
+    # on: at 95% to lie inside, at the Bonferroni level to lie outside
     edge = band[0] if abs(d.point - band[0]) < abs(d.point - band[1]) else band[1]
-    e, h = abs(d.point - edge), (hi - d.point if edge > d.point else d.point - lo)
-    resolve = d.n * (h / e) ** 2 if e > 0 and h > 0 else None
-    return Verdict(UNDECIDED, d.n, 1 if band[0] <= d.point <= band[1] else -1, resolve, n_max=d.n_max)
+    within = band[0] <= d.point <= band[1]
+    resolve = (seeds_to_resolve(d.point, lo, hi, edge, d.n, d.scale) if within
+               else seeds_to_resolve(d.point, a_lo, a_hi, edge, d.n, d.scale, a_level))
+    return Verdict(UNDECIDED, d.n, 1 if within else -1, resolve, n_max=d.n_max, deciding=inside)
 
 
 # --------------------------------------------------------------------------- panels
