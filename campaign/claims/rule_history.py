@@ -234,6 +234,19 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "answers of tests/test_signal.py (a synthetic two-room stream: a cell count, the distance score, a "
         "constant, noise) had been run. Every committed verdict is unchanged: no committed run carries them.",
         _BOOK_2026_12_02, _SIGNAL_2026_12_02),
+    RuleChange(
+        "2026-12-04T02:21Z", "16f0a5e",
+        "The beta claim made an equivalence test: supported only when, for every pair of bonuses and every beta "
+        "swept, the change of P(A > B) from the default beta has its 95% interval inside ± POI_MARGIN (DeLong's "
+        "variances of the two betas' runs added; checked by the stratified bootstrap, rule 12); contradicted by a "
+        "pair resolved both ways (as before) or by a change whose Bonferroni interval lies outside the band. It "
+        "replaced \"supported when no resolved pair reverses\", which a few seeds satisfy without evidence that "
+        "beta changes nothing. Intervals against a band say whether they lie inside, outside or across its edge "
+        "(the execution-time claim's too). No constant changed.",
+        "The 8-seed sensitivity runs (MountainCar, PointMaze-UMaze, 500k steps) and the repro report's beta "
+        "verdict on them (undecided; P(#Explo > RFIG) 0.53, 0.45, 0.31 at beta 0.25, 0.5, 1). No 32-seed "
+        "sensitivity run existed.",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_02),
 )
 
 
