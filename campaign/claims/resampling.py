@@ -58,10 +58,11 @@ class PoiDist:
     n: int
     scale: float = 1.0
     n_max: int | None = None
+    lower: float = 0.0  # the statistic's least value: -1 for a change of P(X > Y) (poi_change)
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         half = _z(level) * self.se
-        return max(0.0, self.point - half), min(1.0, self.point + half)
+        return max(self.lower, self.point - half), min(1.0, self.point + half)
 
     def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
         return 0.0, 0.0
@@ -128,36 +129,16 @@ def poi_over_panels(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) ->
                    min(sizes), 1.0, max(sizes))
 
 
-@dataclass(frozen=True)
-class PoiChange:
-    """The change of P(X > Y) (rule 7) from one setting to another, ``point`` = P_setting - P_reference
-    over the same panels, with the root of the two DeLong variances summed (the two settings' runs are
-    different runs): intervals point +- z se clipped to [-1, 1], no resampling (rule 5's DeLong case).
-    :class:`Dist`'s interface where the verdicts read it; the range of the statistic is 2 wide."""
-
-    point: float
-    se: float
-    n: int
-    scale: float = 2.0
-    n_max: int | None = None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        half = _z(level) * self.se
-        return max(-1.0, self.point - half), min(1.0, self.point + half)
-
-    def mc_error(self, level: float = LEVEL) -> tuple[float, float]:
-        return 0.0, 0.0
-
-
 def poi_change(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], x_ref: Mapping[str, np.ndarray],
-               y_ref: Mapping[str, np.ndarray]) -> PoiChange:
+               y_ref: Mapping[str, np.ndarray]) -> PoiDist:
     """P(X > Y) on the runs ``x``, ``y`` minus P(X > Y) on ``x_ref``, ``y_ref`` (each rule 7's mean
-    over the panels all four share), with its DeLong standard error."""
+    over the panels all four share), with its DeLong standard error: the root of the two variances
+    summed (different runs), the interval clipped to [-1, 1]."""
     panels = sorted(set(x) & set(y) & set(x_ref) & set(y_ref))
     at = poi_over_panels({p: x[p] for p in panels}, {p: y[p] for p in panels})
     ref = poi_over_panels({p: x_ref[p] for p in panels}, {p: y_ref[p] for p in panels})
-    return PoiChange(at.point - ref.point, math.hypot(at.se, ref.se), min(at.n, ref.n), 2.0,
-                     max(at.n_max or at.n, ref.n_max or ref.n))
+    return PoiDist(at.point - ref.point, math.hypot(at.se, ref.se), min(at.n, ref.n), 2.0,
+                   max(at.n_max or at.n, ref.n_max or ref.n), lower=-1.0)
 
 
 def poi_change_boot(x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray], x_ref: Mapping[str, np.ndarray],

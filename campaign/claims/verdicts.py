@@ -207,7 +207,6 @@ from .constants import (  # noqa: F401
 # The statistics the verdicts judge (campaign/claims/resampling.py): the claims read them here.
 from .resampling import (  # noqa: F401
     Dist,
-    PoiChange,
     PoiDist,
     _z,
     iqm_rows,
@@ -426,7 +425,7 @@ def _seed_range(verdicts: Sequence[Verdict]) -> tuple[int | None, int | None]:
     return (min(lows), max(highs)) if lows else (None, None)
 
 
-def judge_within(d: Dist | PoiDist | PoiChange, band: tuple[float, float], comparisons: int = 1,
+def judge_within(d: Dist | PoiDist, band: tuple[float, float], comparisons: int = 1,
                  label: str = "", guarded: bool = False) -> Verdict:
     """Equivalence: supported when the 95% interval lies inside ``band``; contradicted when the
     (Bonferroni) interval lies entirely above or entirely below it. ``guarded``: rule 5's guard, an
