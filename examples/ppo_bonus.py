@@ -32,6 +32,12 @@ from rfig_exp.agents.intrinsic import IntrinsicReward  # noqa: E402
 from rfig_exp.bonuses import bonus_names, settings_class  # noqa: E402
 from rfig_exp.config.errors import ConfigError  # noqa: E402
 
+# One call trains every seed, so no host work overlaps it: run it inline. Dispatched asynchronously,
+# jaxlib 0.10's CPU client left that call waiting for ever (every thread idle) in 7 of 64 runs of a
+# 2-seed RND case on a loaded 2-core machine; inline, in none of 30 (docs/speed.md, XLA CPU wedges).
+# launch.py keeps asynchronous dispatch: it dispatches window w+1 before reading window w.
+jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 # name: (default, meaning); the agent's share of these is the paper's (conf/agent/ppo.yaml)
 SETTINGS = {
     "total_timesteps": (1_000_000, "env steps per seed (whole updates of num_envs * num_steps)"),
