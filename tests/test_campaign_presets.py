@@ -67,6 +67,49 @@ def test_a_command_of_each_campaign_preset_plans_as_launch_py_would_and_needs_th
     assert "\n  repro " not in help_text()
 
 
+def test_every_sensitivity32_sweep_composes_and_makes_each_bonuss_default_and_beta_runs(monkeypatch):
+    """Planned as launch.py plans them (rfig_exp.launch.preflight.plan_launch, as campaign/estimate_sweep.py
+    does): every sweep of the first block composes; a knob's value equal to the bonus's default makes
+    the default run (its variant drops the override), so every bonus has its run at beta 0.5, the beta
+    claim's reference, beside 0.25 and 1; each planned run's stage is the one that planned it, which makes
+    as many runs as stage_sizes says. Each later block is the first's sweeps with its own seed."""
+    from collections import defaultdict
+
+    from campaign.estimate_sweep import launch_plan
+    from campaign.repro.reproducible import block_command
+    from campaign.repro.stages import SENS32, SENSITIVITY, stage_of, stage_sizes
+
+    monkeypatch.chdir(ROOT)
+    s32 = stages(SENS32)
+    first = {s.name.rsplit("-", 1)[0]: s for s in s32[:4]}
+    for stage in s32[:4]:
+        made: dict[str, set] = defaultdict(set)
+        runs = 0
+        for line in stage.commands:
+            preset, words = split_command(line)
+            for job in launch_plan(preset, words, say=None).jobs:
+                for spec in (part.spec for part in job.parts):
+                    assert (spec.experiment, spec.seeds, spec.requested_timesteps) == (SENS32, tuple(range(8)), 500000)
+                    assert stage_of(SENS32, spec.env_name, spec.bonus_name, spec.variant_overrides,
+                                    spec.seeds[-1]) == stage.name
+                    made[spec.bonus_name].add(tuple(sorted((k, v) for k, v in spec.variant_overrides.items()
+                                                           if k != "agent.total_timesteps")))
+                    runs += len(spec.seeds)
+        assert runs == stage_sizes()[stage.name] and set(made) == set(SENSITIVITY)
+        for bonus, variants in made.items():
+            assert {(), (("bonus.beta", 0.25),), (("bonus.beta", 1.0),)} <= variants, (stage.name, bonus)
+    for stage in s32[4:]:
+        panel, block = stage.name.rsplit("-", 1)
+        assert stage.commands == tuple(line.replace(" seed=0 ", f" seed={block} ")
+                                       for line in first[panel].commands)
+    # a rerun of a committed block takes its stage's sweep of that bonus: the knob's own, and for the
+    # run at the defaults the bonus's first knob, whose values hold the default
+    stage, args = block_command(SENS32, "deepsea", "rnd", list(range(8, 16)), {"agent.total_timesteps": 500000})
+    assert stage == "s32-deepsea-8" and "bonus=rnd" in args and "bonus.lr=1e-5,1e-4,1e-3" in args
+    _, args = block_command(SENS32, "deepsea", "vime", list(range(8, 16)), {"bonus.beta": 0.25})
+    assert "bonus=vime" in args and "bonus.beta=0.25,1" in args and "seed=8" in args
+
+
 def test_the_campaigns_folder_goes_first_on_a_sweeps_own_search_path(monkeypatch):
     monkeypatch.chdir(ROOT)  # where the campaign's relative search path points at its folder
     line = presets.with_searchpath(["sweep=repro", "hydra.searchpath=[file://my_conf]", "env=acrobot"])

@@ -346,7 +346,8 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     write_run(raw, "paper32", "acrobot", "none", 0, STEPS[:4], np.full(4, -400.0), complete=False)
     counts = export_tree(raw, data, ["paper32"], complete_cells=True)
     assert counts["runs"] == 64 and counts["held_back"] == ["paper32/acrobot/none/base: 0 of 1 seeds complete"]
-    text = build(data, out, reps=REPS, experiment="paper32", verdict_reps=REPS).read_text()
+    text = build(data, out, reps=REPS, experiment="paper32", verdict_reps=REPS,
+                 sensitivity=tmp_path / "no-sensitivity-data").read_text()
     assert "58 of 60 cells of `sweep=paper32`, `sweep=paper32_brax`" in text  # 40 non-Brax cells and 20 Brax ones
     assert "- Acrobot: PPO, RFIG, RND, VIME, #Explo" in text
     assert "- Sparse-Hopper (backend=spring): PPO, RFIG, RND, VIME, #Explo" in text  # the CPU grid's physics
@@ -355,7 +356,34 @@ def test_the_32_seed_report_names_its_missing_cells_and_puts_the_cpu_verdicts_be
     row = next(line for line in text.splitlines()
                if line.startswith("| PPO+RFIG ... outperforming vanilla PPO (final score) |"))
     assert "**supported**" in row and row.rstrip(" |").endswith(")")  # the CPU report's verdict and value beside
-    assert "## Deep exploration" not in text and "## Sensitivity" not in text  # nothing of the kind in this data
+    assert "## Deep exploration" not in text  # nothing of the kind in this data
+    # no runs of the 32-seed sensitivity campaign: the report says so, where the claims are and in its section
+    pending = "**The 32-seed sensitivity campaign (`sensitivity32`) has no runs yet**"
+    assert text.count(pending) == 2 and "## Sensitivity, measured" in text and "sensitivity/index.md" not in text
+    assert not any(c["claim"].startswith(("sensitivity:", "beta does not"))
+                   for c in json.loads((out / "claims.json").read_text()))
+
+
+def test_the_32_seed_report_judges_the_sensitivity_claims_on_the_sensitivity32_campaigns_runs(tmp_path):
+    raw, data, sens_raw, sens, out = (tmp_path / n for n in ("raw", "data", "sens_raw", "sens", "paper32"))
+    rng = np.random.default_rng(6)
+    for bonus, level in (("none", -200.0), ("rfig", -120.0)):
+        for s in range(8):
+            write_run(raw, "paper32", "mountaincar", bonus, s, STEPS, np.full(T, level) + rng.normal(0, 1, T))
+    _sensitivity_runs(raw, "sensitivity", seeds=range(3))  # runs of the 8-seed study beside the grid's: not used
+    export_tree(raw, data, ["paper32", "sensitivity"])
+    _sensitivity_runs(sens_raw, "sensitivity32")
+    assert export_tree(sens_raw, sens, ["sensitivity32"])["runs"] == 2 * 8 * 8
+    text = build(data, out, reps=REPS, experiment="paper32", verdict_reps=REPS, sensitivity=sens).read_text()
+    assert "From the 32-seed sensitivity campaign (`sensitivity32`): its 128 runs in " in text
+    assert "has no runs yet" not in text and "(16 runs)" in text  # the index counts the runs of data/ alone
+    assert "## Sensitivity, measured" in text and (out / "sensitivity.png").is_file()
+    claims = {c["claim"]: c for c in json.loads((out / "claims.json").read_text())}
+    ordering = claims["sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"]
+    beta = claims["beta does not affect the relative comparison between baselines (bonuses are normalised)"]
+    assert ordering["kind"] == "supported" and beta["kind"] != "not measured"
+    assert "beta in 0.25, 0.5, 1" in beta["measure"]  # the default beta, the reference, among them
+    assert json.loads((out / "sensitivity.json").read_text())["rfig"]["mean_range"] < 0.1
 
 
 def test_a_run_whose_stored_record_gained_fields_since_is_still_the_same_run(tmp_path):
@@ -404,6 +432,115 @@ def test_the_32_seed_campaign_runs_each_panel_in_the_blocks_of_sweep_paper_decis
                             env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": "paper32"},
                             check=True).stdout.split()
     assert listed == names
+
+
+def test_the_32_seed_sensitivity_campaign_runs_every_knob_on_four_panels_block_by_block_cheapest_first():
+    import subprocess
+    import sys
+
+    from campaign.repro.data import read_data
+    from campaign.repro.stages import (
+        CAMPAIGN_DATA,
+        CAMPAIGNS,
+        SENS32,
+        SENS32_ORDER,
+        SENSITIVITY,
+        command_overrides,
+        panel_name,
+        preset_envs,
+        sensitivity_runs,
+        stage_estimates,
+        stage_of,
+        stage_sizes,
+        stages,
+    )
+
+    s32 = stages(SENS32)
+    names = [s.name for s in s32]
+    assert len(names) == len(set(names)) == 4 * 4
+    assert not set(names) & {s.name for c in CAMPAIGNS if c != SENS32 for s in stages(c)}  # one namespace
+    # four suites: classic control, PointMaze, DeepSea, MinAtar; every panel's block before any next block
+    assert sorted(SENS32_ORDER) == sorted(preset_envs(SENS32)) == [
+        "deepsea", "minatar_breakout", "mountaincar", "pointmaze_medium"]
+    assert names[:4] == [f"s32-{panel_name(e)}-0" for e in SENS32_ORDER]
+    assert [n.rsplit("-", 1)[1] for n in names] == [str(b) for b in (0, 8, 16, 24) for _ in range(4)]
+    # one sweep per bonus x knob of SENSITIVITY, declared there only
+    knobs = [(b, f"bonus.{k}", v) for b, by_knob in SENSITIVITY.items() for k, v in by_knob.items()]
+    runs = sensitivity_runs(SENSITIVITY)
+    assert {b: len(r) for b, r in runs.items()} == {"rfig": 15, "rnd": 7, "vime": 7, "hashexplo": 7}
+    # each bonus's default run (beta 0.5, the beta claim's reference) comes from a value equal to a default
+    assert all({} in r for r in runs.values()) and all({"bonus.beta": "0.25"} in r for r in runs.values())
+    for stage in s32:
+        words = [command_overrides(line) for line in stage.commands]
+        env, seed = words[0][1]["env"], int(words[0][1]["seed"])
+        assert stage.name == f"s32-{panel_name(env)}-{seed}"
+        assert [(w["bonus"], *next((k, v) for k, v in w.items() if k.startswith("bonus."))) for _, w in words] == knobs
+        assert all(p == SENS32 and (w["env"], w["seed"], w["num_seeds"]) == (env, str(seed), "8") for p, w in words)
+        assert stage_sizes()[stage.name] == 8 * 36
+        for s in range(seed, seed + 8):  # every seed of every run of the stage is attributed to it
+            for bonus, overrides in (("rnd", {"bonus.lr": 1e-05}), ("rfig", {}), ("vime", {"bonus.beta": 0.25})):
+                assert stage_of(SENS32, env, bonus, {"agent.total_timesteps": 500000, **overrides}, s) == stage.name
+    for run in [("deepsea", "rfig", {}, 32), ("pointmaze_umaze", "rfig", {}, 0), ("deepsea", "none", {}, 0),
+                ("deepsea", "rnd", {"bonus.lengthscale_scale": 2}, 0),
+                ("deepsea", "rnd", {"bonus.lr": 1, "bonus.beta": 1}, 0)]:
+        assert stage_of(SENS32, *run) is None, run  # runs no stage of the campaign makes
+    assert CAMPAIGN_DATA[SENS32] == "docs/results/sensitivity32/data"
+    # the estimate before the runs, from the reproduction's committed data: every stage priced, the
+    # cheapest panel first in a block, every block of a panel alike
+    est = stage_estimates(SENS32, read_data(Path(__file__).resolve().parents[1] / "docs/results/repro/data"))
+    assert all(est[n] and est[n] > 0 for n in names)
+    assert [est[n] for n in names[:4]] == sorted(est[n] for n in names[:4])
+    assert all(est[n] == est[n.rsplit("-", 1)[0] + "-0"] for n in names)
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["bash", str(root / "campaign/scripts/repro.sh"), "--list"], capture_output=True, text=True,
+                            env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "CAMPAIGN": SENS32},
+                            check=True).stdout.split()
+    assert listed == names
+
+
+def test_the_sensitivity32_estimate_takes_the_8_seed_studys_median_job_else_half_the_main_grids():
+    from campaign.repro.data import StoredRun
+    from campaign.repro.stages import SENS32, SENSITIVITY, sensitivity_runs, stage_estimates
+
+    def run(experiment, env, bonus, variant, seed, wall):
+        summary = {"wall_time_s": wall, "num_seeds_in_process": 8, "status": "complete"}
+        return StoredRun(record={"experiment": experiment, "env": env, "bonus": bonus, "variant": variant,
+                                 "seed": seed, "variant_overrides": {}, "summary": summary}, rows="")
+
+    stored = {}
+    for bonus in SENSITIVITY:
+        for s in range(8):
+            # the 8-seed study's jobs of 8 vmapped seeds on MountainCar: 1, 2 and 100 minutes (median 2)
+            for variant, wall in (("a", 60.0), ("b", 120.0), ("c", 6000.0)):
+                r = run("sensitivity", "mountaincar", bonus, variant, s, wall)
+                stored[r.key] = r
+            for env in ("mountaincar", "pointmaze_medium", "deepsea", "minatar_breakout"):
+                r = run("repro", env, bonus, "base", s, 600.0)  # the main grid's 1M-step job: 10 minutes
+                stored[r.key] = r
+    jobs = sum(map(len, sensitivity_runs(SENSITIVITY).values()))
+    est = stage_estimates(SENS32, stored)
+    assert est["s32-mountaincar-0"] == est["s32-mountaincar-24"] == pytest.approx(jobs * 2.0)
+    assert est["s32-deepsea-8"] == est["s32-breakout-0"] == pytest.approx(jobs * 10.0 * 0.5)
+    del stored[("repro", "deepsea", "vime", "base", 0)]
+    est = stage_estimates(SENS32, stored)
+    assert est["s32-deepsea-0"] is None and est["s32-pointmaze_medium-0"] == pytest.approx(jobs * 5.0)
+
+
+def _sensitivity_runs(raw, experiment: str, envs=("mountaincar", "deepsea"), seeds=SEEDS):
+    """Sensitivity runs whose answers are known: RFIG flat in its knob and in beta, RND swinging with its
+    learning rate, RFIG above RND at every beta (the default run: only the study's budget overridden)."""
+    common = {"agent.total_timesteps": 500000}
+    defaults = {"bonus.lengthscale_scale": 1.0, "bonus.lr": 1e-4, "bonus.beta": 0.5}
+    levels = {"rfig": {None: 0.0, ("bonus.lengthscale_scale", 2.0): -1.0, ("bonus.beta", 0.25): 0.0,
+                       ("bonus.beta", 1.0): -0.5},
+              "rnd": {None: -40.0, ("bonus.lr", 1e-3): -90.0, ("bonus.beta", 0.25): -41.0, ("bonus.beta", 1.0): -40.5}}
+    for env in envs:
+        for bonus, by_variant in levels.items():
+            for variant, level in by_variant.items():
+                overrides = {**common, **({variant[0]: variant[1]} if variant else {})}
+                for s in seeds:
+                    write_run(raw, experiment, env, bonus, s, STEPS, np.full(T, -100.0 + level) + s * 0.1,
+                              overrides=overrides, defaults=defaults)
 
 
 @pytest.mark.extended

@@ -52,12 +52,12 @@ from .sections import (
     backend_section,
     deepsea_scaling,
     poi_figure,
-    sensitivity,
+    sensitivity_part,
     speed,
     theory_section,
 )
 from .stage_parts import MAIN
-from .stages import SIGNAL, preset_envs
+from .stages import CAMPAIGN_DATA, SENS32, SIGNAL, preset_envs
 from .timing import read_timing, scoped_timing, timing_section
 
 # The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
@@ -74,6 +74,9 @@ COMPARE_WITH = {"paper32": [(_DOCS / "repro/claims.json", "8 seeds on the CPU (d
 # single runs of the paper's settings on one machine, whatever the number of seeds a grid holds.
 TIMING_FROM = {"paper32": _DOCS / "repro/data"}
 FORECASTS = {"paper32": (_DOCS / "repro/claims-before-2026-11-28.json", "8 seeds (before 2026-11-28)")}
+# A grid whose sensitivity runs are a campaign of their own (its data folder: CAMPAIGN_DATA): the 32-seed
+# report judges Table 1's sensitivity ordering and the beta claim on the sensitivity32 campaign's runs.
+SENSITIVITY_FROM = {"paper32": SENS32}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "seed_curves", "final_scores", "aggregate_table", "aggregate_intervals",
                      "aggregate_curve", "probability_of_improvement", "performance_profiles", "method_comparison",
@@ -205,26 +208,32 @@ def _campaign_span(camp: dict) -> str:
 
 
 def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = MAIN,
-          verdict_reps: int = verdicts.REPS) -> Path:
+          verdict_reps: int = verdicts.REPS, sensitivity: Path | None = None) -> Path:
     """Write ``out/index.md`` and its figures from the compact data in ``data_dir`` (the main
     grid is ``experiment``: ``repro`` on CPU, ``paper32`` for the GPU preset). ``reps``: the figures'
-    resamples; ``verdict_reps``: the verdicts' (rule 5's ``REPS``; fewer, and the index says so)."""
+    resamples; ``verdict_reps``: the verdicts' (rule 5's ``REPS``; fewer, and the index says so).
+    ``sensitivity``: for a grid of :data:`SENSITIVITY_FROM`, that campaign's data (default: its folder)."""
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((data_dir / "meta.json").read_text()) if (data_dir / "meta.json").is_file() else {}
     stored = read_data(data_dir)
+    sens_from = SENSITIVITY_FROM.get(experiment)
+    sens_dir = sensitivity or (_DOCS.parents[1] / CAMPAIGN_DATA[sens_from] if sens_from else None)
     with tempfile.TemporaryDirectory() as tmp:
-        tree = rebuild_tree(data_dir, Path(tmp) / "results")
+        tree, sens_tree = rebuild_tree(data_dir, Path(tmp) / "results"), Path(tmp) / "sensitivity-results"
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
+        if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
+            rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
-                         data_dir, verdict_reps)
-        # The rebuilt tree lives in a temporary folder: name it by what it is, not where it was.
+                         data_dir, verdict_reps, sens_tree if sens_dir is not None else None)
+        # The rebuilt trees live in a temporary folder: name them by what they are, not where they were.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
                 text = path.read_text()
-                if str(tree) in text:
-                    path.write_text(text.replace(str(tree), "data (rebuilt results tree)"))
+                if str(tmp) in text:
+                    path.write_text(text.replace(str(tree), "data (rebuilt results tree)").replace(
+                        str(sens_tree), "sensitivity data (rebuilt results tree)"))
     index = out / "index.md"
     parts["audit_md"], audit_table = audit_reruns_md(audit_reruns(stored, experiment))
     parts["provenance"] = (_provenance_md(meta, stage_costs(stored), stage_coverage(stored), parts["main"].envs)
@@ -260,9 +269,10 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
 
 
 def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path,
-             verdict_reps: int = verdicts.REPS) -> dict:
-    """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs, the claims
-    judged by the rule book (at ``verdict_reps`` resamples), and what the index takes from them."""
+             verdict_reps: int = verdicts.REPS, sens_tree: Path | None = None) -> dict:
+    """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs (``sens_tree``'s
+    for a grid of :data:`SENSITIVITY_FROM`), the claims judged by the rule book (at ``verdict_reps``
+    resamples), and what the index takes from them."""
     reps, seed = opts.reps, opts.seed
     have = find_experiments(tree)
     paper = preset_envs("paper")
@@ -279,12 +289,10 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         deep_md, _ = deepsea_scaling(deep, out)
         deep_runs = deep.runs
 
-    sens_md, sens_summary, sens_runs, sens = "", {}, [], None
-    if SENS in have:
-        sens = collect(tree, SENS)
-        build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
-        sens_md, sens_summary, _ = sensitivity(sens, out, min(reps, 500), seed)
-        sens_runs = sens.runs
+    sens_exp = SENSITIVITY_FROM.get(experiment, SENS)
+    sens, sens_md, sens_summary = sensitivity_part(sens_tree or tree, sens_exp, out, opts,
+                                                   CAMPAIGN_DATA[sens_exp] if sens_tree else None)
+    sens_runs = sens.runs if sens is not None and sens_tree is None else []  # the runs of data/ only
     timing_dir = data_dir if read_timing(data_dir) is not None else TIMING_FROM.get(experiment, data_dir)
     audit = collect(tree, SIGNAL) if SIGNAL in have else None
     broken = degenerate_cells(main, audit)  # no verdict uses a bonus the signal check finds degenerate
@@ -308,6 +316,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
             "beyond": on_held_out(lambda c, _: beyond_paper_claims(c, paper, verdict_reps, seed), main),
             "poi_md": poi_md, "speed": measured_speed,
             "deep_md": deep_md, "sens_md": sens_md, "sens_summary": sens_summary, "runs": unique, "baselines": working,
+            "sens_pending": bool(sens_md) and sens is None,
             "devices_md": device_confound_md(main, opts.run_devices),
             "timing_md": timing_section(timing_dir), "backend_md": backend_section(tree, main, reps, seed),
             "usual_n": usual_seeds(cell["n"] for per in agg.per_env.values() for cell in per.values())}
@@ -369,7 +378,8 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
                   "Curves, visit heat maps and coverage per size: [deepsea/index.md](deepsea/index.md).", ""]
     if parts["sens_md"]:
         lines += ["## Sensitivity, measured", "", parts["sens_md"], "",
-                  "Per-variant curves and tables: [sensitivity/index.md](sensitivity/index.md).", ""]
+                  *([] if parts["sens_pending"] else ["Per-variant curves and tables: "
+                                                      "[sensitivity/index.md](sensitivity/index.md).", ""])]
     if theory_md:
         lines += ["## Theory: RFF information gain against the exact GP", "", theory_md, ""]
     lines += ["## Provenance: who made each run", "", parts["provenance"], "",
@@ -429,6 +439,7 @@ def _claims_sections(parts: dict) -> list[str]:
         "near tie: "
         f"{verdicts.NEAR_BAND:.0%} of a panel's range of final scores.*",
         "",
+        *([parts["sens_md"], ""] if parts.get("sens_pending") else []),
     ]
     earlier = FORECASTS.get(parts["experiment"])
     forecast = forecasts_md(parts["claims"], *earlier) if earlier else ""

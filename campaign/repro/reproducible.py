@@ -27,7 +27,7 @@ from analysis.markdown import render_markdown
 from analysis.names import BUILT_IN, env_label
 from rfig_exp.results.status import seed_ranges
 
-from .stages import CAMPAIGNS, MAIN, PAPER32, SEED_BLOCK, SIGNAL, stage_of, stages
+from .stages import CAMPAIGNS, MAIN, PAPER32, SEED_BLOCK, SIGNAL, command_overrides, stage_of, stages
 
 IGNORED_COLUMNS = ("wall_time_s",)  # the one column that is a time, not a number of the run
 RETURN = "episode_return"
@@ -47,14 +47,18 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def _command_of(stage, variant_overrides: dict) -> str:
-    """The sweep of ``stage`` that makes a run of these variant overrides: the one that sets the same
-    bonus settings (a stage may run a bonus twice, as two variants), else its first."""
+def _command_of(stage, bonus: str, variant_overrides: dict) -> str:
+    """The sweep of ``stage`` that makes a run of ``bonus`` with these variant overrides: of the sweeps
+    that can run ``bonus`` (those whose ``bonus=`` names it, and those without one: their preset's),
+    the one that sets the same bonus settings (a stage may run a bonus twice, as two variants), else
+    the first (a run at a bonus's defaults in a sensitivity stage: that bonus's first knob, whose
+    values in stages.SENSITIVITY hold its default)."""
     keys = {k for k in variant_overrides if k.startswith("bonus.")}
-    for line in stage.commands:
+    runs_it = [line for line in stage.commands if bonus in command_overrides(line)[1].get("bonus", bonus).split(",")]
+    for line in runs_it or stage.commands:
         if {w.split("=", 1)[0] for w in line.split() if w.startswith("bonus.")} == keys:
             return line
-    return stage.commands[0]
+    return (runs_it or stage.commands)[0]
 
 
 def block_command(experiment: str, env: str, bonus: str, seeds: list[int], variant_overrides: dict | None = None
@@ -70,7 +74,7 @@ def block_command(experiment: str, env: str, bonus: str, seeds: list[int], varia
     known = {s.name: s for campaign in CAMPAIGNS for s in stages(campaign)}
     if stage not in known:
         raise ValueError(f"no campaign stage makes {experiment}/{env}/{bonus} seed {seeds[0]}")
-    words = _command_of(known[stage], variant_overrides or {}).split()
+    words = _command_of(known[stage], bonus, variant_overrides or {}).split()
     args = [w for w in words if not w.startswith(("env=", "bonus="))] + [f"env={env}", f"bonus={bonus}"]
     named = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in args if "=" in w}
     if "seed" in named or "num_seeds" in named:

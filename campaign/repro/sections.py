@@ -18,10 +18,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.aggregate import bootstrap, fast_iqm  # noqa: E402
-from analysis.collect import Collection, final_scores  # noqa: E402
+from analysis.collect import Collection, collect, final_scores, find_experiments  # noqa: E402
+from analysis.maker import ReportOptions  # noqa: E402
 from analysis.markdown import render_markdown  # noqa: E402
 from analysis.names import env_label, method_colour, method_label, sort_methods, split_task  # noqa: E402
 from analysis.plots import _save  # noqa: E402
+from analysis.report import build_report  # noqa: E402
 from campaign.claims import verdicts as V  # noqa: E402
 from campaign.claims.claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
 from campaign.claims.sensitivity_claims import sensitivity_knobs  # noqa: E402
@@ -299,6 +301,35 @@ def _sensitivity_md(summary: dict[str, dict], rows: list, saturated: list[str]) 
             "<details><summary>Every knob, value by value</summary>\n\n"
             + render_markdown(["Method", "Knob", "Env", "normalised IQM per value", "range", "best value"], rows,
                               align="llllrl") + "\n</details>\n")
+
+
+def sensitivity_source_md(campaign: str, data: str, runs: int | None) -> str:
+    """The first words of a grid's sensitivity section where a campaign of its own (``campaign``, its
+    data folder ``data``) makes the grid's sensitivity runs: which runs they are, or while that
+    campaign has none (``runs`` None), that it has none yet and which claims are left unjudged, so the
+    report never drops those claims without saying so."""
+    how = f"`CAMPAIGN={campaign} campaign/scripts/repro.sh`, docs/reproduction.md"
+    if runs is None:
+        return (f"**The 32-seed sensitivity campaign (`{campaign}`) has no runs yet** (`{data}` holds none; {how}), "
+                "so Table 1's sensitivity ordering (RFIG low) and the claim that beta does not change the "
+                "comparison between bonuses are not judged in this report; their verdicts at 8 seeds are in "
+                "docs/results/repro/index.md.")
+    return (f"*From the 32-seed sensitivity campaign (`{campaign}`): its {runs} runs in `{data}` ({how}), not "
+            "this grid's data; the claims above judge them.*\n\n")
+
+
+def sensitivity_part(root: Path, experiment: str, out: Path, opts: ReportOptions, data: str | None = None
+                     ) -> tuple[Collection | None, str, dict[str, dict]]:
+    """The sensitivity runs of ``experiment`` in the results tree ``root``: their collection (None
+    without any), the report's section (their standard report in ``out/sensitivity``) and its summary.
+    ``data``: the data folder of the campaign of their own that made them (:func:`sensitivity_source_md`
+    first, which also says when it has none); None: the grid's own data, no section without any."""
+    if experiment not in find_experiments(root):
+        return None, sensitivity_source_md(experiment, data, None) if data else "", {}
+    sens = collect(root, experiment)
+    build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
+    md, summary, _ = sensitivity(sens, out, min(opts.reps, 500), opts.seed)
+    return sens, (sensitivity_source_md(experiment, data, len(sens.runs)) if data else "") + md, summary
 
 
 def theory_section(data_dir: Path, out: Path) -> str:

@@ -12,6 +12,9 @@ MAIN, SENS, PAPER32, BACKEND, BASELINES = "repro", "sensitivity", "paper32", "ba
 SIGNAL = "signal"  # the experiment of the signal audit (below)
 AS_RUN = "paper32_as_run"  # the grid as the authors' code ran it: campaign, experiment and preset (below)
 ABLATION = "as_run_ablation"  # each difference of the authors' code alone (below)
+# The sensitivity study at the paper's 32 seeds on four suites' panels: campaign, experiment and
+# preset (campaign.repro.sensitivity_stages)
+SENS32 = "sensitivity32"
 
 # The 32-seed campaign: the seeds the reproduction lacks, in blocks of the jobs of sweep=paper
 # ('seed=range(0,32,8)' num_seeds=8: a seed's numbers depend, to float32 rounding, on the seeds
@@ -128,13 +131,16 @@ def measured_minutes(stored: dict, env: str, experiment: str = MAIN, seed: int =
     return out
 
 
-def process_minutes(stored: dict, experiment: str, env: str, seeds: range, bonus: str | None = None) -> float:
+def process_minutes(stored: dict, experiment: str, env: str, seeds: range, bonus: str | None = None,
+                    variant: str | None = None) -> float:
     """Minutes of process wall time ``stored`` holds for ``seeds`` of ``env`` in ``experiment`` (of
-    ``bonus``, else every bonus and variant): each run's share of its process (its wall time over
-    the seeds vmapped in it), so a job of 8 vmapped seeds and 8 one-seed processes count alike."""
+    ``bonus``, else every bonus, and of ``variant``, else every variant): each run's share of its
+    process (its wall time over the seeds vmapped in it), so a job of 8 vmapped seeds and 8 one-seed
+    processes count alike."""
     total = 0.0
-    for (exp, e, b, _variant, s), run in stored.items():
+    for (exp, e, b, v, s), run in stored.items():
         summary = run.record.get("summary") or {}
-        if exp == experiment and e == env and s in seeds and bonus in (None, b) and summary.get("wall_time_s"):
+        if (exp == experiment and e == env and s in seeds and bonus in (None, b) and variant in (None, v)
+                and summary.get("wall_time_s")):
             total += float(summary["wall_time_s"]) / int(summary.get("num_seeds_in_process") or 1) / 60
     return total

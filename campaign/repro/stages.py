@@ -1,14 +1,17 @@
 """The campaigns' stages: what each one runs, and which runs it made.
 
 A stage is a unit of work that lands on its own (its data exported and committed when it
-completes). Two campaigns are declared here:
+completes). Among the campaigns declared here:
 
 - ``repro``, the 8-seed reproduction (``docs/results/repro/``): the six core envs, one MinAtar
   game, one sparse Brax env, one DeepSea size, or one bonus's sensitivity knobs;
 - ``paper32``, the paper's 12 panels at its 32 seeds (``docs/results/paper32/``): one panel x one
   block of 8 seeds (5 jobs of 8 vmapped seeds, one per bonus: the jobs of ``sweep=paper``), seeds
   8-31; seeds 0-7 are the reproduction's own runs, taken into the 32-seed data as they are
-  (``python -m campaign.repro merge --relabel repro:paper32``).
+  (``python -m campaign.repro merge --relabel repro:paper32``);
+- ``sensitivity32``, the sensitivity knobs at 32 seeds on four panels of four suites
+  (``docs/results/sensitivity32/``, :mod:`campaign.repro.sensitivity_stages`): one panel x one block
+  of 8 seeds, one sweep per bonus x knob of :data:`SENSITIVITY`.
 
 ``campaign/scripts/repro.sh`` runs a campaign (two lanes each take the next stage) by asking this module
 for the stage list and each stage's ``launch.py -m`` commands, and the report attributes every run
@@ -34,8 +37,9 @@ from pathlib import Path
 
 from campaign.presets import SEARCHPATH
 
-# The parts every campaign's stages are made of, and the authors' protocol's campaigns, are their own
-# modules; their names are this module's too (the lanes, the report and the tests read them here).
+# The parts every campaign's stages are made of, the authors' protocol's campaigns and the 32-seed
+# sensitivity study are their own modules; their names are this module's too (the lanes, the report and
+# the tests read them here).
 from .protocol_stages import (  # noqa: F401
     ABLATION_DIFFERENCES,
     ABLATION_ORDER,
@@ -54,6 +58,14 @@ from .protocol_stages import (  # noqa: F401
     difference_overrides,
     own_bonus_overrides,
 )
+from .sensitivity_stages import (  # noqa: F401
+    SENS32_ORDER,
+    sensitivity32_estimates,
+    sensitivity32_sizes,
+    sensitivity32_stage,
+    sensitivity32_stages,
+    sensitivity_runs,
+)
 from .stage_parts import (  # noqa: F401
     ABLATION,
     AS_RUN,
@@ -67,6 +79,7 @@ from .stage_parts import (  # noqa: F401
     PAPER_SEEDS,
     SEED_BLOCK,
     SENS,
+    SENS32,
     SIGNAL,
     Stage,
     block_of,
@@ -82,15 +95,17 @@ from .stage_parts import (  # noqa: F401
     with_extra,
 )
 
-CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN, ABLATION)
+CAMPAIGNS = (MAIN, PAPER32, BASELINES, AS_RUN, ABLATION, SENS32)
 # The data folder each campaign's runs go into (campaign/scripts/repro.sh puts its complete runs back first).
 CAMPAIGN_DATA = {MAIN: "docs/results/repro/data", PAPER32: "docs/results/paper32/data",
                  BASELINES: "docs/results/paper32/data", AS_RUN: "docs/results/paper32_as_run/data",
-                 ABLATION: "docs/results/as_run_ablation/data"}
+                 ABLATION: "docs/results/as_run_ablation/data", SENS32: "docs/results/sensitivity32/data"}
 DEEPSEA_DEFAULT_SIZE = 20  # conf/env/deepsea.yaml: that size is the core grid's DeepSea
 DEEPSEA_SIZES = (10, 30, 40)  # the scaling study's other sizes (sweep=deepsea_scaling)
-# One knob at a time around each bonus's defaults (sweep=sensitivity): bonus -> knob -> values.
-# beta (0.5 by default) for every bonus: the paper says it does not change the comparison.
+# One knob at a time around each bonus's defaults (sweep=sensitivity, and at 32 seeds sweep=sensitivity32):
+# bonus -> knob -> values. beta (0.5 by default) for every bonus: the paper says it does not change the
+# comparison; the runs at beta 0.5, its reference, are each bonus's default run, which a value equal
+# to a default of another knob makes (lengthscale_scale 1, lr 1e-4: sensitivity_runs).
 SENSITIVITY = {
     "rfig": {"lengthscale_scale": "0.25,0.5,1,2,4", "lengthscale_method": "valko_fixed_point,participation_ratio",
              "reg": "0.1,10", "beta": "0.25,1", "num_features": "256,512", "rho": "0.03125,0.125"},
@@ -102,8 +117,6 @@ SENSITIVITY = {
 # seeds 0-7 on brax's default `generalized` (the main grid runs `spring`), in an experiment of its own.
 BACKEND_CHECK = (f"{SEARCHPATH} sweep=repro_brax env=sparse_halfcheetah env.backend=generalized bonus=none,rfig "
                  "experiment=backend")
-
-
 
 
 # The working-baselines campaign, in the 32-seed grid (experiment paper32): VIME at its new defaults
@@ -138,19 +151,6 @@ BASELINES_ORDER = ("mountaincar", "acrobot", "pointmaze_umaze", "pointmaze_mediu
                    "sparse_hopper", "sparse_halfcheetah")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
 def stages(campaign: str = MAIN) -> list[Stage]:
     """Every stage of ``campaign``, in the order the lanes take them."""
     if campaign == PAPER32:
@@ -161,13 +161,11 @@ def stages(campaign: str = MAIN) -> list[Stage]:
         return as_run_stages()
     if campaign == ABLATION:
         return ablation_stages()
+    if campaign == SENS32:
+        return sensitivity32_stages(SENSITIVITY)
     if campaign != MAIN:
         raise ValueError(f"unknown campaign {campaign!r}; valid: {', '.join(CAMPAIGNS)}")
     return repro_stages()
-
-
-
-
 
 
 def paper32_stages() -> list[Stage]:
@@ -209,33 +207,14 @@ def baselines_stages() -> list[Stage]:
     return blocks[:cut] + audit + blocks[cut:] + fixed + audit_blocks
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def stage_sizes() -> dict[str, int]:
     """stage -> how many runs it makes, where that is fixed by its commands: a block stage makes
     :data:`SEED_BLOCK` seeds of each bonus of each of its sweeps. (A reproduction stage's size
     depends on its presets' full grids; it is not listed.)"""
     sizes = {stage.name: SEED_BLOCK * sum(len(stage_bonuses(Stage(stage.name, (line,)))) for line in stage.commands)
              for stage in paper32_stages() + baselines_stages() + as_run_stages()}
-    return {**sizes, **{stage.name: ABLATION_SEEDS * len(stage_bonuses(stage)) for stage in ablation_stages()}}
+    return {**sizes, **{stage.name: ABLATION_SEEDS * len(stage_bonuses(stage)) for stage in ablation_stages()},
+            **sensitivity32_sizes(SENSITIVITY)}
 
 
 def repro_stages() -> list[Stage]:
@@ -252,8 +231,6 @@ def repro_stages() -> list[Stage]:
     order = [Stage("core", (command("sweep=repro"),)), *minatar[:1], *brax[:1], *minatar[1:], *brax[1:2], *deepsea,
              *brax[2:], *sens, Stage("backend-halfcheetah", (BACKEND_CHECK,))]
     return order
-
-
 
 
 def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, seed: int | None = None) -> str | None:
@@ -283,6 +260,8 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
         return f"sig-{panel_name(env)}" + (f"-{block}" if block else "")
     if experiment == SENS:
         return f"sens-{bonus}" if bonus in SENSITIVITY else None
+    if experiment == SENS32:
+        return sensitivity32_stage(env, bonus, variant_overrides, seed, SENSITIVITY)
     if experiment == BACKEND:
         return "backend-halfcheetah" if env == "sparse_halfcheetah" else None
     if experiment != MAIN:
@@ -299,25 +278,16 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
     return None
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def stage_estimates(campaign: str, stored: dict, held: dict | None = None) -> dict[str, float | None]:
     """stage -> its estimated minutes on one core before it runs: for a 32-seed block, the sum of
     what the same five jobs cost for seeds 0-7 in the reproduction (``stored``: its data); for a
     baselines block, VIME's job there (the fix changes none of its work) and PPO's for the noise
     control (its bonus is free; the second value head is the rest); for an audit stage, the jobs
-    there of the bonuses it reruns; for a #Explo block, its job there (nor does its fix). None where
-    that is not known (the reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
+    there of the bonuses it reruns; for a #Explo block, its job there (nor does its fix); for the
+    32-seed sensitivity study, :func:`sensitivity32_estimates`. None where that is not known (the
+    reproduction's own stages are estimated by campaign/scripts/repro_meta.py)."""
+    if campaign == SENS32:
+        return sensitivity32_estimates(stored, SENSITIVITY)
     if campaign == AS_RUN:
         return as_run_estimates(stored, held or {})
     if campaign == ABLATION:
@@ -422,8 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="one line per stage with its estimated minutes on one core (from the reproduction's data)")
     ls.add_argument("--data", default="docs/results/repro/data", help="the reproduction's data, for --estimate")
     ls.add_argument("--left", metavar="DATA",
-                    help="only the stages whose runs DATA (the 32-seed data folder) does not hold in full "
-                         "(--campaign paper32 or baselines)")
+                    help="only the stages whose runs DATA (the campaign's data folder) does not hold in full "
+                         "(any --campaign but repro)")
     d = sub.add_parser("data", help="the data folder a campaign's runs go into")
     d.add_argument("--campaign", choices=CAMPAIGNS, default=MAIN)
     c = sub.add_parser("commands", help="a stage's launch.py -m arguments, one sweep per line")
@@ -451,9 +421,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.left:
             if args.campaign == MAIN:
-                print(f"error: --left needs --campaign {PAPER32}, {BASELINES} or {AS_RUN} (their stages have a "
-                      "fixed size)",
-                      file=sys.stderr)
+                fixed = [c for c in CAMPAIGNS if c != MAIN]
+                print(f"error: --left needs --campaign {', '.join(fixed[:-1])} or {fixed[-1]} (their stages have "
+                      "a fixed size)", file=sys.stderr)
                 return 2
             if not Path(args.left).is_dir():
                 print(f"error: --left: no data folder {args.left}", file=sys.stderr)

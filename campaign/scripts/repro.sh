@@ -6,6 +6,7 @@
 #
 #   campaign/scripts/repro.sh                       # every stage, on two lanes of one core each (LANES=1: one)
 #   CAMPAIGN=paper32 NICE=19 campaign/scripts/repro.sh   # the paper's 12 panels, seeds 8-31, beside other work
+#   CAMPAIGN=sensitivity32 NICE=19 campaign/scripts/repro.sh   # the sensitivity knobs at 32 seeds on four panels
 #   campaign/scripts/repro.sh minatar-asterix brax-hopper   # some stages, one after another (names: --list)
 #   LANES=2 campaign/scripts/repro.sh brax-ant brax-hopper deepsea-30   # some stages, on two lanes
 #   campaign/scripts/repro.sh --list                # the stages, in the order the lanes take them
