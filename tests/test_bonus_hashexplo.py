@@ -254,6 +254,15 @@ def test_bad_config_names_the_key(key, value, match):
         make(**{key: value})
 
 
+@pytest.mark.parametrize("overrides,match", [
+    (dict(cell_width=0.0), "bonus.cell_width=0.0 must be > 0"),
+    (dict(table_sizes=[2100001]), r"bonus.table_sizes=\[2100001\]: hash=grid needs every prime below"),
+])
+def test_bad_grid_config_names_the_key(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        make(hash="grid", **overrides)
+
+
 @pytest.mark.extended
 def test_end_to_end_run_writes_a_complete_result(tiny_config, tmp_path):
     summary, rows = end_to_end(tiny_config, tmp_path, "hashexplo")
@@ -289,6 +298,43 @@ def test_static_simhash_counts_sgn_of_a_fixed_projection_of_the_state_itself():
     for a, b in zip(jax.tree_util.tree_leaves(first.encoder), jax.tree_util.tree_leaves(state.encoder)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert int(np.asarray(state.tables)[0].sum()) == 3 * N
+
+
+def test_grid_count_counts_the_cell_of_the_state_itself():
+    """hash=grid: each state's cell floor(s / w) in float64 numpy, counted in a Python dict over three
+    batches (continuous states, so that many share a cell, on both sides of 0); nothing is trained."""
+    width = 0.5
+    bonus, hp = make(hash="grid", cell_width=width)
+    state = bonus.init(jax.random.PRNGKey(3), jnp.zeros((4,) + OBS), hp)
+    reward, update = jax.jit(bonus.reward), jax.jit(bonus.update)
+    rng = np.random.default_rng(4)
+    counts = Counter()
+    for step, shift in enumerate((0.0, 0.0, 1.0)):
+        states = rng.normal(size=(N,) + OBS) * 0.8 + shift
+        cells = [tuple(c) for c in np.floor(states.astype(np.float32).astype(np.float64) / width).astype(int)]
+        counts.update(cells)
+        r, _ = reward(state, as_batch(states), hp)
+        want = np.array([1.0 / np.sqrt(counts[c]) for c in cells]).reshape(T, B)
+        np.testing.assert_allclose(np.asarray(r), want, rtol=1e-6)
+        state, metrics = update(state, as_batch(states), jax.random.PRNGKey(step), hp)
+        assert set(metrics) == {"occupied_buckets"}
+        assert float(metrics["occupied_buckets"]) == len(counts)  # distinct cells, no two folded together
+    assert max(counts.values()) >= 5 and min(c[0] for c in counts) < 0   # shared cells, negative coordinates
+    assert int(np.asarray(state.tables)[0].sum()) == 3 * N
+
+
+def test_grid_cells_are_as_fine_as_their_width():
+    """Two states in one cell share a count; a state just across a cell's edge does not."""
+    bonus, hp = make(hash="grid", cell_width=0.25)
+    state = bonus.init(jax.random.PRNGKey(0), jnp.zeros((4,) + OBS), hp)
+    inside = np.tile([[0.01, -0.01, 0.3]], (N, 1))
+    inside[1::2] = [0.24, -0.24, 0.49]        # the same cell: [0, 0.25) x [-0.25, 0) x [0.25, 0.5)
+    r, _ = bonus.reward(state, as_batch(inside), hp)
+    np.testing.assert_allclose(np.asarray(r), 1.0 / np.sqrt(N), rtol=1e-6)
+    across = inside.copy()
+    across[1::2] = [0.26, -0.24, 0.49]        # the next cell along the first axis
+    r, _ = bonus.reward(state, as_batch(across), hp)
+    np.testing.assert_allclose(np.asarray(r), 1.0 / np.sqrt(N // 2), rtol=1e-6)
 
 
 @pytest.mark.extended

@@ -5,6 +5,8 @@ passes the distance score, the revised one does not. Then the new functions agai
 computations (numpy and scipy in float64), the revised rule's thresholds, and its constants locked
 in the rule history."""
 
+from pathlib import Path
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -196,7 +198,9 @@ def test_the_signal_constants_cannot_change_without_a_dated_entry_in_the_rules_h
     later = RULE_HISTORY[RULE_HISTORY.index(first):]
     assert all(c.signal_constants for c in later)
     changed = [b for a, b in zip(later, later[1:]) if dict(a.signal_constants) != dict(b.signal_constants)]
-    assert [c.when[:10] for c in changed] == ["2026-12-02"] and "no better than a distance score" in changed[0].change
+    assert [c.when[:10] for c in changed] == ["2026-12-02", "2026-12-04"]
+    assert "no better than a distance score" in changed[0].change and "SIGNAL_NOVELTY_MARGIN" in changed[1].change
+    assert RULE.novelty_margin == C.SIGNAL_NOVELTY_MARGIN
     assert "32-seed data" in changed[0].seen
     verdicts = next(c for c in RULE_HISTORY if "Rules 10-12" in c.change)
     assert verdicts.commit == "1d95b83"
@@ -215,3 +219,51 @@ def test_the_distance_cause_decides_only_where_the_grid_is_the_whole_state():
     from campaign.claims.signal import WHOLE_STATE_GRIDS
     assert split_task("deepsea[size=30]")[0] in WHOLE_STATE_GRIDS
     assert split_task("sparse_ant[backend=spring]")[0] not in WHOLE_STATE_GRIDS
+
+
+# --------------------------------------------------------------------------- novelty's known answers on a real panel
+
+NOVELTY_DATA = Path(__file__).resolve().parents[1] / "docs" / "results" / "novelty" / "data"
+
+
+@pytest.fixture(scope="module")
+def novelty_cells(tmp_path_factory):
+    """The check of every committed MountainCar novelty cell (seeds 0-7, 1M steps), under the rule and
+    under the input-space parts as first fixed."""
+    from campaign.claims.signal import NOVELTY_RULE_2026_12_03
+    from campaign.repro.data import rebuild_tree
+
+    results = tmp_path_factory.mktemp("novelty")
+    rebuild_tree(NOVELTY_DATA, results)
+    coll = collect(results, "novelty")
+    return {rule.novelty_margin: {c.method: c for c in signal_cells(coll, rule)}
+            for rule in (RULE, NOVELTY_RULE_2026_12_03)}
+
+
+GRID_COUNTS = ("hashexplo/bonus.hash=grid", "hashexplo/bonus.cell_width=0.1,bonus.hash=grid",
+               "hashexplo/bonus.cell_width=0.5,bonus.hash=grid")
+
+
+def test_novelty_s_known_answers_on_a_real_panel(novelty_cells):
+    """A grid count of MountainCar's state (the known working count, at three cell widths) passes;
+    noise, the static SimHash (which sees only a 2-D state's direction) and the learned #Explo are
+    blind to novelty; under the margin of 0.05 first carried over from the grid the working count was
+    rejected at every width, so that margin could not tell it from a distance score."""
+    cells = novelty_cells[RULE.novelty_margin]
+    for method in GRID_COUNTS:
+        assert cells[method].verdict == "ok", (method, cells[method].causes)
+        assert cells[method].novelty > 0.7 and cells[method].rank < -0.6
+    for method in ("noise", "hashexplo/bonus.hash=static", "hashexplo"):
+        assert cells[method].verdict == "degenerate"
+        assert any(c.startswith("blind to novelty") for c in cells[method].causes), (method, cells[method].causes)
+    first = novelty_cells[C.SIGNAL_DISTANCE_MARGIN]
+    for method in GRID_COUNTS:
+        assert first[method].verdict == "degenerate"
+        assert first[method].causes[0].startswith("no better than a distance score in its input space")
+
+
+def test_a_bonus_equal_to_the_distance_score_is_rejected_in_its_input_space():
+    """The distance score as a bonus: its difference from its own reference is 0 on every run."""
+    runs = np.array([0.71, 0.75, 0.80, 0.78])
+    verdict, causes, _, _ = judge(np.zeros(4), np.ones(4), None, RULE, novelty=runs, novelty_reference=runs)
+    assert verdict == "degenerate" and causes[0].startswith("no better than a distance score in its input space")

@@ -31,5 +31,9 @@ SIGNAL_PARTLY_AT_MAX = 0.05    # at or above (and below SIGNAL_AT_MAX): noted
 SIGNAL_CONSTANT_CV = 0.01      # median run's coefficient of variation: below, degenerate
 SIGNAL_LEVEL = 0.95            # the t-intervals over runs (the rank correlation; its difference from the reference)
 SIGNAL_DISTANCE_MARGIN = 0.05  # 2026-12-02: the difference from the distance score's rank correlation lies below -this
+# 2026-12-04: in the bonus's input space, the difference from the distance score's rank correlation with novelty
+# lies above +this (it was SIGNAL_DISTANCE_MARGIN until a grid count of MountainCar's state, the known working
+# count there, failed that at all three cell widths tried; its lower ends were +0.009 to +0.041)
+SIGNAL_NOVELTY_MARGIN = 0.0
 SIGNAL_CONSTANTS = ("SIGNAL_AT_MAX", "SIGNAL_PARTLY_AT_MAX", "SIGNAL_CONSTANT_CV", "SIGNAL_LEVEL",
-                    "SIGNAL_DISTANCE_MARGIN")
+                    "SIGNAL_DISTANCE_MARGIN", "SIGNAL_NOVELTY_MARGIN")

@@ -45,6 +45,8 @@ _SIGNAL_2026_11_28 = {"SIGNAL_AT_MAX": 0.5, "SIGNAL_PARTLY_AT_MAX": 0.05, "SIGNA
 
 _SIGNAL_2026_12_02 = {**_SIGNAL_2026_11_28, "SIGNAL_DISTANCE_MARGIN": 0.05}
 
+_SIGNAL_2026_12_04 = {**_SIGNAL_2026_12_02, "SIGNAL_NOVELTY_MARGIN": 0.0}
+
 RULE_HISTORY: tuple[RuleChange, ...] = (
     RuleChange(
         "2026-11-26T13:47Z", "99f1c63",
@@ -247,6 +249,24 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "verdict on them (undecided; P(#Explo > RFIG) 0.53, 0.45, 0.31 at beta 0.25, 0.5, 1). No 32-seed "
         "sensitivity run existed.",
         _BOOK_2026_12_02, _SIGNAL_2026_12_02),
+    RuleChange(
+        "2026-12-04T13:40Z", "pending",
+        "The input-space comparison with the distance score gets a margin of its own, SIGNAL_NOVELTY_MARGIN = 0: "
+        "the mean difference's SIGNAL_LEVEL interval must lie above 0, where it had to lie above +0.05 (the "
+        "grid's SIGNAL_DISTANCE_MARGIN, carried over unvalidated on 2026-12-03). Its known answer on a real panel "
+        "failed at 0.05: a grid count of MountainCar's normalised state (#Explo with hash=grid, the known working "
+        "count there; the static SimHash meant for it sees only a 2-D state's direction) has a rank correlation "
+        "with novelty of +0.76 to +0.79 and lies above the distance score by +0.028 [+0.009, +0.046], +0.055 "
+        "[+0.037, +0.073] and +0.072 [+0.041, +0.103] at cell widths 0.5, 0.25 and 0.1 (8 seeds each), so the "
+        "part rejected what it must pass at every width. At 0 it passes all three; the distance score (a "
+        "difference of 0 by construction), a constant and noise are still rejected. The visits parts and their "
+        "margin are unchanged.",
+        "The novelty experiment on MountainCar (seeds 0-7, 1M steps; docs/results/novelty/data): every bonus at "
+        "its defaults, the static SimHash and the three grid counts, with each cell's difference from the distance "
+        "score read before the margin was set: RFIG +0.014 [+0.007, +0.022] (passes at 0, not at 0.05), RND +0.010 "
+        "[-0.001, +0.021] and VIME -0.165 (fail at either). No committed report's verdict changes: no run of the "
+        "12-panel grids records the statistics.",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_04),
 )
 
 

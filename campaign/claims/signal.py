@@ -39,8 +39,13 @@ its runs:
   a score that learns nothing, the standardised distance from the reservoir's mean, beside it.
   **Blind to novelty**: the :attr:`SignalRule.level` t-interval of the mean rank correlation with
   novelty does not lie above 0. **No better than a distance score in its input space**: the
-  interval of the mean of ``rho_nov,run - rho_dist,run`` does not lie above ``+distance_margin``.
+  interval of the mean of ``rho_nov,run - rho_dist,run`` does not lie above ``novelty_margin`` (0).
   Both are causes on every panel, grid or not: the input space is the whole state the bonus sees.
+  The margin was the grid's, +0.05 (2026-12-03), until its known answer on a real panel
+  (2026-12-04): a grid count of MountainCar's normalised state, the known working count there, lies
+  above the distance score by +0.03 to +0.07 at cell widths 0.1, 0.25 and 0.5 (lower ends +0.009 to
+  +0.041), so a margin of 0.05 rejected what it must pass; with 0 it passes at every width, and
+  the distance score, a constant and noise are still rejected.
 
 A cell with any of these is **degenerate**: a verdict that compares against it is not a
 comparison with a working method. The statistics cannot be computed for runs made before they
@@ -60,12 +65,19 @@ from scipy import stats
 from analysis.collect import Collection
 from analysis.names import CONTROLS, split_task
 
-from .constants import SIGNAL_AT_MAX, SIGNAL_CONSTANT_CV, SIGNAL_DISTANCE_MARGIN, SIGNAL_LEVEL, SIGNAL_PARTLY_AT_MAX
+from .constants import (
+    SIGNAL_AT_MAX,
+    SIGNAL_CONSTANT_CV,
+    SIGNAL_DISTANCE_MARGIN,
+    SIGNAL_LEVEL,
+    SIGNAL_NOVELTY_MARGIN,
+    SIGNAL_PARTLY_AT_MAX,
+)
 
 AT_MAX, CV, RANK = "signal/at_max_fraction", "signal/cv", "signal/visit_rank_corr"
 NOVELTY, NOVELTY_REFERENCE = "signal/novelty_rank_corr", "signal/distance_novelty_rank_corr"
 COVERAGE = "coverage"  # recorded by every run of an env with a coverage grid
-RULE_FIXED, RULE_REVISED, RULE_NOVELTY = "2026-11-28", "2026-12-02", "2026-12-03"
+RULE_FIXED, RULE_REVISED, RULE_NOVELTY, RULE_NOVELTY_MARGIN = "2026-11-28", "2026-12-02", "2026-12-03", "2026-12-04"
 # bonuses whose reward is a function of a count: their batch maximum is a first visit, not a clip
 COUNT_BONUSES = frozenset({"hashexplo"})
 # Panels whose coverage grid holds the whole state a bonus sees (MountainCar: position and velocity;
@@ -92,9 +104,13 @@ class SignalRule:
     # the rank correlation with novelty in the bonus's input space is judged (added RULE_NOVELTY, before any run
     # recording it had been read; the visits parts keep their date, ``fixed``); False: not judged
     novelty: bool = True
+    # the mean difference from the distance score's rank correlation with novelty must lie above +novelty_margin
+    # (RULE_NOVELTY_MARGIN; from RULE_NOVELTY until then it was distance_margin, 0.05)
+    novelty_margin: float = SIGNAL_NOVELTY_MARGIN
 
 
 RULE = SignalRule()
+NOVELTY_RULE_2026_12_03 = SignalRule(novelty_margin=SIGNAL_DISTANCE_MARGIN)   # the input-space parts as first fixed
 OLD_RULE = SignalRule(0.5, 0.05, 0.01, 0.95, None, RULE_FIXED, False)   # as fixed 2026-11-28 (rule_history.py)
 
 
@@ -187,11 +203,11 @@ def _novelty_causes(novelty: np.ndarray, reference: np.ndarray, rule: SignalRule
                       f"[{low:+.2f}, {high:+.2f}])")
         return
     compared = distance_comparison(novelty, reference, rule.level)
-    if compared is not None and compared[1][1] <= rule.distance_margin:
+    if compared is not None and compared[1][1] <= rule.novelty_margin:
         ref, (d, lo, hi) = compared
         causes.append(f"no better than a distance score in its input space (rank correlation with novelty "
-                      f"{np.mean(novelty):+.2f}, the distance score's {ref:+.2f}: difference {d:+.2f} "
-                      f"[{lo:+.2f}, {hi:+.2f}], not above +{rule.distance_margin:g})")
+                      f"{np.mean(novelty):+.2f}, the distance score's {ref:+.2f}: difference {d:+.3f} "
+                      f"[{lo:+.3f}, {hi:+.3f}], not above {rule.novelty_margin:+g})")
 
 
 def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: SignalRule = RULE,
@@ -338,7 +354,7 @@ def rule_text(rule: SignalRule = RULE) -> str:
                    f"when the {rule.level:.0%} t-interval of its mean rank correlation with that novelty does not "
                    f"lie above 0 (blind to novelty), or that of its mean difference from the same runs' distance "
                    f"score (the standardised distance from the reservoir's mean) does not lie above "
-                   f"+{rule.distance_margin:g} (no better than a distance score in its input space)")
+                   f"{rule.novelty_margin:+g} (no better than a distance score in its input space)")
 
 
 def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: SignalRule = RULE) -> str:

@@ -34,6 +34,13 @@ The defaults are the bonus described above, computed as before these settings ex
 (agent-normalised) state itself, ``phi(s) = sgn(A s)`` with ``A [k, d] ~ N(0, 1)`` fixed at init and no
 autoencoder (nothing is trained, so the counts never drift); ``hash_bits`` is the granularity k, which
 they chose per domain (docs/bonuses/hashexplo.md lists the values tried here).
+
+``hash: grid`` counts the cell of the (agent-normalised) state in a regular grid of side ``cell_width``,
+``floor(s / w)`` per dimension: the plain discretised count, the known working count on a
+low-dimensional state (a SimHash through the origin sees only a state's direction, so on a 2-D state its
+k hyperplanes make at most 2k angular sectors). Nothing is trained. The cell's integer coordinates,
+``c_i + 512`` in ``[0, 1024)``, are read as the digits of one number in base 1024, modulo each prime,
+Horner's rule with a reduction after every digit so that no partial sum leaves int32.
 """
 
 from __future__ import annotations
@@ -55,13 +62,14 @@ if TYPE_CHECKING:
     from rfig_exp.bonuses import nets
 
 HASH_NOISE_AT = ("code", "logits")
-HASH_FUNCTIONS = ("simhash", "code", "static")
+HASH_FUNCTIONS = ("simhash", "code", "static", "grid")
 HASH_COUNTS = ("with_batch", "before_batch")
 HASH_STATES = ("next_obs", "obs")
 HASH_PENALTY_ON = ("code", "noisy_code")
 HASH_INITS = ("he", "lecun")
 INT32_MAX = 2**31 - 1
 MAX_CODE_BITS = 30  # hash=code: the direct table has 2^m <= 2^30 int32 counters, its keys fit int32
+GRID_SPAN = 512     # hash=grid: cells -512..511 per dimension (a wider state is clipped into the edge cells)
 
 # The RFIG authors' #Explo (riiswa/rejax at b16e24a; ../shared/specs/authors-code.md, 2.7) as overrides of
 # this bonus's settings: `bonus=hashexplo` plus these (docs/bonuses/hashexplo.md lists them as a command
@@ -123,7 +131,11 @@ def _keys_fit_int32(values: Mapping[str, Any], prefix: str) -> None:
     """Row keys are summed in int32 before the modulus, and flat indices span all tables (a
     ``hash=code`` key is below ``2^code_dim <= 2^30``: ``_table_sizes``)."""
     bits, sizes = values["hash_bits"], values["table_sizes"]
-    require(values.get("hash") == "code" or bits * max(sizes) <= INT32_MAX,
+    if values.get("hash") == "grid":  # Horner's rule: acc * 1024 + digit with acc < P
+        require(max(sizes) * 2 * GRID_SPAN + 2 * GRID_SPAN <= INT32_MAX,
+                f"{prefix}table_sizes={list(sizes)!r}: hash=grid needs every prime below "
+                f"{(INT32_MAX - 2 * GRID_SPAN) // (2 * GRID_SPAN)} (its keys are int32)")
+    require(values.get("hash") in ("code", "grid") or bits * max(sizes) <= INT32_MAX,
             f"{prefix}hash_bits={bits} times max({prefix}table_sizes)={max(sizes)} overflows int32 keys")
     require(len(sizes) * max(sizes) <= INT32_MAX,
             f"{prefix}table_sizes={list(sizes)!r}: len * max must fit int32 indices")
@@ -146,10 +158,14 @@ class HashSettings(BonusSettings):
         doc="simhash: sgn(A round(b(s))) of hash_bits bits (Tang et al.'s learned hash) | code: the rounded code "
             "itself, sum_i round(b_i) 2^i, as the row of one direct table (the RFIG authors; hash_bits unused) | "
             "static: sgn(A s) of the normalised state itself, no autoencoder (Tang et al. on low-dimensional states; "
-            "hash_bits is the granularity k)")
+            "hash_bits is the granularity k) | grid: the cell floor(s / cell_width) of the normalised state, no "
+            "autoencoder (the discretised count; hash_bits unused)")
     hash_bits: int = static(32, POSITIVE_INT,
                             doc="k, SimHash bits sgn(A round(b(s))), A ~ N(0, 1) of shape [k, D] (hash=static: "
                                 "sgn(A s), A of shape [k, d])")
+    cell_width: float = traced(
+        0.25, ABOVE_ZERO,
+        doc="hash=grid: the side w of a cell, in units of the normalised state (its running std); unused otherwise")
     table_sizes: tuple[int, ...] = static(
         (999983, 1000003, 1000033), _table_sizes, check=_keys_fit_int32,
         doc=("count-min sketch: one table per odd prime P_t; the estimate is the min over tables, never below the true"
@@ -191,7 +207,8 @@ class HashState(NamedTuple):
     decoder: nets.MLPParams        # D -> reversed(hidden) -> in
     opt_state: optax.ScaleByAdamState  # Adam moments of (encoder, decoder)
     projection: jax.Array          # [k, D] SimHash matrix A ~ N(0, 1), fixed ([0, D] with hash=code: none;
-                                   # [k, d] with hash=static, applied to the state itself)
+                                   # [k, d] with hash=static, applied to the state itself; [0, D] with
+                                   # hash=grid: none)
     tables: jax.Array              # [num_tables, max(P)] int32 counts; row t uses its first P_t entries
 
 
@@ -212,6 +229,7 @@ def make(settings: HashSettings, obs_shape, action_space):
     activation, noise_at = settings.activation, settings.noise_at
     by_code, before_batch = settings.hash == "code", settings.count == "before_batch"
     by_state = settings.hash == "static"  # SimHash of the state itself: no autoencoder is trained
+    by_cell = settings.hash == "grid"     # the state's grid cell: no autoencoder either
     # hash=code: the rounded code's D bits are the key's bits, and the table (2^m >= 2^D) its modulus
     hash_bits = code_dim if by_code else settings.hash_bits
     primes = settings.table_sizes
@@ -225,8 +243,21 @@ def make(settings: HashSettings, obs_shape, action_space):
     def code_logits(encoder, x):
         return nets.mlp_apply(encoder, x, activation)                   # [N, D]
 
-    def flat_index(state, x):
+    base_mod = jnp.asarray(np.array([(2 * GRID_SPAN) % p for p in primes], np.int32))
+
+    def cell_keys(x, width):
+        """``x [N, d] -> [N, num_tables]`` keys of each state's grid cell: its digits ``floor(x_i / w) + 512``
+        (clipped to ``[0, 1024)``) as one base-1024 number modulo each prime."""
+        digits = jnp.clip(jnp.floor(x / width) + GRID_SPAN, 0, 2 * GRID_SPAN - 1).astype(jnp.int32)   # [N, d]
+        acc = jnp.zeros((x.shape[0], num_tables), jnp.int32)
+        for i in range(in_dim):  # d is static and small where a grid count makes sense
+            acc = (acc * base_mod + digits[:, i:i + 1]) % moduli
+        return acc
+
+    def flat_index(state, x, hp: HashSettings):
         """``[N, num_tables]`` positions of each state's counter in ``tables.reshape(-1)``."""
+        if by_cell:
+            return cell_keys(x, hp.cell_width) + offsets
         if by_code:  # binary = (b > 0.5) as logit > 0, as simhash_bits rounds; A:exploration/hash.py:90, 141-156
             bits = (code_logits(state.encoder, x) > 0).astype(jnp.int32)
         elif by_state:
@@ -258,14 +289,14 @@ def make(settings: HashSettings, obs_shape, action_space):
         decoder = nets.mlp_init(k_dec, (code_dim,) + hidden[::-1] + (in_dim,), gain=gain, out_gain=1.0)
         return HashState(
             encoder=encoder, decoder=decoder, opt_state=nets.adam_init((encoder, decoder)),
-            projection=jax.random.normal(k_proj, (0 if by_code else hash_bits, in_dim if by_state else code_dim),
-                                         jnp.float32),
+            projection=jax.random.normal(
+                k_proj, (0 if by_code or by_cell else hash_bits, in_dim if by_state else code_dim), jnp.float32),
             tables=jnp.zeros((num_tables, width), jnp.int32),
         )
 
     def reward(state, batch, hp: HashSettings):
         x = states(batch)                                                  # [N, d]
-        idx = flat_index(state, x)
+        idx = flat_index(state, x, hp)
         if before_batch:  # the counts stored before this batch, 1 / sqrt(n + 1): A:exploration/hash.py:176-179
             n = jnp.min(state.tables.reshape(-1)[idx], axis=-1)
             r = jax.lax.rsqrt((n + 1).astype(jnp.float32))
@@ -291,14 +322,14 @@ def make(settings: HashSettings, obs_shape, action_space):
 
     def update(state, batch, key, hp: HashSettings):
         x = states(batch)
-        if by_state:  # nothing to train: count the batch under the fixed hash
-            idx = flat_index(state, x)
+        if by_state or by_cell:  # nothing to train: count the batch under the fixed hash
+            idx = flat_index(state, x, hp)
             tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
             occupied = jnp.count_nonzero(tables[0, :primes[0]]).astype(jnp.float32)
             return state._replace(tables=tables), {"occupied_buckets": occupied}
         if not before_batch:
             # Commit the counts ``reward`` read: the same indices from the same (pre-update) encoder.
-            idx = flat_index(state, x)
+            idx = flat_index(state, x, hp)
             tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
         noise = jax.random.uniform(key, (x.shape[0], code_dim), jnp.float32, -1.0, 1.0) * hp.noise_scale
         params = (state.encoder, state.decoder)
@@ -308,7 +339,7 @@ def make(settings: HashSettings, obs_shape, action_space):
         if before_batch:
             # The RFIG authors' order: count the batch after the step, hashed by the updated encoder
             # (A:exploration/hash.py:223-236).
-            idx = flat_index(state._replace(encoder=encoder), x)
+            idx = flat_index(state._replace(encoder=encoder), x, hp)
             tables = state.tables.reshape(-1).at[idx.reshape(-1)].add(1).reshape(state.tables.shape)
         new_state = state._replace(encoder=encoder, decoder=decoder, opt_state=opt_state, tables=tables)
         # Occupied rows of the first table after this batch: distinct codes seen so far (a lower bound), the
