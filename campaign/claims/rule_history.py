@@ -250,7 +250,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "sensitivity run existed.",
         _BOOK_2026_12_02, _SIGNAL_2026_12_02),
     RuleChange(
-        "2026-12-04T13:40Z", "pending",
+        "2026-12-04T13:30Z", "c5df9e4",
         "The input-space comparison with the distance score gets a margin of its own, SIGNAL_NOVELTY_MARGIN = 0: "
         "the mean difference's SIGNAL_LEVEL interval must lie above 0, where it had to lie above +0.05 (the "
         "grid's SIGNAL_DISTANCE_MARGIN, carried over unvalidated on 2026-12-03). Its known answer on a real panel "
