@@ -227,15 +227,20 @@ NOVELTY_DATA = Path(__file__).resolve().parents[1] / "docs" / "results" / "novel
 
 
 @pytest.fixture(scope="module")
-def novelty_cells(tmp_path_factory):
-    """The check of every committed MountainCar novelty cell (seeds 0-7, 1M steps), under the rule and
-    under the input-space parts as first fixed."""
-    from campaign.claims.signal import NOVELTY_RULE_2026_12_03
+def novelty_tree(tmp_path_factory):
+    """The committed MountainCar novelty runs (seeds 0-7, 1M steps) as a results tree."""
     from campaign.repro.data import rebuild_tree
 
-    results = tmp_path_factory.mktemp("novelty")
-    rebuild_tree(NOVELTY_DATA, results)
-    coll = collect(results, "novelty")
+    return rebuild_tree(NOVELTY_DATA, tmp_path_factory.mktemp("novelty"))
+
+
+@pytest.fixture(scope="module")
+def novelty_cells(novelty_tree):
+    """The check of every committed novelty cell, under the rule and under the input-space parts as
+    first fixed."""
+    from campaign.claims.signal import NOVELTY_RULE_2026_12_03
+
+    coll = collect(novelty_tree, "novelty")
     return {rule.novelty_margin: {c.method: c for c in signal_cells(coll, rule)}
             for rule in (RULE, NOVELTY_RULE_2026_12_03)}
 
@@ -267,3 +272,53 @@ def test_a_bonus_equal_to_the_distance_score_is_rejected_in_its_input_space():
     runs = np.array([0.71, 0.75, 0.80, 0.78])
     verdict, causes, _, _ = judge(np.zeros(4), np.ones(4), None, RULE, novelty=runs, novelty_reference=runs)
     assert verdict == "degenerate" and causes[0].startswith("no better than a distance score in its input space")
+
+
+def _metrics_mean(tree: Path, folder: str, column: str) -> dict[int, float]:
+    """Each run's mean over windows of ``column``, read from its metrics.csv with the csv module."""
+    import csv
+
+    out = {}
+    for metrics in sorted((tree / "novelty" / "mountaincar").glob(f"{folder}/seed_*/metrics.csv")):
+        with metrics.open() as f:
+            values = [float(row[column]) for row in csv.DictReader(f) if row.get(column) not in (None, "", "nan")]
+        out[int(metrics.parent.name.split("_")[1])] = float(np.mean(values))
+    return out
+
+
+def test_the_input_space_known_answers_table_on_a_real_panel(novelty_tree):
+    """The report's table of the input-space part on known answers: the grid counts pass and the noise
+    control and the distance score as a bonus are rejected under the rule in force, so it is a valid
+    check on MountainCar, and the margin of 0.05 first fixed is not (it rejects the grid counts); a
+    row's numbers are those of each run's metrics.csv, averaged and t-intervalled by hand."""
+    from campaign.claims import novelty_calibration as nc
+    from campaign.claims.signal import NOVELTY, NOVELTY_REFERENCE, NOVELTY_RULE_2026_12_03
+
+    coll = collect(novelty_tree, "novelty")
+    answers = nc.novelty_answers(coll)
+    by = {a.method: a for a in answers}
+    assert {by[m].role for m in GRID_COUNTS} == {nc.WORKING}
+    assert by["noise"].role == nc.REJECTED and by[nc.DISTANCE_ROW].role == nc.REJECTED
+    assert by["rfig"].role == nc.READING and by["hashexplo/bonus.hash=static"].role == nc.READING
+    for a in answers:
+        assert a.valid_under(RULE.novelty_margin), (a.method, a.verdicts)
+    assert nc.valid(answers, RULE) and not nc.valid(answers, NOVELTY_RULE_2026_12_03)
+    assert not nc.valid([a for a in answers if a.role != nc.REJECTED], RULE)  # a check needs both kinds
+    assert by[nc.DISTANCE_ROW].runs == sum(a.runs for a in answers if a.method != nc.DISTANCE_ROW)
+
+    folder = "hashexplo/" + next(p.parent.name for p in (novelty_tree / "novelty" / "mountaincar").glob(
+        "hashexplo/*/variant.yaml") if "cell_width: 0.1" in p.read_text())
+    nov, ref = _metrics_mean(novelty_tree, folder, NOVELTY), _metrics_mean(novelty_tree, folder, NOVELTY_REFERENCE)
+    seeds = sorted(set(nov) & set(ref))
+    assert len(seeds) == 8
+    x, d = np.array([nov[s] for s in seeds]), np.array([nov[s] - ref[s] for s in seeds])
+    half = lambda v: stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))  # noqa: E731
+    row = by["hashexplo/bonus.cell_width=0.1,bonus.hash=grid"]
+    assert row.novelty == pytest.approx(x.mean(), abs=1e-9)
+    assert row.novelty_interval == pytest.approx((x.mean() - half(x), x.mean() + half(x)), abs=1e-9)
+    assert row.difference == pytest.approx((d.mean(), d.mean() - half(d), d.mean() + half(d)), abs=1e-9)
+    assert row.difference[1] > 0 > row.difference[1] - C.SIGNAL_DISTANCE_MARGIN
+
+    md = nc.novelty_calibration_md(answers, coll.label)
+    assert "mountaincar: margin +0: yes, margin +0.05: **no**" in md
+    assert md.count("| must pass |") == 3 and md.count("| must be rejected |") == 2

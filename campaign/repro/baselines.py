@@ -7,7 +7,9 @@ its fix, and every bonus against the control as well as PPO.
   on the signal audit's runs (experiment ``signal``: the grid's seeds of it rerun), and says so;
   beside it, the check on known answers drawn from the grid's visit maps
   (``campaign.claims.signal_calibration``: a distance score that learns nothing, a count bonus, a
-  constant, noise), under the rule as first fixed and as revised;
+  constant, noise), under the rule as first fixed and as revised, and the input-space part on known
+  answers from whole runs (``campaign.claims.novelty_calibration``: a grid count, noise, the distance
+  score as a bonus);
 - VIME's raw bonus per panel before the fix (its runs at ``init_sigma=0.5, kl_ratio_len=0``: the
   window means of its reward) and after (the window means of its clipped information gain, before
   the ratio to recent medians), with the fraction of windows whose mean sits at the clip;
@@ -28,6 +30,7 @@ from analysis.markdown import render_markdown
 from analysis.names import CONTROLS, env_label
 from campaign.claims.claims import Panels
 from campaign.claims.control import control_md
+from campaign.claims.novelty_calibration import novelty_calibration_section
 from campaign.claims.signal import AT_MAX, CellSignal, degenerate, signal_cells, signal_md
 from campaign.claims.signal_calibration import calibration_section, references
 from rfig_exp.results.status import seed_ranges
@@ -51,6 +54,7 @@ class BaselinesSection:
     degenerate_md: str = ""               # the degenerate cells at the defaults, and where each bonus says why
     coverage_md: str = ""                 # which runs at the defaults carry the statistics (signal_coverage_md)
     scores_md: str = ""                   # each fixed baseline's final scores before and after (fix_scores)
+    novelty_md: str = ""                  # the input-space part on known answers (novelty_calibration)
 
 
 def vime_before_after(every: Collection) -> str:
@@ -256,10 +260,10 @@ def old_defaults_coverage_md(every: Collection, audit: Collection | None, envs: 
 
 
 def baselines_section(every: Collection, main: Collection, panels: Panels,
-                      audit: Collection | None = None) -> BaselinesSection:
+                      audit: Collection | None = None, novelty: Collection | None = None) -> BaselinesSection:
     """The three tables: ``every`` holds every variant of the grid's experiment, ``main`` its main
     grid (the defaults), ``panels`` the main grid's paper panels, ``audit`` the signal audit's runs
-    (experiment ``signal``) if any."""
+    (experiment ``signal``) if any, ``novelty`` the runs that test the input-space part on known answers."""
     refs = references(every)  # each run's distance reference, from the grid's visit maps (an audit rerun: its twin's)
     audited = signal_cells(audit, references=refs) if audit is not None else []
     judged = with_audit(signal_cells(main, references=refs), audited)
@@ -274,7 +278,8 @@ def baselines_section(every: Collection, main: Collection, panels: Panels,
                                      if known else ""),
                             vime_before_after(every), control_md(panels, flagged), flagged,
                             fixed_runs_md(main, panels.paper, every), degenerate_md(flagged, main, measured),
-                            coverage_md, scores_before_after(every, panels.paper))
+                            coverage_md, scores_before_after(every, panels.paper),
+                            novelty_calibration_section(novelty, env_label))
 
 
 __all__ = ["AUDIT_NOTE", "BaselinesSection", "SignalCoverage", "baselines_section", "degenerate_cells", "degenerate_md",

@@ -77,6 +77,9 @@ FORECASTS = {"paper32": (_DOCS / "repro/claims-before-2026-11-28.json", "8 seeds
 # A grid whose sensitivity runs are a campaign of their own (its data folder: CAMPAIGN_DATA): the 32-seed
 # report judges Table 1's sensitivity ordering and the beta claim on the sensitivity32 campaign's runs.
 SENSITIVITY_FROM = {"paper32": SENS32}
+# A grid whose signal check is shown on known answers in each bonus's input space too: the experiment whose
+# runs record the input-space statistics and its compact data (campaign.claims.novelty_calibration).
+NOVELTY_FROM = {"paper32": ("novelty", _DOCS / "novelty/data")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "seed_curves", "final_scores", "aggregate_table", "aggregate_intervals",
                      "aggregate_curve", "probability_of_improvement", "performance_profiles", "method_comparison",
@@ -224,9 +227,13 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
         if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
             rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
+        novelty = None
+        if experiment in NOVELTY_FROM and (NOVELTY_FROM[experiment][1] / "meta.json").is_file():
+            name, novelty_dir = NOVELTY_FROM[experiment]
+            novelty = collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
-                         data_dir, verdict_reps, sens_tree if sens_dir is not None else None)
+                         data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty)
         # The rebuilt trees live in a temporary folder: name them by what they are, not where they were.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -269,10 +276,12 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
 
 
 def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path,
-             verdict_reps: int = verdicts.REPS, sens_tree: Path | None = None) -> dict:
+             verdict_reps: int = verdicts.REPS, sens_tree: Path | None = None,
+             novelty: Collection | None = None) -> dict:
     """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs (``sens_tree``'s
     for a grid of :data:`SENSITIVITY_FROM`), the claims judged by the rule book (at ``verdict_reps``
-    resamples), and what the index takes from them."""
+    resamples), and what the index takes from them; ``novelty``: the runs that test the signal check's
+    input-space part on known answers (:data:`NOVELTY_FROM`)."""
     reps, seed = opts.reps, opts.seed
     have = find_experiments(tree)
     paper = preset_envs("paper")
@@ -304,7 +313,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
 
     claims = scoped_timing(on_held_out(judged, main), timing_dir, measured_speed)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
-    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit)
+    working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit, novelty)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
     seen, unique = set(), []
     for r in main.runs + deep_runs + sens_runs:
@@ -396,6 +405,8 @@ def _baselines_md(section: BaselinesSection, audit_md: str = "") -> list[str]:
     the grid's own runs: ``audit_md``), VIME before and after, the control."""
     lines = ["## Working baselines: does every bonus carry a signal?", "",
              *([section.fixed_md, ""] if section.fixed_md else []), section.signal_md, "",
+             *(["**The check on known answers in each bonus's input space**, from whole runs that record it:", "",
+                section.novelty_md, ""] if section.novelty_md else []),
              *([section.degenerate_md, ""] if section.degenerate_md else []),
              *([section.coverage_md, ""] if section.coverage_md else []),
              *([audit_md, ""] if audit_md else []),
