@@ -42,7 +42,7 @@ from campaign.claims.rule_history import history_md
 
 from .baselines import BaselinesSection, baselines_section, degenerate_cells
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
-from .data import read_data, rebuild_tree
+from .data import RUNS_JSON, read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .paper_table import REPORT_MAKERS
 from .reproducible import audit_reruns, audit_reruns_md, reproducibility_md
@@ -228,7 +228,7 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
             rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
         novelty = None
-        if experiment in NOVELTY_FROM and (NOVELTY_FROM[experiment][1] / "meta.json").is_file():
+        if experiment in NOVELTY_FROM and (NOVELTY_FROM[experiment][1] / RUNS_JSON).is_file():
             name, novelty_dir = NOVELTY_FROM[experiment]
             novelty = collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
