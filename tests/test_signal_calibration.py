@@ -322,3 +322,12 @@ def test_the_input_space_known_answers_table_on_a_real_panel(novelty_tree):
     md = nc.novelty_calibration_md(answers, coll.label)
     assert "mountaincar: margin +0: yes, margin +0.05: **no**" in md
     assert md.count("| must pass |") == 3 and md.count("| must be rejected |") == 2
+
+
+def test_the_32_seed_report_reads_the_committed_novelty_runs():
+    """The build finds the novelty runs where they are committed, under the experiment they were made in."""
+    from campaign.repro.build import NOVELTY_FROM
+    from campaign.repro.data import RUNS_JSON
+
+    name, data = NOVELTY_FROM["paper32"]
+    assert name == "novelty" and data.resolve() == NOVELTY_DATA.resolve() and (data / RUNS_JSON).is_file()
