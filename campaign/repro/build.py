@@ -77,8 +77,7 @@ FORECASTS = {"paper32": (_DOCS / "repro/claims-before-2026-11-28.json", "8 seeds
 # A grid whose sensitivity runs are a campaign of their own (its data folder: CAMPAIGN_DATA): the 32-seed
 # report judges Table 1's sensitivity ordering and the beta claim on the sensitivity32 campaign's runs.
 SENSITIVITY_FROM = {"paper32": SENS32}
-# A grid whose signal check is shown on known answers in each bonus's input space too: the experiment whose
-# runs record the input-space statistics and its compact data (campaign.claims.novelty_calibration).
+# The experiment (and its data) whose runs test the input-space signal check (campaign.claims.novelty_calibration).
 NOVELTY_FROM = {"paper32": ("novelty", _DOCS / "novelty/data")}
 MAIN_VARIANTS = ("base", "env.backend=spring")  # the main grid: defaults, and sparse Brax on spring
 STANDARD_SECTIONS = ["data", "curves", "seed_curves", "final_scores", "aggregate_table", "aggregate_intervals",
@@ -227,10 +226,9 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
         if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
             rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
-        novelty = None
-        if experiment in NOVELTY_FROM and (NOVELTY_FROM[experiment][1] / RUNS_JSON).is_file():
-            name, novelty_dir = NOVELTY_FROM[experiment]
-            novelty = collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
+        name, novelty_dir = NOVELTY_FROM.get(experiment, ("", Path(tmp) / "none"))
+        novelty = (collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
+                   if (novelty_dir / RUNS_JSON).is_file() else None)
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
                          data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty)
