@@ -39,6 +39,7 @@ from .signal import (
     cell_signal,
     judge,
     paired_values,
+    short_verdict,
     t_interval,
 )
 
@@ -130,13 +131,6 @@ def valid(answers: list[NoveltyAnswer], rule: SignalRule = RULE) -> bool:
     return {WORKING, REJECTED} <= roles and all(a.valid_under(rule.novelty_margin) for a in answers)
 
 
-def _verdict_text(verdict: tuple[str, tuple[str, ...]]) -> str:
-    v, causes = verdict
-    if v != "degenerate":
-        return v
-    return "**rejected** (" + "; ".join(dict.fromkeys(c.split(" (")[0] for c in causes)) + ")"
-
-
 def novelty_calibration_md(answers: list[NoveltyAnswer], label: Callable[[str], str],
                            env_label: Callable[[str], str] = str) -> str:
     """Per panel, each row's input-space statistics and verdicts, then whether each rule is a valid
@@ -155,8 +149,8 @@ def novelty_calibration_md(answers: list[NoveltyAnswer], label: Callable[[str], 
                 f"| {env_label(env)} | {name} | {a.role} | {a.runs} | {a.novelty:+.3f} "
                 f"[{a.novelty_interval[0]:+.3f}, {a.novelty_interval[1]:+.3f}] | {a.reference:+.3f} | "
                 f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {'—' if a.rank is None else f'{a.rank:+.2f}'} | "
-                f"{_verdict_text(a.verdicts[RULE.novelty_margin])} | "
-                f"{_verdict_text(a.verdicts[NOVELTY_RULE_2026_12_03.novelty_margin])} |")
+                f"{short_verdict(a.verdicts[RULE.novelty_margin])} | "
+                f"{short_verdict(a.verdicts[NOVELTY_RULE_2026_12_03.novelty_margin])} |")
         said = ", ".join(f"margin {r.novelty_margin:+g}: {'yes' if valid(rows, r) else '**no**'}" for r in RULES)
         valid_lines.append(f"{env_label(env)}: {said}")
     width = HashSettings.defaults()["cell_width"]

@@ -302,6 +302,15 @@ def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE
                       novelty_compared[1] if novelty_compared else None)
 
 
+def short_verdict(verdict: tuple[str, tuple[str, ...]]) -> str:
+    """A known answer's ``(verdict, causes)`` in a table cell: the verdict, or "rejected" with each
+    cause's name (its numbers left out)."""
+    v, causes = verdict
+    if v != "degenerate":
+        return v
+    return "**rejected** (" + "; ".join(dict.fromkeys(c.split(" (")[0] for c in causes)) + ")"
+
+
 def signal_cells(coll: Collection, rule: SignalRule = RULE, references: References | None = None) -> list[CellSignal]:
     """Every (env, method) cell of the collection whose bonus has a reward, envs then methods in
     the collection's order."""
@@ -395,4 +404,4 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
 __all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "NOVELTY", "NOVELTY_REFERENCE", "OLD_RULE", "WHOLE_STATE_GRIDS",
            "RANK", "RULE", "RULE_FIXED", "RULE_NOVELTY", "RULE_REVISED", "CellSignal", "paired_values",
            "References", "SignalRule", "cell_signal", "degenerate", "distance_comparison", "judge", "rule_text",
-           "run_means", "run_values", "signal_cells", "signal_md", "t_interval"]
+           "run_means", "run_values", "short_verdict", "signal_cells", "signal_md", "t_interval"]

@@ -41,7 +41,7 @@ from analysis.collect import Collection
 from rfig_exp.agents.signal import batch_signal, distance_score
 from rfig_exp.results import contract
 
-from .signal import OLD_RULE, RULE, SignalRule, judge
+from .signal import OLD_RULE, RULE, SignalRule, judge, short_verdict
 
 N_DRAW = 4096                  # transitions per known-answer run
 BATCH = (64, 64)               # the draw as a [T, B] batch (the statistics flatten it)
@@ -223,15 +223,8 @@ def calibrate(panels: dict[str, tuple[list[MapKey], list[np.ndarray]]]) -> list[
 
 # --------------------------------------------------------------------------- the report's table
 
-def _short(verdict: tuple[str, tuple[str, ...]]) -> str:
-    v, causes = verdict
-    if v != "degenerate":
-        return v
-    return "**rejected** (" + "; ".join(dict.fromkeys(c.split(" (")[0] for c in causes)) + ")"
-
-
 def _both(a: KnownAnswer) -> str:
-    old, new = _short(a.verdicts[OLD_RULE.fixed]), _short(a.verdicts[RULE.fixed])
+    old, new = short_verdict(a.verdicts[OLD_RULE.fixed]), short_verdict(a.verdicts[RULE.fixed])
     return f"{new} under both" if old == new else f"{old} → {new}"
 
 

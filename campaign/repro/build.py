@@ -226,9 +226,9 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
         if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
             rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
-        name, novelty_dir = NOVELTY_FROM.get(experiment, ("", Path(tmp) / "none"))
+        name, novelty_dir = NOVELTY_FROM.get(experiment, ("", None))
         novelty = (collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
-                   if (novelty_dir / RUNS_JSON).is_file() else None)
+                   if novelty_dir is not None and (novelty_dir / RUNS_JSON).is_file() else None)
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
                          data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty)
