@@ -56,12 +56,18 @@ THEIR_BONUS = {"none": "none", "rfig": "rnk", "rnd": "rnd", "vime": "vime", "has
 # packages their pdm.lock does not pin that their experiment.py's config reading needs
 UNPINNED = ["hydra-core", "pandas", "pyyaml"]
 
-# Their side: what their experiment.py does, without its logging; one JSON line on stdout.
+# Their side: what their experiment.py does, without its logging; one JSON line on stdout. Their
+# progress bar (PPO.print_progress, called through io_callback every iteration) does jax.numpy
+# arithmetic on its argument inside the callback; on XLA's CPU client that dispatch can wait for the
+# computation that is waiting for the callback (py-spy: the callback thread in pjit's
+# ExecuteReplicated, the main thread idle), a deadlock that stopped every run of their RND on this
+# machine at 0%. It prints and computes nothing else, so the driver replaces it with a no-op.
 DRIVER = """
 import json, sys
 import jax, jax.numpy as jnp, numpy as np
 from omegaconf import OmegaConf
 from rejax.algos.ppo_with_bonus import PPO
+PPO.print_progress = lambda self, timesteps: None
 cfg = OmegaConf.load(sys.argv[1])
 cfg.training.env, cfg.training.bonus_type = sys.argv[2], sys.argv[3]
 cfg.training.total_timesteps = int(sys.argv[4])
@@ -109,9 +115,9 @@ def authors_python(checkout: Path, pointax: Path | None, work: Path) -> Path:
 
 
 def driver_result(stdout: str) -> dict | None:
-    """The driver's JSON line in their process's stdout, None if it printed none. Their code draws a
-    progress bar there (carriage returns and no newline, so the driver's line may follow it on the
-    same line): the result is the text from the last ``{"returns"`` to the end of that line."""
+    """The driver's JSON line in their process's stdout, None if it printed none. Anything their code
+    prints there may precede it on the same line (their progress bar, drawn with carriage returns and
+    no newline, did before the driver silenced it): the result is the text from the last ``{"returns"`` to the end of that line."""
     start = stdout.rfind('{"returns"')
     return None if start < 0 else json.loads(stdout[start:].splitlines()[0])
 
