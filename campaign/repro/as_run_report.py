@@ -32,6 +32,7 @@ from campaign.claims.held_out import on_held_out
 from campaign.claims.resampling import quick_verdicts_warning
 
 from . import as_run_tables as T
+from .ablation_tables import ABLATION_DATA, ablation_scores, ablation_section_md, attribution
 from .as_run_methods import OWN_LABEL, OWN_VARIANT, sort_runs
 from .as_run_view import report_runs
 from .baselines import degenerate_cells
@@ -79,11 +80,15 @@ def judge(grid: Collection, reps: int, seed: int, broken: dict | None = None,
 
 
 def build_as_run(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment: str = AS_RUN,
-                 as_written: Path = AS_WRITTEN, verdict_reps: int = verdicts.REPS) -> Path:
+                 as_written: Path = AS_WRITTEN, verdict_reps: int = verdicts.REPS,
+                 ablation: Path | None = ABLATION_DATA) -> Path:
     """Write ``out/index.md``, ``claims.json``, ``summary.md``, ``rules.md`` and the standard report of
-    every method (``out/main``) from the as-run data in ``data_dir``."""
+    every method (``out/main``) from the as-run data in ``data_dir``, with each difference alone read
+    from the ablation's data in ``ablation`` (None or a missing folder: no ablation run yet)."""
     data_dir, out = Path(data_dir), Path(out)
     stored = {k: r for k, r in read_data(data_dir).items() if k[0] == experiment}
+    ablated = ablation_scores(read_data(ablation) if ablation is not None and Path(ablation).is_dir() else {},
+                              stored)
     if not stored:
         raise AnalysisError(f"no {experiment!r} runs in {data_dir}")
     assigned, refused = sort_runs(stored, experiment)
@@ -117,7 +122,9 @@ def build_as_run(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, exp
                                T.present_panels(train_grid), T.seeds_of(train_grid))
         scores = "\n\n".join([T.score_check_md(every, train), T.score_verdicts_md(rows, by_train)])
         parts = {"every": every, "grid": grid, "claims": rows, "present": present,
-                 "both": T.both_ways(rows, as_written), "scores": scores, "degenerate": T.degenerate_md(grid, broken),
+                 "both": T.both_ways(rows, as_written, {r.claim.claim: attribution(ablated, r.claim.claim, r.needs)
+                                                        for r in rows}),
+                 "ablation": ablation_section_md(ablated), "scores": scores, "degenerate": T.degenerate_md(grid, broken),
                  "methods": T.methods_md(stored, assigned), "panels": T.panels_md(stored, assigned),
                  "left": T.left_out_md(refused + incomplete + unscored),
                  "protocol": T.protocol_md(assigned), "as_of": opts.as_of, "n_runs": len(runs),
@@ -160,6 +167,10 @@ def _index_md(parts: dict, out: Path, summary: str) -> str:
         "says so by name and is given no verdict from them (a pooled claim is judged on the panels present, an "
         "interim verdict until every panel is in). As the paper was written: the committed 32-seed report under "
         "our protocol. Agree: the same verdict (*so far* while the as-run panels are incomplete).*",
+        "",
+        "## Each difference alone",
+        "",
+        parts["ablation"],
         "",
         "## Which score the claims use",
         "",

@@ -142,22 +142,28 @@ def _agree(row: AsRunClaim | None, written: dict) -> str:
     return ("so far " if row.status == "interim" else "") + ("yes" if same else "**no**")
 
 
-def both_ways(rows: Sequence[AsRunClaim], as_written: Path) -> str:
-    """Claim | verdict as the paper was run | as it was written (the committed 32-seed report) | agree:
-    every claim of ``as_written`` once, in its order, then any claim only the as-run report has."""
+def both_ways(rows: Sequence[AsRunClaim], as_written: Path, moved_by: Mapping[str, str] | None = None) -> str:
+    """Claim | verdict as the paper was run | as it was written (the committed 32-seed report) | agree
+    | what each difference alone does to its comparisons (``moved_by``: claim -> text; the column
+    only with it): every claim of ``as_written`` once, in its order, then any claim only the as-run
+    report has."""
     written = json.loads(Path(as_written).read_text()) if Path(as_written).is_file() else []
     by_claim = {r.claim.claim: r for r in rows}
+    extra = (lambda claim: [moved_by.get(claim, "—")]) if moved_by is not None else (lambda claim: [])
     table: list[list[Cell | str]] = []
     for w in written:
         r = by_claim.get(w["claim"])
         run = f"**{r.claim.verdict}**" + (f" ({r.where()})" if r.where() else "") if r else "—"
-        table.append([w["claim"], run, f"**{w['verdict']}**", _agree(r, w)])
+        table.append([w["claim"], run, f"**{w['verdict']}**", _agree(r, w), *extra(w["claim"])])
     seen = {w["claim"] for w in written}
     for r in rows:
         if r.claim.claim not in seen:
-            table.append([r.claim.claim, f"**{r.claim.verdict}**", "—", "—"])
-    return render_markdown(["The paper says", "As the paper was run (the as-run protocol; seeds, panels)",
-                            "As the paper was written (our protocol, 32 seeds)", "Agree?"], table, align="llll")
+            table.append([r.claim.claim, f"**{r.claim.verdict}**", "—", "—", *extra(r.claim.claim)])
+    header = ["The paper says", "As the paper was run (the as-run protocol; seeds, panels)",
+              "As the paper was written (our protocol, 32 seeds)", "Agree?"]
+    if moved_by is not None:
+        header.append("Each difference alone (the settings that move its comparisons; the ablation, 16 seeds)")
+    return render_markdown(header, table, align="l" * len(header))
 
 
 def claims_md(rows: Sequence[AsRunClaim]) -> str:
