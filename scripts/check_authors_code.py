@@ -117,7 +117,8 @@ def authors_python(checkout: Path, pointax: Path | None, work: Path) -> Path:
 def driver_result(stdout: str) -> dict | None:
     """The driver's JSON line in their process's stdout, None if it printed none. Anything their code
     prints there may precede it on the same line (their progress bar, drawn with carriage returns and
-    no newline, did before the driver silenced it): the result is the text from the last ``{"returns"`` to the end of that line."""
+    no newline, did before the driver silenced it): the result is the text from the last ``{"returns"``
+    to the end of that line."""
     start = stdout.rfind('{"returns"')
     return None if start < 0 else json.loads(stdout[start:].splitlines()[0])
 

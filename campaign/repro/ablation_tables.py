@@ -33,8 +33,7 @@ from campaign.claims.constants import LEVEL
 from campaign.claims.resampling import PoiDist, iqm_rows, poi_change, poi_delong
 
 from .as_run_methods import sort_runs
-from .protocol_stages import (ABLATION_DIFFERENCES, ABLATION_ORDER, ABLATION_SEEDS, ablation_difference,
-                              ablation_stages)
+from .protocol_stages import ABLATION_DIFFERENCES, ABLATION_ORDER, ABLATION_SEEDS, ablation_difference, ablation_stages
 from .stage_parts import ABLATION, AS_RUN, panel_name
 
 ABLATION_DATA = Path(__file__).resolve().parents[2] / "docs/results/as_run_ablation/data"

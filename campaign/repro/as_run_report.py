@@ -121,10 +121,10 @@ def build_as_run(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, exp
         by_train = T.annotated(judge(train_grid, reps, seed, degenerate_cells(train_grid), verdict_reps),
                                T.present_panels(train_grid), T.seeds_of(train_grid))
         scores = "\n\n".join([T.score_check_md(every, train), T.score_verdicts_md(rows, by_train)])
+        moved_by = {r.claim.claim: attribution(ablated, r.claim.claim, r.needs) for r in rows}
         parts = {"every": every, "grid": grid, "claims": rows, "present": present,
-                 "both": T.both_ways(rows, as_written, {r.claim.claim: attribution(ablated, r.claim.claim, r.needs)
-                                                        for r in rows}),
-                 "ablation": ablation_section_md(ablated), "scores": scores, "degenerate": T.degenerate_md(grid, broken),
+                 "both": T.both_ways(rows, as_written, moved_by), "ablation": ablation_section_md(ablated),
+                 "scores": scores, "degenerate": T.degenerate_md(grid, broken),
                  "methods": T.methods_md(stored, assigned), "panels": T.panels_md(stored, assigned),
                  "left": T.left_out_md(refused + incomplete + unscored),
                  "protocol": T.protocol_md(assigned), "as_of": opts.as_of, "n_runs": len(runs),
