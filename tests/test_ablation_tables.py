@@ -14,12 +14,14 @@ import pytest
 
 from campaign.repro import ablation_tables as A
 from campaign.repro.data import StoredRun, read_data
-from campaign.repro.protocol_stages import ABLATION_DIFFERENCES, ablation_stages
+from campaign.repro.protocol_stages import ABLATION_DIFFERENCES, ablation_difference, ablation_stages
 from campaign.repro.stage_parts import ABLATION, command_overrides, panel_name
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "acrobot"
 NOT_OVERRIDES = {"env", "bonus", "seed", "num_seeds"}
+# what sweep=as_run_ablation gives every run beyond its stage's words, as the runs' records carry it
+PRESET_OVERRIDES = {"agent.eval_episodes": 128}
 
 
 def _stage_overrides(env: str) -> dict[str, dict[str, str]]:
@@ -30,12 +32,14 @@ def _stage_overrides(env: str) -> dict[str, dict[str, str]]:
         prefix, suffix = "abl-", f"-{panel_name(env)}"
         if stage.name.startswith(prefix) and stage.name.endswith(suffix):
             _, words = command_overrides(stage.commands[0])
-            out[stage.name[len(prefix):-len(suffix)]] = {k: v for k, v in words.items() if k not in NOT_OVERRIDES}
+            out[stage.name[len(prefix):-len(suffix)]] = {**PRESET_OVERRIDES, **{k: v for k, v in words.items()
+                                                                            if k not in NOT_OVERRIDES}}
     return out
 
 
 def _run(env: str, bonus: str, overrides: dict, seed: int, final: float, complete: bool = True) -> StoredRun:
-    record = {"experiment": ABLATION, "env": env, "bonus": bonus, "variant": f"v{abs(hash(str(overrides))) % 997}",
+    variant = ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))  # one per setting, in every process
+    record = {"experiment": ABLATION, "env": env, "bonus": bonus, "variant": variant,
               "seed": seed, "variant_overrides": overrides,
               "summary": {"status": "complete" if complete else "running"}}
     rows = f"env_step,eval/episode_return\n24576,-400.0\n49152,{final}\n"
@@ -152,3 +156,23 @@ def _as_stored(a: A.AblationScores) -> dict:
             run = _run(env, bonus, settings[setting], seed, final)
             out[run.key] = run
     return out
+
+
+def test_the_presets_own_settings_switch_on_no_difference():
+    # every run of sweep=ablation_brax carries the as-written backend; the brax difference changes it
+    brax = {"agent.eval_episodes": 128, "env.backend": "spring"}
+    assert ablation_difference("rfig", brax) == A.AS_WRITTEN
+    assert ablation_difference("rfig", {**brax, "env.backend": "generalized", "env.milestone_distance": 5.0}) == "brax"
+    assert ablation_difference("none", {"agent.eval_episodes": 64}) is None  # not the preset's value
+    assert ablation_difference("rfig", {**brax, "bonus.prior_scale": 1024.0}) == "rfig"
+
+
+def test_the_committed_runs_are_each_filed_by_their_stage():
+    stored = read_data(A.ABLATION_DATA)
+    if not stored:
+        pytest.skip("no ablation run committed")
+    a = A.ablation_scores(stored)
+    assert a.left_out == []
+    assert sum(len(seeds) for seeds in a.scores.values()) == len(stored)
+    assert all(A.AS_WRITTEN in a.settings(e) for e in a.envs) and a.envs
+    assert all(f"abl-{s}-{panel_name(e)}" in {st.name for st in ablation_stages()} for e, _, s in a.scores)

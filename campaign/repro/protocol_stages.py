@@ -137,10 +137,31 @@ def ablation_stages() -> list[Stage]:
     return out
 
 
+@functools.cache
+def ablation_shared() -> dict[str, str]:
+    """The settings an ablation preset gives every run it makes (``campaign/conf/sweep/<preset>.yaml``
+    of :data:`ABLATION_PRESETS` beyond its seeds, experiment and sweep lists: the evaluation episodes,
+    the Brax panels' backend), as ``key -> value`` text. They are in every run's variant overrides and
+    switch on no difference."""
+    from omegaconf import OmegaConf
+
+    from campaign.presets import preset_file
+
+    shared: dict[str, str] = {}
+    for preset in ABLATION_PRESETS:
+        tree = OmegaConf.to_container(OmegaConf.load(preset_file(preset)))
+        assert isinstance(tree, dict)
+        settings = {k: v for k, v in tree.items() if k not in ("hydra", "num_seeds", "experiment")}
+        shared.update({k: _yaml_value(v) for k, v in _flat(settings).items()})
+    return shared
+
+
 def ablation_difference(bonus: str, variant_overrides: dict) -> str | None:
-    """The difference a run of the ablation switched on, from its bonus and its variant's overrides:
+    """The difference a run of the ablation switched on, from its bonus and its variant's overrides
+    (those its preset gives every run, :func:`ablation_shared`, at their preset's value, read past):
     ``paper`` for none, a bonus's own difference by its name, None for overrides no difference sets."""
-    keys = set(variant_overrides)
+    shared = ablation_shared()
+    keys = {k for k, v in variant_overrides.items() if shared.get(k) != _yaml_value(v)}
     if not keys:
         return "paper"
     for name, (where, own, _) in ABLATION_DIFFERENCES.items():
