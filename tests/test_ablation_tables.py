@@ -161,10 +161,15 @@ def _as_stored(a: A.AblationScores) -> dict:
 def test_the_presets_own_settings_switch_on_no_difference():
     # every run of sweep=ablation_brax carries the as-written backend; the brax difference changes it
     brax = {"agent.eval_episodes": 128, "env.backend": "spring"}
-    assert ablation_difference("rfig", brax) == A.AS_WRITTEN
-    assert ablation_difference("rfig", {**brax, "env.backend": "generalized", "env.milestone_distance": 5.0}) == "brax"
-    assert ablation_difference("none", {"agent.eval_episodes": 64}) is None  # not the preset's value
-    assert ablation_difference("rfig", {**brax, "bonus.prior_scale": 1024.0}) == "rfig"
+    hopper = "sparse_hopper"
+    assert ablation_difference(hopper, "rfig", brax) == A.AS_WRITTEN
+    assert ablation_difference(hopper, "rfig", {**brax, "env.backend": "generalized",
+                                                "env.milestone_distance": 5.0}) == "brax"
+    assert ablation_difference(hopper, "rfig", {**brax, "bonus.prior_scale": 1024.0}) == "rfig"
+    assert ablation_difference(ENV, "none", {"agent.eval_episodes": 128}) == A.AS_WRITTEN
+    assert ablation_difference(ENV, "none", {"agent.eval_episodes": 64}) is None  # not the preset's value
+    # a setting is read past only at the value the run's own preset gives it: Acrobot's preset sets no backend
+    assert ablation_difference(ENV, "none", brax) is None
 
 
 def test_the_committed_runs_are_each_filed_by_their_stage():

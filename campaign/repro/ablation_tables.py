@@ -126,7 +126,7 @@ def ablation_scores(stored: Mapping[tuple, object], as_run: Mapping[tuple, objec
         if key[0] != ABLATION:
             continue
         overrides = _overrides(run.record)
-        setting = None if overrides is None else ablation_difference(run.record["bonus"], overrides)
+        setting = None if overrides is None else ablation_difference(run.record["env"], run.record["bonus"], overrides)
         if setting is None:
             left.append((key, "its overrides switch on no single difference"))
         else:

@@ -120,6 +120,12 @@ def difference_overrides(difference: str, env: str) -> list[str]:
             if k in theirs and theirs[k] != paper.get(k)]
 
 
+@functools.cache
+def _changes_something(difference: str, env: str) -> bool:
+    """Whether ``difference`` switches anything on for ``env`` (a stage of it exists there)."""
+    return bool(difference_overrides(difference, env))
+
+
 def ablation_stages() -> list[Stage]:
     """Per panel of :data:`ABLATION_ORDER`: its as-written runs (``abl-paper-<panel>``), then each
     difference of :data:`ABLATION_DIFFERENCES` that changes something there (``abl-<difference>-<panel>``),
@@ -138,36 +144,35 @@ def ablation_stages() -> list[Stage]:
 
 
 @functools.cache
-def ablation_shared() -> dict[str, str]:
-    """The settings an ablation preset gives every run it makes (``campaign/conf/sweep/<preset>.yaml``
-    of :data:`ABLATION_PRESETS` beyond its seeds, experiment and sweep lists: the evaluation episodes,
-    the Brax panels' backend), as ``key -> value`` text. They are in every run's variant overrides and
-    switch on no difference."""
+def ablation_shared(env: str) -> dict[str, str]:
+    """The settings ``env``'s ablation preset (:func:`ablation_preset`,
+    ``campaign/conf/sweep/<preset>.yaml``) gives every run it makes, beyond its seeds, experiment and
+    sweep lists: the evaluation episodes, the Brax panels' backend, as ``key -> value`` text. They are
+    in every run's variant overrides and switch on no difference. Read per preset, so that two presets
+    may give one key different values."""
     from omegaconf import OmegaConf
 
     from campaign.presets import preset_file
 
-    shared: dict[str, str] = {}
-    for preset in ABLATION_PRESETS:
-        tree = OmegaConf.to_container(OmegaConf.load(preset_file(preset)))
-        assert isinstance(tree, dict)
-        settings = {k: v for k, v in tree.items() if k not in ("hydra", "num_seeds", "experiment")}
-        shared.update({k: _yaml_value(v) for k, v in _flat(settings).items()})
-    return shared
+    tree = OmegaConf.to_container(OmegaConf.load(preset_file(ablation_preset(env))))
+    assert isinstance(tree, dict)
+    settings = {k: v for k, v in tree.items() if k not in ("hydra", "num_seeds", "experiment")}
+    return {k: _yaml_value(v) for k, v in _flat(settings).items()}
 
 
-def ablation_difference(bonus: str, variant_overrides: dict) -> str | None:
-    """The difference a run of the ablation switched on, from its bonus and its variant's overrides
-    (those its preset gives every run, :func:`ablation_shared`, at their preset's value, read past):
-    ``paper`` for none, a bonus's own difference by its name, None for overrides no difference sets."""
-    shared = ablation_shared()
+def ablation_difference(env: str, bonus: str, variant_overrides: dict) -> str | None:
+    """The difference a run of the ablation on ``env`` switched on, from its bonus and its variant's
+    overrides (those its preset gives every run, :func:`ablation_shared`, at their preset's value,
+    read past): ``paper`` for none, a bonus's own difference by its name, None for overrides no
+    difference of that panel sets (the Brax backend on a MinAtar panel)."""
+    shared = ablation_shared(env)
     keys = {k for k, v in variant_overrides.items() if shared.get(k) != _yaml_value(v)}
     if not keys:
         return "paper"
     for name, (where, own, _) in ABLATION_DIFFERENCES.items():
-        if where != "bonus" and keys <= set(own):
+        if where != "bonus" and keys <= set(own) and _changes_something(name, env):
             return name
-    if bonus in ABLATION_DIFFERENCES and all(k.startswith("bonus.") for k in keys):
+    if bonus in ABLATION_DIFFERENCES and all(k.startswith("bonus.") for k in keys) and _changes_something(bonus, env):
         return bonus
     return None
 

@@ -247,7 +247,7 @@ def stage_of(experiment: str, env: str, bonus: str, variant_overrides: dict, see
     if experiment == ABLATION:
         if env not in ABLATION_ORDER or (seed is not None and not 0 <= seed < ABLATION_SEEDS):
             return None
-        name = ablation_difference(bonus, variant_overrides)
+        name = ablation_difference(env, bonus, variant_overrides)
         return f"abl-{name}-{panel_name(env)}" if name else None
     if experiment == AS_RUN:
         if seed is None or not 0 <= seed < PAPER_SEEDS or env not in paper32_envs():
