@@ -180,3 +180,19 @@ def test_the_committed_runs_are_each_filed_by_their_stage():
     assert a.envs and all(A.AS_WRITTEN in a.settings(e) for e in a.envs)
     names = {st.name for st in ablation_stages()}
     assert all(f"abl-{s}-{panel_name(e)}" in names for e, _, s in a.scores)
+
+
+def test_a_stage_is_left_until_every_bonus_it_runs_has_all_its_seeds():
+    from campaign.repro.protocol_stages import ABLATION_SEEDS
+
+    whole, _ = _scores(seeds=range(ABLATION_SEEDS))
+    done = {f"abl-{s}-{panel_name(ENV)}" for s in whole.settings(ENV)}
+    assert not done & set(A.stages_left(whole))  # every stage of the panel is whole
+    assert len(A.stages_left(whole)) == len(ablation_stages()) - len(done)
+    # a stage stopped after its first bonus (details: PPO ran, the rest did not) is still to run
+    details = f"abl-details-{panel_name(ENV)}"
+    partial = A.AblationScores({k: v for k, v in whole.scores.items() if k[2] != "details" or k[1] == "none"})
+    assert details in A.stages_left(partial)
+    # and so is one whose every bonus lacks a seed
+    short = A.AblationScores({k: (dict(list(v.items())[:-1]) if k[2] == "mix" else v) for k, v in whole.scores.items()})
+    assert f"abl-mix-{panel_name(ENV)}" in A.stages_left(short) and details not in A.stages_left(short)

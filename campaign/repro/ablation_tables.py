@@ -235,10 +235,16 @@ def panel_table_md(a: AblationScores, env: str, level: float = LEVEL) -> str:
 
 
 def stages_left(a: AblationScores) -> list[str]:
-    """The ablation's stages with no run in the data yet, in its order."""
-    have = {(e, s) for e, _, s in a.scores if s != AS_RUN_ROW}
-    return [st.name for st in ablation_stages()
-            if not any(st.name == f"abl-{s}-{panel_name(e)}" for e, s in have)]
+    """The ablation's stages not whole in the data, in its order: a stage is whole when every bonus it
+    runs (as written: all of :data:`BONUSES`; a difference: those it changes) has
+    :data:`ABLATION_SEEDS` scored seeds, so a stage stopped after some of its bonuses is still left."""
+    whole = set()
+    for e in ABLATION_ORDER:
+        for s in (AS_WRITTEN, *ABLATION_DIFFERENCES):
+            runs = BONUSES if s == AS_WRITTEN else ABLATION_DIFFERENCES[s][2]
+            if all(len(a.scores.get((e, b, s), {})) >= ABLATION_SEEDS for b in runs):
+                whole.add(f"abl-{s}-{panel_name(e)}")
+    return [st.name for st in ablation_stages() if st.name not in whole]
 
 
 def ablation_section_md(a: AblationScores, level: float = LEVEL) -> str:
