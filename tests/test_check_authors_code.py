@@ -59,3 +59,56 @@ def test_their_result_is_read_after_the_progress_bar_they_draw_on_the_same_line(
                                                      "eval_freq": 24576}
     assert check.driver_result(f"warning\n{line}\n")["eval_freq"] == 24576
     assert check.driver_result(bar) is None
+
+
+
+def _quoted(x: float, text: str, decimals: range) -> bool:
+    """``x`` appears in ``text`` as a number rounded to one of ``decimals`` (its trailing zeros may be
+    dropped), not as part of a longer digit run."""
+    import re
+
+    forms = {f"{x:.{d}f}" for d in decimals}
+    forms |= {f.rstrip("0").rstrip(".") for f in forms if "." in f}
+    return any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d])", text) for f in forms)
+
+
+def _named_files(doc: str) -> set[str]:
+    """The fidelity JSON files the text names, ``{a,b}_rnd.json`` expanded."""
+    import re
+
+    names = set()
+    for head, body, tail in re.findall(r"fidelity/([\w]*)(?:\{([\w,]+)\})?([\w]*)\.json", doc):
+        names |= {f"{head}{part}{tail}.json" for part in (body.split(",") if body else [""])}
+    return names
+
+
+def test_quoting_tells_a_number_from_its_neighbours():
+    text = "IQM -109.50 [-112.0, -108.1], p = 0.372 and p = 1"
+    assert _quoted(-109.502, text, range(1, 4)) and _quoted(0.3716, text, range(2, 4))
+    assert _quoted(1.0, text, range(2, 4))
+    assert not _quoted(-109.6, text, range(1, 4)) and not _quoted(0.37, text, range(2, 3))
+    assert not _quoted(0.4, text, range(1, 2))  # not the tail of 0.372
+    assert _named_files("`docs/results/fidelity/{acrobot,mountaincar}_rnd.json`, fidelity/acrobot.json") == {
+        "acrobot_rnd.json", "mountaincar_rnd.json", "acrobot.json"}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs/results/fidelity").glob("*.json")), ids=lambda p: p.stem)
+def test_docs_quote_every_committed_comparison_as_recomputed_from_its_curves(path):
+    """docs/fidelity.md names each committed comparison and quotes its final-score IQMs and
+    Mann-Whitney p as scipy recomputes them from the seeds' curves in the JSON (not the JSON's own
+    statistics), so a rerun that lands without its text, or a text that is not its data, fails."""
+    import json
+
+    from scipy.stats import mannwhitneyu, trim_mean
+
+    doc = (ROOT / "docs/fidelity.md").read_text()
+    assert path.name in _named_files(doc), f"docs/fidelity.md does not name {path.name}"
+    report = json.loads(path.read_text())
+    for bonus, side in report["bonuses"].items():
+        ours, theirs = (np.asarray(side[k]["returns"])[:, -1] for k in ("ours", "theirs"))
+        p = mannwhitneyu(ours, theirs, alternative="two-sided").pvalue
+        assert side["final"]["mann_whitney_p"] == pytest.approx(p, abs=1e-12)
+        for name, value, places in (("IQM ours", trim_mean(ours, 0.25), range(1, 4)),
+                                    ("IQM theirs", trim_mean(theirs, 0.25), range(1, 4)), ("p", p, range(2, 4))):
+            assert _quoted(float(value), doc, places), \
+                f"{path.name} {bonus}: {name} {value:.4f} is not in docs/fidelity.md"
