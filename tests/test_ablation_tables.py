@@ -196,3 +196,14 @@ def test_a_stage_is_left_until_every_bonus_it_runs_has_all_its_seeds():
     # and so is one whose every bonus lacks a seed
     short = A.AblationScores({k: (dict(list(v.items())[:-1]) if k[2] == "mix" else v) for k, v in whole.scores.items()})
     assert f"abl-mix-{panel_name(ENV)}" in A.stages_left(short) and details not in A.stages_left(short)
+
+
+def test_a_comparison_every_pair_decides_prints_the_exact_test_not_a_zero_width_interval():
+    from math import comb
+
+    x, y = np.arange(16.0), np.arange(16.0) + 100.0
+    cell = A._poi_cell(x, y, 0.95)
+    assert cell.startswith("0.00 (every pair one way; exact p ") and f"{2 / comb(32, 16):.1g}" in cell
+    assert A._poi_cell(y, x, 0.95).startswith("1.00 (every pair one way")
+    overlapping = A._poi_cell(x, x + 3.0, 0.95)
+    assert overlapping.startswith("0.") and "[" in overlapping and "every pair" not in overlapping

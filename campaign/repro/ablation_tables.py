@@ -160,8 +160,23 @@ def comparison_change(a: AblationScores, env: str, subject: str, other: str | No
 
 
 def _signed(d: PoiDist, level: float) -> str:
+    if d.se == 0.0:  # every pair ordered one way: DeLong's interval has no width, so none is printed
+        return f"{d.point:+.2f} (every pair one way)"
     lo, hi = d.interval(level)
     return f"{d.point:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def _poi_cell(x: np.ndarray, y: np.ndarray, level: float) -> str:
+    """P(X > Y) with its DeLong interval; where every pair of runs is ordered one way (P = 0 or 1)
+    that interval has no width, so the exact two-sided Mann-Whitney p stands in its place."""
+    p, var = poi_delong(x, y)
+    if var == 0.0 and p in (0.0, 1.0):
+        from scipy.stats import mannwhitneyu
+
+        exact = mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue
+        return f"{p:.2f} (every pair one way; exact p {exact:.1g})"
+    lo, hi = PoiDist(p, math.sqrt(var), min(len(x), len(y))).interval(level)
+    return f"{p:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def moves(d: PoiDist, level: float) -> bool:
@@ -224,9 +239,7 @@ def panel_table_md(a: AblationScores, env: str, level: float = LEVEL) -> str:
         elif s != AS_WRITTEN and not (a.changes(env, "rfig", s) or a.changes(env, "none", s)):
             cells += ["·", "·"]
         else:
-            p, var = poi_delong(x, y)
-            lo, hi = PoiDist(p, math.sqrt(var), min(len(x), len(y))).interval(level)
-            cells.append(f"{p:.2f} [{lo:.2f}, {hi:.2f}]")
+            cells.append(_poi_cell(x, y, level))
             d = None if s == AS_WRITTEN else comparison_change(a, env, "rfig", "none", s)
             cells.append("—" if d is None else Cell(_signed(d, level), bold=moves(d, strict)))
         rows.append(cells)
@@ -256,7 +269,9 @@ def ablation_section_md(a: AblationScores, level: float = LEVEL) -> str:
             f"docs/fidelity.md), {ABLATION_SEEDS} seeds, scored by the final evaluation score; `as run` is the "
             "as-run grid's runs of the panel. IQM final score per bonus where the setting changes it (`·`: the "
             "bonus keeps its as-written runs; in the last two columns: a setting that changes neither); "
-            "P(RFIG > PPO) with its DeLong 95% interval, and its change from as written, bold where the change's "
+            "P(RFIG > PPO) with its DeLong 95% interval (where every pair of runs is ordered one way that interval "
+            "has no width, and the exact two-sided Mann-Whitney p is given instead), and its change from as "
+            "written, bold where the change's "
             "interval at the Bonferroni level over the panel's settings excludes 0 (a reading that names what "
             "moves a comparison, not a verdict).")
     if not a.envs:
