@@ -207,3 +207,15 @@ def test_a_comparison_every_pair_decides_prints_the_exact_test_not_a_zero_width_
     assert A._poi_cell(y, x, 0.95).startswith("1.00 (every pair one way")
     overlapping = A._poi_cell(x, x + 3.0, 0.95)
     assert overlapping.startswith("0.") and "[" in overlapping and "every pair" not in overlapping
+
+
+def test_each_defect_of_their_code_is_measured_by_its_own_stage_or_said_unmeasured():
+    a, _ = _scores()
+    text = A.defects_md(a)
+    vime = next(line for line in text.splitlines() if line.startswith("- `vime`"))
+    # the synthetic VIME scores -95 + seed both ways: IQM -91.5 over seeds 0-7, no change
+    assert "Acrobot: VIME -91.5 (n=8) as written, -91.5 (n=8) with it" in vime and "+0.00 [" in vime
+    without = A.AblationScores({k: v for k, v in a.scores.items() if k[2] != "vime"})
+    assert A.defects_md(without).count("not measured yet") == 1
+    assert "- `vime`" in A.defects_md(without) and "not measured yet" in next(
+        line for line in A.defects_md(without).splitlines() if line.startswith("- `vime`"))

@@ -260,6 +260,40 @@ def stages_left(a: AblationScores) -> list[str]:
     return [st.name for st in ablation_stages() if st.name not in whole]
 
 
+# The defects of the authors' code (docs/fidelity.md) and the ablation setting that switches each on
+# alone: (the setting, the bonus whose own score it changes, what the setting holds).
+DEFECTS: tuple[tuple[str, str, str], ...] = (
+    ("vime", "vime", "their VIME: one KL per rollout for every transition, another env's observation as the "
+                     "next one (a roll of the flattened batch), no KL term in its training"),
+    ("details", "none", "the warm-up whose states never advance, with time limits as terminal, no observation "
+                        "clip, separate networks and LeCun initialisation (one stage; PPO's own score)"),
+)
+
+
+def defects_md(a: AblationScores, level: float = LEVEL) -> str:
+    """Each defect of :data:`DEFECTS` with its measured effect on every ablated panel that has its
+    stage: the bonus's IQM final score as written and with the defect, and P(with > as written) - 1/2
+    with its DeLong interval; the panels without the stage named."""
+    lines = []
+    for setting, bonus, what in DEFECTS:
+        found, missing = [], []
+        for env in a.envs:
+            if not a.changes(env, bonus, setting):
+                missing.append(env_label(env))
+                continue
+            x, x0 = a.runs(env, bonus, setting), a.runs(env, bonus, AS_WRITTEN)
+            d = comparison_change(a, env, bonus, None, setting)
+            if x is None or x0 is None or d is None:
+                missing.append(env_label(env))
+                continue
+            found.append(f"{env_label(env)}: {method_label(bonus)} {_iqm(x0)} as written, {_iqm(x)} with it, "
+                         f"P(with > as written) - 1/2 {_signed(d, level)}")
+        said = "; ".join(found) if found else "not measured yet"
+        rest = f" (not yet on {', '.join(missing)})" if found and missing else ""
+        lines.append(f"- `{setting}`, {what}: {said}{rest}.")
+    return "**The defects of their code, each measured alone** (the stage that switches it on):\n\n" + "\n".join(lines)
+
+
 def ablation_section_md(a: AblationScores, level: float = LEVEL) -> str:
     """The as-run report's section on each difference alone: a table per ablated panel and the stages
     still to run."""
@@ -279,9 +313,10 @@ def ablation_section_md(a: AblationScores, level: float = LEVEL) -> str:
     tables = [f"**{env_label(e)}**\n\n" + panel_table_md(a, e, level) for e in a.envs]
     tail = (f"{len(left)} of {len(ablation_stages())} stages still to run (the first: "
             f"{', '.join(left[:4])}{', ...' if len(left) > 4 else ''})." if left else "Every stage is in.")
-    return "\n\n".join([head, *tables, tail])
+    return "\n\n".join([head, *tables, defects_md(a, level), tail])
 
 
 __all__ = ["ABLATION_DATA", "AS_RUN_ROW", "AS_WRITTEN", "AblationScores", "CLAIM_COMPARISONS", "ablation_scores",
-           "ablation_section_md", "attribution", "bonferroni", "comparison_change", "final_eval_score", "moves",
+           "ablation_section_md", "attribution", "bonferroni", "comparison_change", "DEFECTS", "defects_md",
+           "final_eval_score", "moves",
            "panel_table_md", "stages_left"]
