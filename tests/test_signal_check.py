@@ -281,8 +281,10 @@ def test_the_degenerate_method_under_test_is_named_as_judged_not_as_left_out(tmp
 def test_novelty_in_the_input_space_judges_a_panel_without_a_grid(tmp_path):
     """Runs that record the input-space novelty are judged on it where visits cannot be (MinAtar):
     noise, blind there to visits by default, is now found blind to novelty; a bonus no better than
-    the distance score is degenerate; one that beats it passes, its numbers in the table."""
-    from campaign.claims.signal import NOVELTY, NOVELTY_REFERENCE
+    the distance score is degenerate where that comparison is a cause (here, with it a cause on every
+    panel; the rule in force makes it one only where its known answers hold, not on MinAtar, where it
+    is a note); one that beats it passes, its numbers in the table."""
+    from campaign.claims.signal import NOVELTY, NOVELTY_REFERENCE, NOVELTY_RULE_2026_12_04
 
     levels = {"noise": (0.0, 0.5), "distancelike": (0.53, 0.55), "informative": (0.8, 0.5)}
     for bonus, (nov, ref) in levels.items():
@@ -292,8 +294,12 @@ def test_novelty_in_the_input_space_judges_a_panel_without_a_grid(tmp_path):
                      NOVELTY_REFERENCE: ref + rng.normal(0, 0.03, T)}
             write_run(tmp_path, "synth", "minatar_breakout", bonus, s, STEPS, np.linspace(0, 1, T), extra=extra)
     coll = collect(tmp_path, "synth")
-    by = {coll.bonus_of(c.method): c for c in signal_cells(coll)}
+    in_force = {coll.bonus_of(c.method): c for c in signal_cells(coll)}
+    assert in_force["distancelike"].verdict == "ok" and not in_force["distancelike"].causes
+    assert any(n.endswith("reported, not a cause") for n in in_force["distancelike"].notes)
+    by = {coll.bonus_of(c.method): c for c in signal_cells(coll, NOVELTY_RULE_2026_12_04)}
     assert by["noise"].verdict == "degenerate" and by["noise"].causes[0].startswith("blind to novelty")
+    assert in_force["noise"].verdict == "degenerate" and in_force["noise"].causes == by["noise"].causes
     assert by["distancelike"].verdict == "degenerate"
     assert by["distancelike"].causes[0].startswith("no better than a distance score in its input space")
     assert by["informative"].verdict == "ok" and by["informative"].novelty == pytest.approx(0.8, abs=0.02)

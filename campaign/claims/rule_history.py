@@ -47,6 +47,8 @@ _SIGNAL_2026_12_02 = {**_SIGNAL_2026_11_28, "SIGNAL_DISTANCE_MARGIN": 0.05}
 
 _SIGNAL_2026_12_04 = {**_SIGNAL_2026_12_02, "SIGNAL_NOVELTY_MARGIN": 0.0}
 
+_SIGNAL_2026_12_06 = {**_SIGNAL_2026_12_04, "SIGNAL_NOVELTY_DISTANCE_PANELS": ("mountaincar",)}
+
 RULE_HISTORY: tuple[RuleChange, ...] = (
     RuleChange(
         "2026-11-26T13:47Z", "99f1c63",
@@ -267,6 +269,24 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "[-0.001, +0.021] and VIME -0.165 (fail at either). No committed report's verdict changes: no run of the "
         "12-panel grids records the statistics.",
         _BOOK_2026_12_02, _SIGNAL_2026_12_04),
+    RuleChange(
+        "2026-12-06T19:40Z", "pending",
+        "The input-space comparison with the distance score is a cause only on the panels where its known answers "
+        "get their verdicts, SIGNAL_NOVELTY_DISTANCE_PANELS = (mountaincar,), and reported, not a cause, elsewhere "
+        "(as the visits comparison is on a projected grid); blind to novelty stays a cause on every panel. On "
+        "Acrobot a grid count of the normalised state, the known working count, lies below the distance score by "
+        "-0.126 [-0.145, -0.106], -0.079 [-0.086, -0.072] and -0.121 [-0.129, -0.113] at cell widths 0.25, 0.5 "
+        "and 1 (the distance from the mean of Acrobot's normalised state ranks novelty at +0.91 by itself); on "
+        "PointMaze-Medium by -0.608, -0.476 and -0.046 [-0.112, +0.020] (at 0.25 half of its transitions are "
+        "first visits). So at any margin the comparison rejected what it must pass there; a panel joins the list "
+        "when its known answers pass (tests/test_signal_calibration.py checks the list against the committed "
+        "novelty data). No other constant changed.",
+        "The novelty experiment's Acrobot and PointMaze-Medium runs (seeds 0-7, 1M steps; every bonus at its "
+        "defaults and the grid counts at three widths), every row read before the change: RFIG +0.043 [+0.040, "
+        "+0.045] and +0.125 [+0.101, +0.149] above the distance score, RND +0.009 [+0.003, +0.015] and +0.066 "
+        "[+0.038, +0.095], VIME -0.106 and -0.064, #Explo -0.626 and -0.655; noise blind to novelty on both. No "
+        "committed report's verdict changes: no run of the 12-panel grids records the statistics.",
+        _BOOK_2026_12_02, _SIGNAL_2026_12_06),
 )
 
 

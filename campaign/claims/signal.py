@@ -45,7 +45,12 @@ its runs:
   (2026-12-04): a grid count of MountainCar's normalised state, the known working count there, lies
   above the distance score by +0.03 to +0.07 at cell widths 0.1, 0.25 and 0.5 (lower ends +0.009 to
   +0.041), so a margin of 0.05 rejected what it must pass; with 0 it passes at every width, and
-  the distance score, a constant and noise are still rejected.
+  the distance score, a constant and noise are still rejected. Its known answers on two more panels
+  (2026-12-06) failed at any margin: on Acrobot a grid count lies below the distance score by 0.08
+  to 0.13 at cell widths 0.25, 0.5 and 1 (the distance from the mean of its normalised state already
+  ranks novelty at +0.91), on PointMaze-Medium by 0.05 to 0.61. So that comparison is a cause only
+  on the panels where the known working count clears it (:attr:`SignalRule.novelty_distance_panels`,
+  MountainCar), and reported elsewhere; *blind to novelty* stays a cause on every panel.
 
 A cell with any of these is **degenerate**: a verdict that compares against it is not a
 comparison with a working method. The statistics cannot be computed for runs made before they
@@ -70,6 +75,7 @@ from .constants import (
     SIGNAL_CONSTANT_CV,
     SIGNAL_DISTANCE_MARGIN,
     SIGNAL_LEVEL,
+    SIGNAL_NOVELTY_DISTANCE_PANELS,
     SIGNAL_NOVELTY_MARGIN,
     SIGNAL_PARTLY_AT_MAX,
 )
@@ -78,6 +84,7 @@ AT_MAX, CV, RANK = "signal/at_max_fraction", "signal/cv", "signal/visit_rank_cor
 NOVELTY, NOVELTY_REFERENCE = "signal/novelty_rank_corr", "signal/distance_novelty_rank_corr"
 COVERAGE = "coverage"  # recorded by every run of an env with a coverage grid
 RULE_FIXED, RULE_REVISED, RULE_NOVELTY, RULE_NOVELTY_MARGIN = "2026-11-28", "2026-12-02", "2026-12-03", "2026-12-04"
+RULE_NOVELTY_PANELS = "2026-12-06"
 # bonuses whose reward is a function of a count: their batch maximum is a first visit, not a clip
 COUNT_BONUSES = frozenset({"hashexplo"})
 # Panels whose coverage grid holds the whole state a bonus sees (MountainCar: position and velocity;
@@ -107,10 +114,20 @@ class SignalRule:
     # the mean difference from the distance score's rank correlation with novelty must lie above +novelty_margin
     # (RULE_NOVELTY_MARGIN; from RULE_NOVELTY until then it was distance_margin, 0.05)
     novelty_margin: float = SIGNAL_NOVELTY_MARGIN
+    # the panels (env names, options aside) where that comparison is a cause, those where its known answers
+    # get their verdicts (RULE_NOVELTY_PANELS); elsewhere it is reported, not a cause. None: a cause on every
+    # panel, as from RULE_NOVELTY until then
+    novelty_distance_panels: frozenset[str] | None = frozenset(SIGNAL_NOVELTY_DISTANCE_PANELS)
+
+    def novelty_distance_decides(self, env: str) -> bool:
+        """Whether the input-space comparison with the distance score is a cause on ``env``."""
+        return self.novelty_distance_panels is None or split_task(env)[0] in self.novelty_distance_panels
 
 
 RULE = SignalRule()
-NOVELTY_RULE_2026_12_03 = SignalRule(novelty_margin=SIGNAL_DISTANCE_MARGIN)   # the input-space parts as first fixed
+# the input-space comparison as a cause on every panel: at the margin of 2026-12-04, and as first fixed
+NOVELTY_RULE_2026_12_04 = SignalRule(novelty_distance_panels=None)
+NOVELTY_RULE_2026_12_03 = SignalRule(novelty_margin=SIGNAL_DISTANCE_MARGIN, novelty_distance_panels=None)
 OLD_RULE = SignalRule(0.5, 0.05, 0.01, 0.95, None, RULE_FIXED, False)   # as fixed 2026-11-28 (rule_history.py)
 
 
@@ -195,8 +212,10 @@ def _visits_causes(rank: np.ndarray, reference: np.ndarray | None, rule: SignalR
     return interval
 
 
-def _novelty_causes(novelty: np.ndarray, reference: np.ndarray, rule: SignalRule, causes: list[str]) -> None:
-    """The input-space part of the rule (at least two runs carrying both), its causes appended."""
+def _novelty_causes(novelty: np.ndarray, reference: np.ndarray, rule: SignalRule, causes: list[str],
+                    notes: list[str], decides: bool = True) -> None:
+    """The input-space part of the rule (at least two runs carrying both), its causes appended;
+    ``decides``: the comparison with the distance score is a cause on this panel (else a note)."""
     low, high = t_interval(novelty, rule.level)
     if low <= 0:
         causes.append(f"blind to novelty in its input space (rank correlation {np.mean(novelty):+.2f} "
@@ -205,16 +224,21 @@ def _novelty_causes(novelty: np.ndarray, reference: np.ndarray, rule: SignalRule
     compared = distance_comparison(novelty, reference, rule.level)
     if compared is not None and compared[1][1] <= rule.novelty_margin:
         ref, (d, lo, hi) = compared
-        causes.append(f"no better than a distance score in its input space (rank correlation with novelty "
-                      f"{np.mean(novelty):+.2f}, the distance score's {ref:+.2f}: difference {d:+.3f} "
-                      f"[{lo:+.3f}, {hi:+.3f}], not above {rule.novelty_margin:+g})")
+        what = (f"no better than a distance score in its input space (rank correlation with novelty "
+                f"{np.mean(novelty):+.2f}, the distance score's {ref:+.2f}: difference {d:+.3f} "
+                f"[{lo:+.3f}, {hi:+.3f}], not above {rule.novelty_margin:+g})")
+        if decides:
+            causes.append(what)
+        else:
+            notes.append(f"{what}, on a panel where the known working count does not clear it or was not "
+                         f"tested: reported, not a cause")
 
 
 def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: SignalRule = RULE,
           reference: np.ndarray | None = None,
           count: bool = False,
           projected: bool = False, novelty: np.ndarray | None = None,
-          novelty_reference: np.ndarray | None = None
+          novelty_reference: np.ndarray | None = None, novelty_decides: bool = True
           ) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, float] | None]:
     """``(verdict, causes, notes, rank interval)`` of a cell from its runs' statistics (one value per
     run: ``at_max`` and ``cv``; ``rank`` None where the panel has no coverage grid; ``reference``
@@ -222,7 +246,8 @@ def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: Sig
     the bonus is a count bonus, whose batch maximum is named for what it is; ``projected``: the
     coverage grid is a projection of the bonus's input, where the distance comparison is a note;
     ``novelty`` and ``novelty_reference`` each run's rank correlations with novelty in the bonus's
-    input space, the bonus's and the distance score's, paired by run; None where no run records them)."""
+    input space, the bonus's and the distance score's, paired by run; None where no run records them;
+    ``novelty_decides``: their comparison is a cause on this panel, else a note)."""
     if len(at_max) == 0:
         return "not measured", (), (), None
     causes: list[str] = []
@@ -245,7 +270,7 @@ def judge(at_max: np.ndarray, cv: np.ndarray, rank: np.ndarray | None, rule: Sig
         if len(novelty) < 2:
             notes.append("novelty not testable (one run)")
         else:
-            _novelty_causes(novelty, novelty_reference, rule, causes)
+            _novelty_causes(novelty, novelty_reference, rule, causes, notes, novelty_decides)
     return ("degenerate" if causes else "ok"), tuple(causes), tuple(notes), interval
 
 
@@ -288,7 +313,8 @@ def cell_signal(coll: Collection, env: str, method: str, rule: SignalRule = RULE
     novelty, novelty_ref = paired_values(coll, env, method, NOVELTY, NOVELTY_REFERENCE)
     measured = novelty if novelty.size else None
     verdict, causes, notes, interval = judge(at_max, cv, grid_rank, rule, ref, count,
-                                             split_task(env)[0] not in WHOLE_STATE_GRIDS, measured, novelty_ref)
+                                             split_task(env)[0] not in WHOLE_STATE_GRIDS, measured, novelty_ref,
+                                             rule.novelty_distance_decides(env))
     before = judge(at_max, cv, grid_rank, OLD_RULE, None, count)[0] if rule != OLD_RULE else ""
     compared = distance_comparison(rank, ref, rule.level) if has_grid else None
     novelty_compared = distance_comparison(novelty, novelty_ref, rule.level) if novelty.size else None
@@ -363,7 +389,10 @@ def rule_text(rule: SignalRule = RULE) -> str:
                    f"when the {rule.level:.0%} t-interval of its mean rank correlation with that novelty does not "
                    f"lie above 0 (blind to novelty), or that of its mean difference from the same runs' distance "
                    f"score (the standardised distance from the reservoir's mean) does not lie above "
-                   f"{rule.novelty_margin:+g} (no better than a distance score in its input space)")
+                   f"{rule.novelty_margin:+g} (no better than a distance score in its input space"
+                   + (")" if rule.novelty_distance_panels is None else
+                      f"; a cause only on {', '.join(sorted(rule.novelty_distance_panels)) or 'no panel'}, where "
+                      f"its known answers get their verdicts, and reported elsewhere)"))
 
 
 def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: SignalRule = RULE) -> str:
@@ -380,7 +409,9 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
     when = (f"fixed {RULE_FIXED}, before these statistics were read" if rule.fixed == RULE_FIXED else
             f"first fixed {RULE_FIXED} before these statistics were read, revised {RULE_REVISED} after the 32-seed "
             f"data had been read" + (f", extended {RULE_NOVELTY} by the input-space novelty before any run recording "
-                                     f"it had been read" if rule.novelty else ""))
+                                     f"it had been read, its comparison with the distance score confined "
+                                     f"{RULE_NOVELTY_PANELS} to the panels where its known answers hold"
+                                     if rule.novelty else ""))
     caption = (f"Rule ({when}; campaign/claims/rule_history.py): {rule_text(rule)}. CV: the median run's coefficient "
                f"of variation of the raw bonus within a batch; ρ: the mean over runs of that rank correlation (a "
                f"novelty bonus's is negative). Each run's value is its mean over windows; "
@@ -401,7 +432,8 @@ def signal_md(coll: Collection, cells: list[CellSignal], env_label, rule: Signal
     return "\n".join(lines) + "\n\n" + caption + "\n"
 
 
-__all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "NOVELTY", "NOVELTY_REFERENCE", "OLD_RULE", "WHOLE_STATE_GRIDS",
-           "RANK", "RULE", "RULE_FIXED", "RULE_NOVELTY", "RULE_REVISED", "CellSignal", "paired_values",
+__all__ = ["AT_MAX", "COUNT_BONUSES", "CV", "NOVELTY", "NOVELTY_REFERENCE", "NOVELTY_RULE_2026_12_03",
+           "NOVELTY_RULE_2026_12_04", "OLD_RULE", "WHOLE_STATE_GRIDS", "RANK", "RULE", "RULE_FIXED",
+           "RULE_NOVELTY", "RULE_NOVELTY_PANELS", "RULE_REVISED", "CellSignal", "paired_values",
            "References", "SignalRule", "cell_signal", "degenerate", "distance_comparison", "judge", "rule_text",
            "run_means", "run_values", "short_verdict", "signal_cells", "signal_md", "t_interval"]
