@@ -270,7 +270,7 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "12-panel grids records the statistics.",
         _BOOK_2026_12_02, _SIGNAL_2026_12_04),
     RuleChange(
-        "2026-12-06T19:40Z", "pending",
+        "2026-12-06T19:14Z", "e430c15",
         "The input-space comparison with the distance score is a cause only on the panels where its known answers "
         "get their verdicts, SIGNAL_NOVELTY_DISTANCE_PANELS = (mountaincar,), and reported, not a cause, elsewhere "
         "(as the visits comparison is on a projected grid); blind to novelty stays a cause on every panel. On "
