@@ -10,6 +10,8 @@ itself looks in both folders, as Hydra does (:func:`preset_file`). Nothing here 
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Sequence
 
@@ -40,9 +42,23 @@ def preset_file(preset: str) -> Path:
     return folders.group_file("sweep", preset, config_dirs())
 
 
+def yaml_tree(path: Path) -> dict:
+    """The YAML file at ``path`` as plain containers (interpolations unresolved), a fresh copy each
+    call. Stage plans read the same few dozen files tens of thousands of times, so each is parsed
+    once per version of the file (its path and modification time are the cache's key)."""
+    return copy.deepcopy(_parsed_yaml(str(path), Path(path).stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_yaml(path: str, mtime_ns: int) -> dict:
+    tree = OmegaConf.to_container(OmegaConf.load(path))
+    assert isinstance(tree, dict), f"{path}: a YAML mapping expected"
+    return tree
+
+
 def preset_values(preset: str, key: str) -> list[str]:
     """The values a sweep preset sweeps ``key`` over (``hydra.sweeper.params.<key>``)."""
-    params = OmegaConf.select(OmegaConf.load(preset_file(preset)), "hydra.sweeper.params") or {}
+    params = (yaml_tree(preset_file(preset)).get("hydra") or {}).get("sweeper", {}).get("params") or {}
     return [e.strip() for e in str(params.get(key, "")).split(",") if e.strip()]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 
+from campaign.presets import yaml_tree
+
 from .stage_parts import (
     ABLATION,
     AS_RUN,
@@ -71,12 +73,11 @@ def own_bonus_overrides(bonus: str, protocol: str = "as_run") -> list[str]:
     """``bonus.KEY=VALUE`` for every key ``protocol``'s file for ``bonus`` changes
     (conf/protocol/bonus/<protocol>_<bonus>.yaml), its value in the bonus's own config
     (conf/bonus/<bonus>.yaml): the bonus as we define it, under the protocol's agent and budget."""
-    from omegaconf import OmegaConf
 
     from rfig_exp.config.folders import CONF_DIR
 
-    theirs = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "protocol" / "bonus" / f"{protocol}_{bonus}.yaml"))
-    ours = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "bonus" / f"{bonus}.yaml"))
+    theirs = yaml_tree(CONF_DIR / "protocol" / "bonus" / f"{protocol}_{bonus}.yaml")
+    ours = yaml_tree(CONF_DIR / "bonus" / f"{bonus}.yaml")
     return [f"bonus.{k}={_yaml_value(ours[k])}" for k, v in theirs.items() if ours[k] != v]
 
 
@@ -104,7 +105,6 @@ def difference_overrides(difference: str, env: str) -> list[str]:
     """The overrides that switch ``difference`` on for ``env``, with the values conf/protocol/ sets
     for ``protocol=as_run`` there: empty where it changes nothing (a panel whose protocol file lacks
     the key, a value equal to the paper's)."""
-    from omegaconf import OmegaConf
 
     from rfig_exp.config.folders import CONF_DIR
 
@@ -114,7 +114,7 @@ def difference_overrides(difference: str, env: str) -> list[str]:
             "bonus": folder / "bonus" / f"as_run_{bonuses[0]}.yaml"}[where]
     if not file.is_file():
         return []
-    theirs = _flat(OmegaConf.to_container(OmegaConf.load(file)), "bonus." if where == "bonus" else "")
+    theirs = _flat(yaml_tree(file), "bonus." if where == "bonus" else "")
     paper = _as_written_values(env, bonuses[0])
     return [f"{k}={_yaml_value(theirs[k])}" for k in (keys or tuple(theirs))
             if k in theirs and theirs[k] != paper.get(k)]
@@ -150,11 +150,10 @@ def ablation_shared(env: str) -> dict[str, str]:
     sweep lists: the evaluation episodes, the Brax panels' backend, as ``key -> value`` text. They are
     in every run's variant overrides and switch on no difference. Read per preset, so that two presets
     may give one key different values."""
-    from omegaconf import OmegaConf
 
     from campaign.presets import preset_file
 
-    tree = OmegaConf.to_container(OmegaConf.load(preset_file(ablation_preset(env))))
+    tree = yaml_tree(preset_file(ablation_preset(env)))
     assert isinstance(tree, dict)
     settings = {k: v for k, v in tree.items() if k not in ("hydra", "num_seeds", "experiment")}
     return {k: _yaml_value(v) for k, v in _flat(settings).items()}

@@ -32,6 +32,7 @@ Nothing here imports JAX.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -210,7 +211,13 @@ def baselines_stages() -> list[Stage]:
 def stage_sizes() -> dict[str, int]:
     """stage -> how many runs it makes, where that is fixed by its commands: a block stage makes
     :data:`SEED_BLOCK` seeds of each bonus of each of its sweeps. (A reproduction stage's size
-    depends on its presets' full grids; it is not listed.)"""
+    depends on its presets' full grids; it is not listed.) Computed once per process: the plans are
+    fixed by the checkout's configs, and composing them all takes seconds."""
+    return dict(_stage_sizes())
+
+
+@functools.cache
+def _stage_sizes() -> dict[str, int]:
     sizes = {stage.name: SEED_BLOCK * sum(len(stage_bonuses(Stage(stage.name, (line,)))) for line in stage.commands)
              for stage in paper32_stages() + baselines_stages() + as_run_stages()}
     return {**sizes, **{stage.name: ABLATION_SEEDS * len(stage_bonuses(stage)) for stage in ablation_stages()},
