@@ -284,8 +284,13 @@ RULE_HISTORY: tuple[RuleChange, ...] = (
         "The novelty experiment's Acrobot and PointMaze-Medium runs (seeds 0-7, 1M steps; every bonus at its "
         "defaults and the grid counts at three widths), every row read before the change: RFIG +0.043 [+0.040, "
         "+0.045] and +0.125 [+0.101, +0.149] above the distance score, RND +0.009 [+0.003, +0.015] and +0.066 "
-        "[+0.038, +0.095], VIME -0.106 and -0.064, #Explo -0.626 and -0.655; noise blind to novelty on both. No "
-        "committed report's verdict changes: no run of the 12-panel grids records the statistics.",
+        "[+0.038, +0.095], VIME -0.106 and -0.064, #Explo -0.626 and -0.655; noise blind to novelty on both. The "
+        "as-written grids' runs do not record the statistics, so their reports do not move. The as-run grid's "
+        "runs do, and its report under the 2026-12-04 rule (064fe1c) had been read, though what the change "
+        "would do to it was not looked at before: five cells stop being degenerate (#Explo on Acrobot and "
+        "PointMaze-Medium, RFIG and RND on Asterix, RND on Freeway), and its interim verdict on RFIG against RND "
+        "moves from undecided, 0.52 [0.41, 0.63] over 4 panels, to supported, 0.62 [0.52, 0.71] over 6; "
+        "'competitive with NN-based methods' stays undecided (shown on 5 of 6 panels, was 3 of 4).",
         _BOOK_2026_12_02, _SIGNAL_2026_12_06),
 )
 
