@@ -219,3 +219,22 @@ def test_each_defect_of_their_code_is_measured_by_its_own_stage_or_said_unmeasur
     assert A.defects_md(without).count("not measured yet") == 1
     assert "- `vime`" in A.defects_md(without) and "not measured yet" in next(
         line for line in A.defects_md(without).splitlines() if line.startswith("- `vime`"))
+
+
+def test_a_panel_half_run_is_not_said_to_be_moved_by_no_setting():
+    """A panel whose runs so far make none of a claim's comparisons (only PPO's as-written runs: the
+    first part of its first stage) counts as not ablated for that claim; one with some differences
+    run says how many of its planned differences the reading covers."""
+    a, settings = _scores()
+    first = {k: v for k, v in a.scores.items() if k[2] == A.AS_WRITTEN and k[1] == "none"}
+    ppo_only = A.AblationScores(first)
+    assert ppo_only.envs == [ENV]
+    assert A.attribution(ppo_only, "RFIG competitively matches or exceeds RND", [ENV]) == "not ablated yet"
+    assert A.attribution(ppo_only, "PPO+RFIG ... outperforming vanilla PPO (final score)",
+                         [ENV, "mountaincar"]) == "not ablated yet"
+    planned = len(settings) - 1
+    some = A.AblationScores({k: v for k, v in a.scores.items() if k[2] in (A.AS_WRITTEN, "mix")})
+    text = A.attribution(some, "PPO+RFIG ... outperforming vanilla PPO (final score)", [ENV])
+    assert text.startswith("Acrobot: mix against PPO +") and text.endswith(f"(1 of {planned} differences run so far)")
+    whole = A.attribution(a, "RFIG competitively matches or exceeds RND", [ENV])
+    assert whole.startswith("Acrobot: mix against RND +") and "so far" not in whole  # every difference run

@@ -202,19 +202,30 @@ def attribution(a: AblationScores, claim: str, panels: Sequence[str] | None, lev
     ablated = [e for e in a.envs if e in panels]
     if not ablated:
         return "not ablated yet"
-    parts = []
+    parts, unmeasured = [], 0
     for env in ablated:
         settings = [s for s in a.settings(env) if s != AS_WRITTEN]
         strict = bonferroni(level, len(settings))
-        moved = []
+        moved, measured = [], 0
         for s in settings:
-            for o in (others or (None,)):
-                d = comparison_change(a, env, subject, o, s)
+            changes = [(o, comparison_change(a, env, subject, o, s)) for o in (others or (None,))]
+            measured += any(d is not None for _, d in changes)
+            for o, d in changes:
                 if d is not None and moves(d, strict):
                     against = f" against {method_label(o)}" if o else f" ({method_label(subject)}'s own score)"
                     moved.append(f"{s}{against} {_signed(d, level)}")
-        parts.append(f"{env_label(env)}: " + ("; ".join(moved) if moved else "no setting moves it"))
-    rest = len([p for p in panels if p not in ablated])
+        if not measured:  # a panel whose runs so far make none of the claim's comparisons (a stage half-run)
+            unmeasured += 1
+            continue
+        suffix = f"-{panel_name(env)}"
+        planned = [st.name[len("abl-"):-len(suffix)] for st in ablation_stages() if st.name.endswith(suffix)]
+        planned = [d for d in planned if d != AS_WRITTEN]
+        have = [d for d in planned if d in settings]
+        some = "" if len(have) == len(planned) else f" ({len(have)} of {len(planned)} differences run so far)"
+        parts.append(f"{env_label(env)}: " + ("; ".join(moved) if moved else "no setting moves it") + some)
+    if not parts:
+        return "not ablated yet"
+    rest = len([p for p in panels if p not in ablated]) + unmeasured
     return " · ".join(parts) + (f" ({rest} panel{'s' if rest != 1 else ''} not ablated yet)" if rest else "")
 
 
