@@ -33,11 +33,19 @@ from campaign.claims.constants import LEVEL
 from campaign.claims.resampling import PoiDist, iqm_rows, poi_change, poi_delong
 
 from .as_run_methods import sort_runs
-from .protocol_stages import ABLATION_DIFFERENCES, ABLATION_ORDER, ABLATION_SEEDS, ablation_difference, ablation_stages
+from .protocol_stages import (
+    ABLATION_DIFFERENCES,
+    ABLATION_ORDER,
+    ABLATION_SEEDS,
+    AS_WRITTEN,
+    ablation_difference,
+    ablation_stages,
+    planned_differences,
+)
 from .stage_parts import ABLATION, AS_RUN, panel_name
 
 ABLATION_DATA = Path(__file__).resolve().parents[2] / "docs/results/as_run_ablation/data"
-AS_WRITTEN, AS_RUN_ROW = "paper", "as run"
+AS_RUN_ROW = "as run"
 BONUSES = ("none", "rfig", "rnd", "vime", "hashexplo")
 SETTING_WORDS = {AS_WRITTEN: "as written (the paper's text)", AS_RUN_ROW: "as run (every difference together)"}
 
@@ -217,9 +225,7 @@ def attribution(a: AblationScores, claim: str, panels: Sequence[str] | None, lev
         if not measured:  # a panel whose runs so far make none of the claim's comparisons (a stage half-run)
             unmeasured += 1
             continue
-        suffix = f"-{panel_name(env)}"
-        planned = [st.name[len("abl-"):-len(suffix)] for st in ablation_stages() if st.name.endswith(suffix)]
-        planned = [d for d in planned if d != AS_WRITTEN]
+        planned = planned_differences(env)
         have = [d for d in planned if d in settings]
         some = "" if len(have) == len(planned) else f" ({len(have)} of {len(planned)} differences run so far)"
         parts.append(f"{env_label(env)}: " + ("; ".join(moved) if moved else "no setting moves it") + some)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import functools
 
-from campaign.presets import yaml_tree
+from campaign.presets import CONF_DIR as CAMPAIGN_CONF
+from campaign.presets import preset_file, yaml_tree
+from rfig_exp.config.folders import CONF_DIR
 
 from .stage_parts import (
     ABLATION,
@@ -53,6 +55,7 @@ AS_RUN_ORDER = ("pointmaze_medium", "pointmaze_umaze", "mountaincar", "acrobot",
 # as-written runs of a panel, then each difference on it, the cheapest panels first; the Brax panels
 # from the as-written grid's `spring` backend (:data:`ABLATION_PRESETS`).
 ABLATION_SEEDS = 16
+AS_WRITTEN = "paper"  # the setting of a panel's as-written runs, in its stage's name (abl-paper-<panel>)
 # difference -> (where its keys are: "agent", "env" or "bonus", the keys, the bonuses it changes)
 ABLATION_DIFFERENCES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "episodic": ("agent", ("agent.intrinsic_return", "agent.intrinsic_scale"), ("rfig", "rnd", "vime", "hashexplo")),
@@ -73,9 +76,6 @@ def own_bonus_overrides(bonus: str, protocol: str = "as_run") -> list[str]:
     """``bonus.KEY=VALUE`` for every key ``protocol``'s file for ``bonus`` changes
     (conf/protocol/bonus/<protocol>_<bonus>.yaml), its value in the bonus's own config
     (conf/bonus/<bonus>.yaml): the bonus as we define it, under the protocol's agent and budget."""
-
-    from rfig_exp.config.folders import CONF_DIR
-
     theirs = yaml_tree(CONF_DIR / "protocol" / "bonus" / f"{protocol}_{bonus}.yaml")
     ours = yaml_tree(CONF_DIR / "bonus" / f"{bonus}.yaml")
     return [f"bonus.{k}={_yaml_value(ours[k])}" for k, v in theirs.items() if ours[k] != v]
@@ -92,9 +92,6 @@ def _as_written_values(env: str, bonus: str) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from campaign.presets import CONF_DIR as CAMPAIGN_CONF
-    from rfig_exp.config.folders import CONF_DIR
-
     with initialize_config_dir(str(CONF_DIR), version_base=None):
         cfg = compose("config", [f"hydra.searchpath=[file://{CAMPAIGN_CONF}]", f"sweep={ablation_preset(env)}",
                                  f"env={env}", f"bonus={bonus}"])
@@ -105,9 +102,6 @@ def difference_overrides(difference: str, env: str) -> list[str]:
     """The overrides that switch ``difference`` on for ``env``, with the values conf/protocol/ sets
     for ``protocol=as_run`` there: empty where it changes nothing (a panel whose protocol file lacks
     the key, a value equal to the paper's)."""
-
-    from rfig_exp.config.folders import CONF_DIR
-
     where, keys, bonuses = ABLATION_DIFFERENCES[difference]
     folder = CONF_DIR / "protocol"
     file = {"agent": folder / "as_run.yaml", "env": folder / "env" / f"as_run_{env}.yaml",
@@ -130,17 +124,31 @@ def ablation_stages() -> list[Stage]:
     """Per panel of :data:`ABLATION_ORDER`: its as-written runs (``abl-paper-<panel>``), then each
     difference of :data:`ABLATION_DIFFERENCES` that changes something there (``abl-<difference>-<panel>``),
     one sweep of :data:`ABLATION_SEEDS` vmapped seeds of the bonuses it changes."""
+    return list(_ablation_stages())
+
+
+@functools.cache
+def _ablation_stages() -> tuple[Stage, ...]:
     seeds = f"seed=0 num_seeds={ABLATION_SEEDS}"
     out = []
     for e in ABLATION_ORDER:
         head = f"sweep={ablation_preset(e)} env={e}"
-        out.append(Stage(f"abl-paper-{panel_name(e)}", (command(f"{head} {seeds}"),)))
+        out.append(Stage(f"abl-{AS_WRITTEN}-{panel_name(e)}", (command(f"{head} {seeds}"),)))
         for name, (_, _, bonuses) in ABLATION_DIFFERENCES.items():
             words = difference_overrides(name, e)
             if words:
                 out.append(Stage(f"abl-{name}-{panel_name(e)}",
                                  (command(" ".join([head, f"bonus={','.join(bonuses)}", *words, seeds])),)))
-    return out
+    return tuple(out)
+
+
+@functools.cache
+def planned_differences(env: str) -> tuple[str, ...]:
+    """The differences the ablation runs on ``env``, in its stage order: those that change something
+    there (:func:`ablation_stages`), without its as-written runs."""
+    suffix = f"-{panel_name(env)}"
+    names = [st.name[len("abl-"):-len(suffix)] for st in _ablation_stages() if st.name.endswith(suffix)]
+    return tuple(n for n in names if n != AS_WRITTEN)
 
 
 @functools.cache
@@ -150,11 +158,7 @@ def ablation_shared(env: str) -> dict[str, str]:
     sweep lists: the evaluation episodes, the Brax panels' backend, as ``key -> value`` text. They are
     in every run's variant overrides and switch on no difference. Read per preset, so that two presets
     may give one key different values."""
-
-    from campaign.presets import preset_file
-
     tree = yaml_tree(preset_file(ablation_preset(env)))
-    assert isinstance(tree, dict)
     settings = {k: v for k, v in tree.items() if k not in ("hydra", "num_seeds", "experiment")}
     return {k: _yaml_value(v) for k, v in _flat(settings).items()}
 
@@ -167,7 +171,7 @@ def ablation_difference(env: str, bonus: str, variant_overrides: dict) -> str | 
     shared = ablation_shared(env)
     keys = {k for k, v in variant_overrides.items() if shared.get(k) != _yaml_value(v)}
     if not keys:
-        return "paper"
+        return AS_WRITTEN
     for name, (where, own, _) in ABLATION_DIFFERENCES.items():
         if where != "bonus" and keys <= set(own) and _changes_something(name, env):
             return name
@@ -203,8 +207,6 @@ def as_run_sizes() -> dict[str, int]:
 def as_run_budget_ratio(env: str) -> float:
     """``agent.total_timesteps`` of ``protocol=as_run`` on ``env`` over the paper protocol's."""
     from hydra import compose, initialize_config_dir
-
-    from rfig_exp.config.folders import CONF_DIR
 
     with initialize_config_dir(str(CONF_DIR), version_base=None):
         budget = {p: int(compose("config", [f"env={env}", f"protocol={p}"]).agent.total_timesteps)
