@@ -145,10 +145,8 @@ def _ablation_stages() -> tuple[Stage, ...]:
 @functools.cache
 def planned_differences(env: str) -> tuple[str, ...]:
     """The differences the ablation runs on ``env``, in its stage order: those that change something
-    there (:func:`ablation_stages`), without its as-written runs."""
-    suffix = f"-{panel_name(env)}"
-    names = [st.name[len("abl-"):-len(suffix)] for st in _ablation_stages() if st.name.endswith(suffix)]
-    return tuple(n for n in names if n != AS_WRITTEN)
+    there, each a stage of :func:`ablation_stages`."""
+    return tuple(d for d in ABLATION_DIFFERENCES if _changes_something(d, env))
 
 
 @functools.cache
