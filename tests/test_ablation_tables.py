@@ -224,8 +224,10 @@ def test_each_defect_of_their_code_is_measured_by_its_own_stage_or_said_unmeasur
 def test_a_panel_half_run_is_not_said_to_be_moved_by_no_setting():
     """A panel whose runs so far make none of a claim's comparisons (only PPO's as-written runs: the
     first part of its first stage) counts as not ablated for that claim; one with some differences
-    run says how many of its planned differences the reading covers."""
-    a, settings = _scores()
+    run says how many of its planned differences the reading covers, counting only whole stages."""
+    from campaign.repro.protocol_stages import ABLATION_SEEDS
+
+    a, settings = _scores(seeds=range(ABLATION_SEEDS))
     first = {k: v for k, v in a.scores.items() if k[2] == A.AS_WRITTEN and k[1] == "none"}
     ppo_only = A.AblationScores(first)
     assert ppo_only.envs == [ENV]
@@ -238,3 +240,11 @@ def test_a_panel_half_run_is_not_said_to_be_moved_by_no_setting():
     assert text.startswith("Acrobot: mix against PPO +") and text.endswith(f"(1 of {planned} differences run so far)")
     whole = A.attribution(a, "RFIG competitively matches or exceeds RND", [ENV])
     assert whole.startswith("Acrobot: mix against RND +") and "so far" not in whole  # every difference run
+    # a stage stopped after some of its bonuses (details: PPO and RFIG in, the rest not) is not yet run
+    half = A.AblationScores({k: v for k, v in a.scores.items() if k[2] != "details" or k[1] in ("none", "rfig")})
+    text = A.attribution(half, "RFIG competitively matches or exceeds RND", [ENV])
+    assert text.endswith(f"({planned - 1} of {planned} differences run so far)")
+    # and so is one whose bonuses each lack a seed
+    short = A.AblationScores({k: (dict(list(v.items())[:-1]) if k[2] == "mix" else v) for k, v in a.scores.items()})
+    assert A.attribution(short, "RFIG competitively matches or exceeds RND", [ENV]).endswith(
+        f"({planned - 1} of {planned} differences run so far)")

@@ -226,7 +226,7 @@ def attribution(a: AblationScores, claim: str, panels: Sequence[str] | None, lev
             unmeasured += 1
             continue
         planned = planned_differences(env)
-        have = [d for d in planned if d in settings]
+        have = [d for d in planned if stage_whole(a, env, d)]
         some = "" if len(have) == len(planned) else f" ({len(have)} of {len(planned)} differences run so far)"
         parts.append(f"{env_label(env)}: " + ("; ".join(moved) if moved else "no setting moves it") + some)
     if not parts:
@@ -264,16 +264,18 @@ def panel_table_md(a: AblationScores, env: str, level: float = LEVEL) -> str:
                            rows, align="l" + "r" * (len(BONUSES) + 2))
 
 
+def stage_whole(a: AblationScores, env: str, setting: str) -> bool:
+    """Whether ``setting``'s stage on ``env`` is whole in the data: every bonus it runs (as written: all
+    of :data:`BONUSES`; a difference: those it changes) has :data:`ABLATION_SEEDS` scored seeds, so a
+    stage stopped after some of its bonuses is not."""
+    runs = BONUSES if setting == AS_WRITTEN else ABLATION_DIFFERENCES[setting][2]
+    return all(len(a.scores.get((env, b, setting), {})) >= ABLATION_SEEDS for b in runs)
+
+
 def stages_left(a: AblationScores) -> list[str]:
-    """The ablation's stages not whole in the data, in its order: a stage is whole when every bonus it
-    runs (as written: all of :data:`BONUSES`; a difference: those it changes) has
-    :data:`ABLATION_SEEDS` scored seeds, so a stage stopped after some of its bonuses is still left."""
-    whole = set()
-    for e in ABLATION_ORDER:
-        for s in (AS_WRITTEN, *ABLATION_DIFFERENCES):
-            runs = BONUSES if s == AS_WRITTEN else ABLATION_DIFFERENCES[s][2]
-            if all(len(a.scores.get((e, b, s), {})) >= ABLATION_SEEDS for b in runs):
-                whole.add(f"abl-{s}-{panel_name(e)}")
+    """The ablation's stages not whole in the data (:func:`stage_whole`), in its order."""
+    whole = {f"abl-{s}-{panel_name(e)}" for e in ABLATION_ORDER for s in (AS_WRITTEN, *ABLATION_DIFFERENCES)
+             if stage_whole(a, e, s)}
     return [st.name for st in ablation_stages() if st.name not in whole]
 
 
@@ -336,4 +338,4 @@ def ablation_section_md(a: AblationScores, level: float = LEVEL) -> str:
 __all__ = ["ABLATION_DATA", "AS_RUN_ROW", "AS_WRITTEN", "AblationScores", "CLAIM_COMPARISONS", "ablation_scores",
            "ablation_section_md", "attribution", "bonferroni", "comparison_change", "DEFECTS", "defects_md",
            "final_eval_score", "moves",
-           "panel_table_md", "stages_left"]
+           "panel_table_md", "stage_whole", "stages_left"]
