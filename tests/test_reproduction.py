@@ -375,13 +375,22 @@ def test_the_32_seed_report_judges_the_sensitivity_claims_on_the_sensitivity32_c
     _sensitivity_runs(sens_raw, "sensitivity32")
     assert export_tree(sens_raw, sens, ["sensitivity32"])["runs"] == 2 * 8 * 8
     text = build(data, out, reps=REPS, experiment="paper32", verdict_reps=REPS, sensitivity=sens).read_text()
-    assert "From the 32-seed sensitivity campaign (`sensitivity32`): its 128 runs in " in text
+    # 2 of its 16 stages partly run, none whole: the section and both verdicts say the campaign is still running
+    progress = ("0 of 16 stages whole, s32-mountaincar-0, s32-deepsea-0 partly run; its complete runs cover "
+                "MountainCar 8 seeds, DeepSea 8 seeds")
+    assert (f"**The 32-seed sensitivity campaign (`sensitivity32`) is still running** ({progress}; "
+            f"`python -m campaign.repro.stages list --campaign sensitivity32 --left ") in text
+    assert "its 128 runs in " in text and "From the 32-seed sensitivity campaign" not in text
     assert "has no runs yet" not in text and "(16 runs)" in text  # the index counts the runs of data/ alone
     assert "## Sensitivity, measured" in text and (out / "sensitivity.png").is_file()
     claims = {c["claim"]: c for c in json.loads((out / "claims.json").read_text())}
     ordering = claims["sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"]
     beta = claims["beta does not affect the relative comparison between baselines (bonuses are normalised)"]
     assert ordering["kind"] == "supported" and beta["kind"] != "not measured"
+    for c in (ordering, beta):
+        assert c["verdict"].endswith(f" (interim; `sensitivity32` still running: {progress})")
+        assert f"**{c['verdict']}**" in text
+    assert not any("interim" in c["verdict"] for c in claims.values() if c not in (ordering, beta))
     assert "beta in 0.25, 0.5, 1" in beta["measure"]  # the default beta, the reference, among them
     assert json.loads((out / "sensitivity.json").read_text())["rfig"]["mean_range"] < 0.1
 
@@ -744,6 +753,43 @@ def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_mad
     assert "--campaign paper32" in capsys.readouterr().err
     assert stages_main(["list", "--campaign", "paper32", "--left", str(tmp_path / "absent")]) == 2
     assert "no data folder" in capsys.readouterr().err
+
+
+def test_the_sensitivity32_verdicts_are_interim_until_its_last_stage_is_whole():
+    """campaign_progress counts a stage whole only with all of its runs complete, and while one is not,
+    interim_sensitivity marks the two sensitivity claims' verdicts, and only theirs."""
+    from analysis.names import env_label
+    from campaign.claims.claim_rows import Claim
+    from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS
+    from campaign.repro.data import StoredRun
+    from campaign.repro.sections import interim_sensitivity
+    from campaign.repro.stages import SENS32_ORDER, SENSITIVITY, campaign_progress, sensitivity_runs
+    from rfig_exp.config.variants import variant_name
+
+    def run(env, bonus, overrides, seed, status="complete"):
+        return StoredRun({"experiment": "sensitivity32", "env": env, "bonus": bonus, "seed": seed,
+                          "variant": variant_name(overrides), "variant_overrides": overrides,
+                          "summary": {"status": status}}, rows="")
+
+    every = [run(e, b, o, s) for e in SENS32_ORDER for b, made in sensitivity_runs(SENSITIVITY).items()
+             for o in made for s in range(32)]
+    whole = campaign_progress({r.key: r for r in every}, "sensitivity32")
+    assert whole.whole and len(whole.stages) == 16 and whole.seeds == dict.fromkeys(SENS32_ORDER, 32)
+    last = every[-1]
+    cut = [r for r in every if r is not last] + [run(last.record["env"], last.record["bonus"],
+                                                     last.record["variant_overrides"], 31, status="running")]
+    progress = campaign_progress({r.key: r for r in cut}, "sensitivity32")
+    assert progress.left == progress.partly == ("s32-breakout-24",) and not progress.whole
+    assert progress.text() == ("15 of 16 stages whole, s32-breakout-24 partly run; its complete runs cover "
+                               "mountaincar 32 seeds, pointmaze_medium 32 seeds, deepsea 32 seeds, "
+                               "minatar_breakout 32 seeds")
+    assert campaign_progress({}, "sensitivity32").text() == "0 of 16 stages whole; its complete runs cover no runs"
+    claims = [Claim(words, "m", "v", "supported") for words in (*SENSITIVITY_CLAIMS, "RFIG outperforms PPO")]
+    marked = interim_sensitivity(claims, progress, "sensitivity32")
+    assert [c.verdict for c in marked] == \
+        [f"supported (interim; `sensitivity32` still running: {progress.text(env_label)})"] * 2 \
+        + ["supported"]
+    assert interim_sensitivity(claims, whole, "sensitivity32") == claims == interim_sensitivity(claims, None, "x")
 
 
 def test_the_reproductions_runs_enter_the_32_seed_grid_as_they_are_and_only_the_papers_cells(tmp_path):

@@ -17,6 +17,11 @@ from . import verdicts as V
 from .claim_rows import BETA, Claim, fmt, panels_text
 from .confirm import confirm_poi
 
+BETA_CLAIM = "beta does not affect the relative comparison between baselines (bonuses are normalised)"
+ORDERING_CLAIM = "sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"
+# The claims the sensitivity runs judge, by their words in the claims table
+SENSITIVITY_CLAIMS = (BETA_CLAIM, ORDERING_CLAIM)
+
 
 def sensitivity_knobs(sens: Collection) -> tuple[dict[str, dict[str, dict]], dict[str, str]]:
     """bonus -> knob -> value -> method key (the default's value included), and bonus -> default key."""
@@ -63,7 +68,7 @@ def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
 
 
 def _beta_claim(scores, knobs, defaults, panels, reps, seed) -> Claim:
-    words = "beta does not affect the relative comparison between baselines (bonuses are normalised)"
+    words = BETA_CLAIM
     by_bonus = {b: k[BETA] for b, k in knobs.items() if BETA in k}
     bonuses = sorted(by_bonus, key=lambda b: list(BASELINES + ("rfig",)).index(b) if b in BASELINES + ("rfig",) else 9)
     betas = sorted(set.intersection(*[set(v) for v in by_bonus.values()]), key=float) if by_bonus else []
@@ -131,7 +136,7 @@ def _change(x, y, x_ref, y_ref, comparisons: int, label: str, reps: int, seed: i
 
 
 def _ordering_claim(scores, knobs, panels, reps, seed) -> Claim:
-    words = "sensitivity: RFIG low, RND medium, VIME and #Explo high (Table 1)"
+    words = ORDERING_CLAIM
     measure = ("per method, the mean over its knobs and the discriminating sensitivity panels of the range of "
                "normalised IQM across a knob's values; RFIG's below each other method's")
     envs, left = _discriminating(scores, panels, [k for by in knobs.values() for v in by.values() for k in v.values()])

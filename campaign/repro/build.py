@@ -51,13 +51,14 @@ from .sections import (
     SENS,
     backend_section,
     deepsea_scaling,
+    interim_sensitivity,
     poi_figure,
     sensitivity_part,
     speed,
     theory_section,
 )
 from .stage_parts import MAIN
-from .stages import CAMPAIGN_DATA, SENS32, SIGNAL, preset_envs
+from .stages import CAMPAIGN_DATA, SENS32, SIGNAL, Progress, campaign_progress, preset_envs
 from .timing import read_timing, scoped_timing, timing_section
 
 # The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
@@ -229,9 +230,10 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
         name, novelty_dir = NOVELTY_FROM.get(experiment, ("", None))
         novelty = (collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
                    if novelty_dir is not None and (novelty_dir / RUNS_JSON).is_file() else None)
+        progress = campaign_progress(read_data(sens_dir), sens_from) if sens_dir is not None and sens_from else None
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
-                         data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty)
+                         data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty, progress)
         # The rebuilt trees live in a temporary folder: name them by what they are, not where they were.
         for path in out.rglob("*"):
             if path.suffix in (".md", ".csv", ".json", ".tex") and path.is_file():
@@ -275,11 +277,12 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
 
 def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_dir: Path,
              verdict_reps: int = verdicts.REPS, sens_tree: Path | None = None,
-             novelty: Collection | None = None) -> dict:
+             novelty: Collection | None = None, sens_progress: Progress | None = None) -> dict:
     """The standard reports of the main grid, the DeepSea sizes and the sensitivity runs (``sens_tree``'s
     for a grid of :data:`SENSITIVITY_FROM`), the claims judged by the rule book (at ``verdict_reps``
     resamples), and what the index takes from them; ``novelty``: the runs that test the signal check's
-    input-space part on known answers (:data:`NOVELTY_FROM`)."""
+    input-space part on known answers (:data:`NOVELTY_FROM`); ``sens_progress``: how far the campaign that
+    made ``sens_tree``'s runs has come (its claims' verdicts are interim until it is whole)."""
     reps, seed = opts.reps, opts.seed
     have = find_experiments(tree)
     paper = preset_envs("paper")
@@ -298,7 +301,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
 
     sens_exp = SENSITIVITY_FROM.get(experiment, SENS)
     sens, sens_md, sens_summary = sensitivity_part(sens_tree or tree, sens_exp, out, opts,
-                                                   CAMPAIGN_DATA[sens_exp] if sens_tree else None)
+                                                   CAMPAIGN_DATA[sens_exp] if sens_tree else None, sens_progress)
     sens_runs = sens.runs if sens is not None and sens_tree is None else []  # the runs of data/ only
     timing_dir = data_dir if read_timing(data_dir) is not None else TIMING_FROM.get(experiment, data_dir)
     audit = collect(tree, SIGNAL) if SIGNAL in have else None
@@ -309,7 +312,8 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
         return claims_table(c, agg, paper, reps=verdict_reps, seed=seed, timing=None if late else timing,
                             sens=held_out_of(sens) if late else sens, degenerate=broken)
 
-    claims = scoped_timing(on_held_out(judged, main), timing_dir, measured_speed)
+    claims = interim_sensitivity(scoped_timing(on_held_out(judged, main), timing_dir, measured_speed),
+                                 sens_progress, sens_exp)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
     working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit, novelty)
     poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)

@@ -5,6 +5,7 @@ Nothing here imports JAX."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,9 +26,12 @@ from analysis.names import env_label, method_colour, method_label, sort_methods,
 from analysis.plots import _save  # noqa: E402
 from analysis.report import build_report  # noqa: E402
 from campaign.claims import verdicts as V  # noqa: E402
+from campaign.claims.claim_rows import Claim  # noqa: E402
 from campaign.claims.claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
-from campaign.claims.sensitivity_claims import sensitivity_knobs  # noqa: E402
+from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS, sensitivity_knobs  # noqa: E402
 from rfig_exp.config.variants import format_value  # noqa: E402
+
+from .stages import Progress  # noqa: E402
 
 SENS = "sensitivity"
 
@@ -303,33 +307,49 @@ def _sensitivity_md(summary: dict[str, dict], rows: list, saturated: list[str]) 
                               align="llllrl") + "\n</details>\n")
 
 
-def sensitivity_source_md(campaign: str, data: str, runs: int | None) -> str:
+def sensitivity_source_md(campaign: str, data: str, runs: int | None, progress: Progress | None = None) -> str:
     """The first words of a grid's sensitivity section where a campaign of its own (``campaign``, its
     data folder ``data``) makes the grid's sensitivity runs: which runs they are, or while that
     campaign has none (``runs`` None), that it has none yet and which claims are left unjudged, so the
-    report never drops those claims without saying so."""
+    report never drops those claims without saying so. ``progress``: how far the campaign has come;
+    while it is not whole, the section says its verdicts are interim and on what."""
     how = f"`CAMPAIGN={campaign} campaign/scripts/repro.sh`, docs/reproduction.md"
     if runs is None:
         return (f"**The 32-seed sensitivity campaign (`{campaign}`) has no runs yet** (`{data}` holds none; {how}), "
                 "so Table 1's sensitivity ordering (RFIG low) and the claim that beta does not change the "
                 "comparison between bonuses are not judged in this report; their verdicts at 8 seeds are in "
                 "docs/results/repro/index.md.")
+    if progress is not None and not progress.whole:
+        return (f"**The 32-seed sensitivity campaign (`{campaign}`) is still running** ({progress.text(env_label)}; "
+                f"`python -m campaign.repro.stages list --campaign {campaign} --left {data}` lists the rest): its "
+                f"{runs} runs in `{data}` ({how}), not this grid's data, so the verdicts of its two claims above "
+                "are interim, on these runs alone, not on the four panels at 32 seeds it is for.\n\n")
     return (f"*From the 32-seed sensitivity campaign (`{campaign}`): its {runs} runs in `{data}` ({how}), not "
             "this grid's data; the claims above judge them.*\n\n")
 
 
-def sensitivity_part(root: Path, experiment: str, out: Path, opts: ReportOptions, data: str | None = None
-                     ) -> tuple[Collection | None, str, dict[str, dict]]:
+def interim_sensitivity(claims: list[Claim], progress: Progress | None, campaign: str) -> list[Claim]:
+    """``claims`` with the verdicts of the sensitivity claims marked interim while ``progress`` (of the
+    campaign ``campaign`` that judges them) is not whole, saying what they rest on; as they are otherwise."""
+    if progress is None or progress.whole:
+        return claims
+    note = f" (interim; `{campaign}` still running: {progress.text(env_label)})"
+    return [dataclasses.replace(c, verdict=c.verdict + note) if c.claim in SENSITIVITY_CLAIMS else c for c in claims]
+
+
+def sensitivity_part(root: Path, experiment: str, out: Path, opts: ReportOptions, data: str | None = None,
+                     progress: Progress | None = None) -> tuple[Collection | None, str, dict[str, dict]]:
     """The sensitivity runs of ``experiment`` in the results tree ``root``: their collection (None
     without any), the report's section (their standard report in ``out/sensitivity``) and its summary.
     ``data``: the data folder of the campaign of their own that made them (:func:`sensitivity_source_md`
-    first, which also says when it has none); None: the grid's own data, no section without any."""
+    first, which also says when it has none, or how far it has come: ``progress``); None: the grid's own
+    data, no section without any."""
     if experiment not in find_experiments(root):
         return None, sensitivity_source_md(experiment, data, None) if data else "", {}
     sens = collect(root, experiment)
     build_report(sens, out / "sensitivity", opts, only=["data", "curves", "final_scores"])
     md, summary, _ = sensitivity(sens, out, min(opts.reps, 500), opts.seed)
-    return sens, (sensitivity_source_md(experiment, data, len(sens.runs)) if data else "") + md, summary
+    return sens, (sensitivity_source_md(experiment, data, len(sens.runs), progress) if data else "") + md, summary
 
 
 def theory_section(data_dir: Path, out: Path) -> str:
