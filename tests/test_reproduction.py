@@ -704,8 +704,7 @@ def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus
     """A cell made partly on a GPU must not show a GPU's steps/s beside a CPU core's PPO as a ratio:
     one table per device (the CPU's first, runs that record no machine apart), medians per cell."""
     from analysis.collect import collect
-    from campaign.repro.build import _speed_md
-    from campaign.repro.sections import NOT_RECORDED, speed
+    from campaign.repro.sections import NOT_RECORDED, speed, speed_md
 
     def machine(device):
         return {} if device is None else {"machine": {"backend": "gpu" if device != "cpu" else "cpu",
@@ -721,7 +720,7 @@ def test_throughput_is_tabled_per_device_and_never_divides_a_gpus_rate_by_a_cpus
     assert measured == {"cpu": {"mountaincar": {"none": 2000.0, "rfig": 500.0}},
                         "NVIDIA H200": {"mountaincar": {"none": 8e6, "rfig": 4e6}},
                         NOT_RECORDED: {"mountaincar": {"rnd": 700.0}}}
-    text = _speed_md(measured, coll)
+    text = speed_md(measured, coll)
     cpu, gpu, unknown = text.index("**On the CPU**"), text.index("**On NVIDIA H200**"), text.index("record no machine")
     assert cpu < gpu < unknown
     assert "500 (0.25x)" in text[cpu:gpu] and "4,000,000 (0.50x)" in text[gpu:unknown]
@@ -762,8 +761,8 @@ def test_the_sensitivity32_verdicts_are_interim_until_its_last_stage_is_whole():
     from campaign.claims.claim_rows import Claim
     from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS
     from campaign.repro.data import StoredRun
-    from campaign.repro.sections import interim_sensitivity
-    from campaign.repro.stages import SENS32_ORDER, SENSITIVITY, campaign_progress, sensitivity_runs
+    from campaign.repro.progress import campaign_progress, interim_sensitivity
+    from campaign.repro.stages import SENS32_ORDER, SENSITIVITY, sensitivity_runs
     from rfig_exp.config.variants import variant_name
 
     def run(env, bonus, overrides, seed, status="complete"):

@@ -31,7 +31,7 @@ from analysis.collect import AnalysisError, Collection, collect, find_experiment
 from analysis.devices import device_confound_md, devices_from_data
 from analysis.maker import ReportOptions
 from analysis.markdown import render_markdown
-from analysis.names import env_label, method_label, sort_methods, split_task
+from analysis.names import env_label, method_label, split_task
 from analysis.report import build_report
 from analysis.tables import usual_seeds
 from campaign.claims import verdicts
@@ -45,20 +45,20 @@ from .cells import compare_claims, forecasts_md, missing_cells, missing_md, orig
 from .data import RUNS_JSON, read_data, rebuild_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .paper_table import REPORT_MAKERS
+from .progress import Progress, campaign_progress, interim_sensitivity
 from .reproducible import audit_reruns, audit_reruns_md, reproducibility_md
 from .sections import (
-    NOT_RECORDED,
     SENS,
     backend_section,
     deepsea_scaling,
-    interim_sensitivity,
     poi_figure,
     sensitivity_part,
     speed,
+    speed_md,
     theory_section,
 )
 from .stage_parts import MAIN
-from .stages import CAMPAIGN_DATA, SENS32, SIGNAL, Progress, campaign_progress, preset_envs
+from .stages import CAMPAIGN_DATA, SENS32, SIGNAL, preset_envs
 from .timing import read_timing, scoped_timing, timing_section
 
 # The sweep presets whose cells each grid's report expects (the rest: campaign.repro.cells).
@@ -112,28 +112,6 @@ def _claims_md(claims, compared: list[tuple[Path, str]] | None = None, first: st
     rows = [[c.claim, c.measure, c.value, f"**{c.verdict}**", c.deciding or "—", *extra(c), c.detail] for c in claims]
     return render_markdown([first, *CLAIM_HEADER[1:], "Deciding interval", *head, "Details"], rows,
                            align="l" * (6 + len(head)))
-
-
-def _speed_md(speed: dict[str, dict[str, dict[str, float]]], coll: Collection) -> str:
-    """One table per device (the CPU first, then each accelerator, then runs that record none),
-    each method's rate beside PPO's on the same device only."""
-    order = sorted(speed, key=lambda dev: (dev != "cpu", dev == NOT_RECORDED, dev))
-    bonuses = sort_methods({b for dev in speed.values() for d in dev.values() for b in d})
-    out = []
-    for dev in order:
-        rows = []
-        for e in coll.envs:
-            d = speed[dev].get(e)
-            if not d:
-                continue
-            row = [env_label(e)]
-            for b in bonuses:
-                ratio = f" ({d[b] / d['none']:.2f}x)" if "none" in d and b != "none" and b in d else ""
-                row.append(f"{d[b]:,.0f}{ratio}" if b in d else "—")
-            rows.append(row)
-        title = {"cpu": "On the CPU", NOT_RECORDED: "Runs that record no machine"}.get(dev, f"On {dev}")
-        out += [f"**{title}**:", "", render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)]
-    return "\n".join(out) if out else "No run records its throughput."
 
 
 def _provenance_md(meta: dict, costs: dict[tuple[str, str], dict], coverage: dict[str, int],
@@ -379,7 +357,7 @@ def _index_md(parts: dict, theory_md: str, out: Path) -> str:
         "one table per device: a GPU's rate and a CPU core's are never pooled; the machines are in the table "
         "below; not evidence for the timing claim: other work shared the machine)",
         "",
-        _speed_md(parts["speed"], main),
+        speed_md(parts["speed"], main),
         "",
         parts["devices_md"],
         "",

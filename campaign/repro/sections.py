@@ -5,7 +5,6 @@ Nothing here imports JAX."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,12 +25,11 @@ from analysis.names import env_label, method_colour, method_label, sort_methods,
 from analysis.plots import _save  # noqa: E402
 from analysis.report import build_report  # noqa: E402
 from campaign.claims import verdicts as V  # noqa: E402
-from campaign.claims.claim_rows import Claim  # noqa: E402
 from campaign.claims.claims import SUCCESS_RULES, solved_fractions, wilson  # noqa: E402
-from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS, sensitivity_knobs  # noqa: E402
+from campaign.claims.sensitivity_claims import sensitivity_knobs  # noqa: E402
 from rfig_exp.config.variants import format_value  # noqa: E402
 
-from .stages import Progress  # noqa: E402
+from .progress import Progress  # noqa: E402
 
 SENS = "sensitivity"
 
@@ -51,6 +49,28 @@ def speed(coll: Collection) -> dict[str, dict[str, dict[str, float]]]:
             per[r.summary.device or NOT_RECORDED][r.env][r.bonus].append(sps)
     return {dev: {e: {b: float(np.median(v)) for b, v in d.items()} for e, d in envs.items()}
             for dev, envs in per.items()}
+
+
+def speed_md(speed: dict[str, dict[str, dict[str, float]]], coll: Collection) -> str:
+    """One table per device (the CPU first, then each accelerator, then runs that record none),
+    each method's rate beside PPO's on the same device only."""
+    order = sorted(speed, key=lambda dev: (dev != "cpu", dev == NOT_RECORDED, dev))
+    bonuses = sort_methods({b for dev in speed.values() for d in dev.values() for b in d})
+    out = []
+    for dev in order:
+        rows = []
+        for e in coll.envs:
+            d = speed[dev].get(e)
+            if not d:
+                continue
+            row = [env_label(e)]
+            for b in bonuses:
+                ratio = f" ({d[b] / d['none']:.2f}x)" if "none" in d and b != "none" and b in d else ""
+                row.append(f"{d[b]:,.0f}{ratio}" if b in d else "—")
+            rows.append(row)
+        title = {"cpu": "On the CPU", NOT_RECORDED: "Runs that record no machine"}.get(dev, f"On {dev}")
+        out += [f"**{title}**:", "", render_markdown(["Env"] + [method_label(b) for b in bonuses], rows)]
+    return "\n".join(out) if out else "No run records its throughput."
 
 
 def deepsea_scaling(coll: Collection, out: Path) -> tuple[str, list[Path]]:
@@ -326,15 +346,6 @@ def sensitivity_source_md(campaign: str, data: str, runs: int | None, progress: 
                 "are interim, on these runs alone, not on the four panels at 32 seeds it is for.\n\n")
     return (f"*From the 32-seed sensitivity campaign (`{campaign}`): its {runs} runs in `{data}` ({how}), not "
             "this grid's data; the claims above judge them.*\n\n")
-
-
-def interim_sensitivity(claims: list[Claim], progress: Progress | None, campaign: str) -> list[Claim]:
-    """``claims`` with the verdicts of the sensitivity claims marked interim while ``progress`` (of the
-    campaign ``campaign`` that judges them) is not whole, saying what they rest on; as they are otherwise."""
-    if progress is None or progress.whole:
-        return claims
-    note = f" (interim; `{campaign}` still running: {progress.text(env_label)})"
-    return [dataclasses.replace(c, verdict=c.verdict + note) if c.claim in SENSITIVITY_CLAIMS else c for c in claims]
 
 
 def sensitivity_part(root: Path, experiment: str, out: Path, opts: ReportOptions, data: str | None = None,
