@@ -757,7 +757,6 @@ def test_the_stages_left_are_those_the_data_lacks_a_run_of_whichever_machine_mad
 def test_the_sensitivity32_verdicts_are_interim_until_its_last_stage_is_whole():
     """campaign_progress counts a stage whole only with all of its runs complete, and while one is not,
     interim_sensitivity marks the two sensitivity claims' verdicts, and only theirs."""
-    from analysis.names import env_label
     from campaign.claims.claim_rows import Claim
     from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS
     from campaign.repro.data import StoredRun
@@ -780,13 +779,13 @@ def test_the_sensitivity32_verdicts_are_interim_until_its_last_stage_is_whole():
     progress = campaign_progress({r.key: r for r in cut}, "sensitivity32")
     assert progress.left == progress.partly == ("s32-breakout-24",) and not progress.whole
     assert progress.text() == ("15 of 16 stages whole, s32-breakout-24 partly run; its complete runs cover "
-                               "mountaincar 32 seeds, pointmaze_medium 32 seeds, deepsea 32 seeds, "
-                               "minatar_breakout 32 seeds")
+                               "MountainCar 32 seeds, PointMaze-Medium 32 seeds, DeepSea 32 seeds, "
+                               "Breakout 32 seeds")
     assert campaign_progress({}, "sensitivity32").text() == "0 of 16 stages whole; its complete runs cover no runs"
     claims = [Claim(words, "m", "v", "supported") for words in (*SENSITIVITY_CLAIMS, "RFIG outperforms PPO")]
     marked = interim_sensitivity(claims, progress, "sensitivity32")
     assert [c.verdict for c in marked] == \
-        [f"supported (interim; `sensitivity32` still running: {progress.text(env_label)})"] * 2 \
+        [f"supported (interim; `sensitivity32` still running: {progress.text()})"] * 2 \
         + ["supported"]
     assert interim_sensitivity(claims, whole, "sensitivity32") == claims == interim_sensitivity(claims, None, "x")
 

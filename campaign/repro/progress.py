@@ -4,7 +4,6 @@ interim while the campaign that judges them is not whole. Nothing here imports J
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
 
 from analysis.names import env_label
 from campaign.claims.claim_rows import Claim
@@ -28,11 +27,10 @@ class Progress:
     def whole(self) -> bool:
         return not self.left
 
-    def text(self, label: Callable[[str], str] = str) -> str:
-        """In words: how many stages are whole, which are partly run, and what the runs cover (each env
-        named by ``label``)."""
+    def text(self) -> str:
+        """In words: how many stages are whole, which are partly run, and what the runs cover."""
         done = len(self.stages) - len(self.left)
-        cover = ", ".join(f"{label(e)} {n} seed{'s' if n != 1 else ''}" for e, n in self.seeds.items()) or "no runs"
+        cover = ", ".join(f"{env_label(e)} {n} seed{'s' if n != 1 else ''}" for e, n in self.seeds.items()) or "no runs"
         return (f"{done} of {len(self.stages)} stages whole"
                 + (f", {', '.join(self.partly)} partly run" if self.partly else "")
                 + f"; its complete runs cover {cover}")
@@ -61,5 +59,5 @@ def interim_sensitivity(claims: list[Claim], progress: Progress | None, campaign
     campaign ``campaign`` that judges them) is not whole, saying what they rest on; as they are otherwise."""
     if progress is None or progress.whole:
         return claims
-    note = f" (interim; `{campaign}` still running: {progress.text(env_label)})"
+    note = f" (interim; `{campaign}` still running: {progress.text()})"
     return [dataclasses.replace(c, verdict=c.verdict + note) if c.claim in SENSITIVITY_CLAIMS else c for c in claims]

@@ -340,7 +340,7 @@ def sensitivity_source_md(campaign: str, data: str, runs: int | None, progress: 
                 "comparison between bonuses are not judged in this report; their verdicts at 8 seeds are in "
                 "docs/results/repro/index.md.")
     if progress is not None and not progress.whole:
-        return (f"**The 32-seed sensitivity campaign (`{campaign}`) is still running** ({progress.text(env_label)}; "
+        return (f"**The 32-seed sensitivity campaign (`{campaign}`) is still running** ({progress.text()}; "
                 f"`python -m campaign.repro.stages list --campaign {campaign} --left {data}` lists the rest): its "
                 f"{runs} runs in `{data}` ({how}), not this grid's data, so the verdicts of its two claims above "
                 "are interim, on these runs alone, not on the four panels at 32 seeds it is for.\n\n")
