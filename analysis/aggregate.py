@@ -22,7 +22,6 @@ probability of improvement that of each bonus of role method (RFIG, or a user's)
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.stats
 
+from .bootstrap import bootstrap, stream_seed
 from .collect import Collection, final_scores
 from .names import BUILT_IN, describe_normalisation, normalisation_kind
 from .names import NORMALISATIONS as NORMALISATIONS  # re-exported: code that lists them imports them from here
@@ -197,34 +197,6 @@ class Interval:
         return (self.hi - self.lo) / 2
 
 
-@contextlib.contextmanager
-def _seeded(seed: int):
-    # rliable's StratifiedBootstrap draws from numpy's *global* RNG whatever
-    # random_state says, so seed it here and restore it afterwards.
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # arch warns on degenerate (single-seed) resamples
-            yield
-    finally:
-        np.random.set_state(state)
-
-
-def bootstrap(score_dict: dict, func, reps: int, seed: int = 0, ci: float = 0.95):
-    """rliable.library.get_interval_estimates with a fixed seed.
-
-    score_dict: key -> (runs, tasks[, points]) array, or a tuple of arrays for
-    paired metrics (independent stratified bootstrap). Returns
-    (points: key -> (k,), intervals: key -> (2, k)).
-    """
-    from rliable import library
-
-    with _seeded(seed):
-        return library.get_interval_estimates(score_dict, func, reps=reps, confidence_interval_size=ci,
-                                              random_state=np.random.RandomState(seed))
-
-
 # The bootstrap calls these thousands of times; scipy's trim_mean and
 # mannwhitneyu spend most of their time in argument handling, so these are
 # exact vectorised equivalents of rliable.metrics (tests check the equality).
@@ -327,12 +299,12 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
         notes.append(f"{env}: left out of cross-env aggregates ({why}).")
 
     per_env: dict = {}
-    for i, env in enumerate(coll.envs):
+    for env in coll.envs:
         sd = {b: v[:, None] for b, (_, v) in scores[env].items()}
         per_env[env] = {}
         if not sd:
             continue
-        pts, ivs = bootstrap(sd, _per_env_func, reps, seed + i, ci)
+        pts, ivs = bootstrap(sd, _per_env_func, reps, stream_seed(seed, "per-env", env), ci)
         for b in sd:
             per_env[env][b] = {"n": len(sd[b]),
                                **{name: Interval(float(pts[b][k]), float(ivs[b][0, k]), float(ivs[b][1, k]))
@@ -361,12 +333,13 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
                 notes.append(f"{coll.label(b)}: {n} runs per env in cross-env aggregates (the lowest seeds); "
                              f"envs with more runs: {more}.")
             normed[b] = np.stack([norm.apply(e, _take_runs(scores[e][b], n)[1]) for e in agg_envs], axis=1)
-        pts, ivs = bootstrap(normed, _overall_func, reps, seed + 1000, ci)
+        pts, ivs = bootstrap(normed, _overall_func, reps, stream_seed(seed, "overall"), ci)
         for b in methods:
             overall[b] = {name: Interval(float(pts[b][k]), float(ivs[b][0, k]), float(ivs[b][1, k]))
                           for k, name in enumerate(OVERALL_METRICS)}
         curve_x, curve_xlabel, curves = _aggregate_curves(coll, scores, norm, agg_envs, methods, runs_per_method,
-                                                          reps, seed + 2000, ci, curve_points, last_k, notes)
+                                                          reps, stream_seed(seed, "curves"), ci, curve_points, last_k,
+                                                          notes)
     elif coll.envs:
         notes.append("No method has a final score in any env (see the Data section): no cross-env aggregates."
                      if not methods else
@@ -374,7 +347,7 @@ def compute_aggregates(coll: Collection, reps: int = 2000, last_k: int = 1, norm
                      if not any(norm.usable(e) for e in coll.envs) else
                      "No env has final scores for every method: no cross-env aggregates.")
 
-    poi = _method_poi(coll, scores, methods, reps, seed + 3000, ci, notes, last_k)
+    poi = _method_poi(coll, scores, methods, reps, stream_seed(seed, "poi"), ci, notes, last_k)
 
     spread = {}
     for b in methods:
@@ -407,12 +380,12 @@ def _method_poi(coll: Collection, scores, methods: list[str], reps: int, seed: i
     stands for a bonus of role method (the proposed one: RFIG, or a user's bonus declared so)."""
     poi = []
     proposed = coll.role_methods("method")
-    for k, (bonus, x) in enumerate(proposed):
+    for bonus, x in proposed:
         if x is None or x not in methods:
             if methods:
                 notes.append(_why_no_poi(coll, bonus, x, last_k))
             continue
-        for j, b in enumerate(m for m in methods if m != x):
+        for b in (m for m in methods if m != x):
             envs = [e for e in coll.envs if x in scores[e] and b in scores[e]]
             if not envs:
                 why = "; ".join(f"{e}: {coll.label(m)} {no_score_reason(coll, e, m, last_k)}"
@@ -424,9 +397,10 @@ def _method_poi(coll: Collection, scores, methods: list[str], reps: int, seed: i
             # Raw scores: P(X > Y) per env is invariant to the per-env normalisation.
             xs = np.stack([_take_runs(scores[e][x], nx)[1] for e in envs], axis=1)
             ys = np.stack([_take_runs(scores[e][b], ny)[1] for e in envs], axis=1)
-            key = f"{x},{b}"
-            pts, ivs = bootstrap({key: (xs, ys)}, _poi_func, reps, seed + k * len(methods) + j, ci)
-            poi.append((x, b, Interval(float(pts[key][0]), float(ivs[key][0, 0]), float(ivs[key][1, 0])),
+            # Drawn from the other method's named seed alone: a user's method of this role gets
+            # exactly the proposed method's numbers on the same runs.
+            pts, ivs = bootstrap({b: (xs, ys)}, _poi_func, reps, seed, ci)
+            poi.append((x, b, Interval(float(pts[b][0]), float(ivs[b][0, 0]), float(ivs[b][1, 0])),
                         len(envs)))
     if not proposed and methods:
         label = coll.names.role_label("method")

@@ -32,7 +32,8 @@ from matplotlib.colors import ListedColormap, LogNorm
 from rfig_exp.results import contract as results
 from rfig_exp.results.contract import RunSummary
 
-from ..aggregate import Interval, _per_env_func, bootstrap
+from ..aggregate import Interval, _per_env_func
+from ..bootstrap import bootstrap, stream_seed
 from ..collect import Collection
 from ..maker import ReportContext, Section
 from ..markdown import Cell, render_latex, render_markdown
@@ -74,12 +75,13 @@ def final_coverage(coll: Collection, env: str, method: str) -> tuple[np.ndarray,
 def coverage_intervals(coll: Collection, reps: int, seed: int = 0) -> dict[str, dict[str, dict]]:
     """env -> method -> {"n", "iqm": Interval} of final coverage over seeds."""
     out: dict[str, dict[str, dict]] = {}
-    for i, env in enumerate(coll.envs):
+    for env in coll.envs:
         finals = {m: final_coverage(coll, env, m)[1] for m in coll.methods}
         finals = {m: v for m, v in finals.items() if len(v)}
         if not finals:
             continue
-        pts, ivs = bootstrap({m: v[:, None] for m, v in finals.items()}, _per_env_func, reps, seed + 5000 + i)
+        pts, ivs = bootstrap({m: v[:, None] for m, v in finals.items()}, _per_env_func, reps,
+                             stream_seed(seed, "coverage", env))
         out[env] = {m: {"n": len(v), "iqm": Interval(float(pts[m][1]), float(ivs[m][0, 1]), float(ivs[m][1, 1]))}
                     for m, v in finals.items()}
     return out

@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..aggregate import Aggregates, _take_runs, bootstrap, iqm
+from ..aggregate import Aggregates, _take_runs, iqm
+from ..bootstrap import bootstrap, stream_seed
 from ..carried import carried_marks, carried_note
 from ..collect import Collection
 from ..maker import ReportContext, Section
@@ -158,7 +159,7 @@ def plot_performance_profiles(agg: Aggregates, coll: Collection, base: Path) -> 
         return []
     every = np.concatenate([s.ravel() for s in scores.values()])
     tau = np.linspace(min(0.0, float(every.min())), max(1.0, float(every.max())), TAU_POINTS)
-    points, intervals = performance_profiles(scores, tau, agg.reps, agg.seed + 4000)
+    points, intervals = performance_profiles(scores, tau, agg.reps, stream_seed(agg.seed, "profiles"))
     labels = {b: coll.label(b) for b in scores}
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     plot_utils.plot_performance_profiles(

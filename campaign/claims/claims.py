@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from analysis.aggregate import fit_normalisation
+from analysis.bootstrap import stream_seed
 from analysis.collect import Collection, final_scores
 from analysis.names import BASELINES, CONTROLS, env_label, method_label
 
@@ -163,7 +164,7 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
     """RFIG against each NN baseline on the paper's panels: measurements (rule 4 at 0.5), not claims."""
     p = panels_of(coll, paper_envs, degenerate)
     rows = []
-    for j, b in enumerate(BASELINES):
+    for b in BASELINES:
         if b not in coll.methods:
             rows.append(Claim.judged(f"RFIG against {method_label(b)}", f"P(RFIG > {method_label(b)})", "—",
                                      V.Verdict(V.NOT_MEASURED), _no_runs_at_all(coll)[1].strip()))
@@ -173,7 +174,7 @@ def comparisons_table(coll: Collection, paper_envs: Sequence[str], reps: int = V
             continue
         rows.append(pooled_poi(f"RFIG against {coll.label(b)}", f"P(RFIG > {coll.label(b)}) over {len(envs)} panels",
                                {e: p.runs(e, "rfig") for e in envs}, {e: p.runs(e, b) for e in envs}, 0.5, reps,
-                               seed + 10 * j, _not_discriminating(p, p.paper, "rfig", b).strip()))
+                               stream_seed(seed, b), _not_discriminating(p, p.paper, "rfig", b).strip()))
     return rows
 
 
@@ -264,11 +265,11 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
     claims = []
     if envs:
         verdicts, rows = [], []
-        for i, e in enumerate(envs):
+        for e in envs:
             working = works[e]
             samples = {(m,): norm.apply(e, p.runs(e, m)) for m in ("rfig", *working)}
             d = V.stratified(samples, lambda s, w=working: V.iqm_rows(s[("rfig",)]) - np.max(
-                [V.iqm_rows(s[(b,)]) for b in w], axis=0), reps, seed + i)
+                [V.iqm_rows(s[(b,)]) for b in w], axis=0), reps, stream_seed(seed, e))
             v = V.judge_dist(d, -V.MARGIN, comparisons=len(envs))
             verdicts.append(v)
             rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
@@ -296,13 +297,13 @@ def _competitive(p: Panels, norm, reps: int, seed: int) -> list[Claim]:
                                    V.Verdict(V.NOT_MEASURED), (named + _no_runs_at_all(p.coll)[1]).strip()))
     envs = [e for e in p.discriminating(p.paper, "rfig", "none") if norm.usable(e)]
     if envs:
-        verdicts, rows = _failures(p, norm, "rfig", envs, reps, seed + 50)
+        verdicts, rows = _failures(p, norm, "rfig", envs, reps, stream_seed(seed, "failures", "rfig"))
         overall = V.judge_all(verdicts)
         failures = sum(v.kind == V.CONTRADICTED for v in verdicts)
         others = []
-        for j, b in enumerate(baselines):
+        for b in baselines:
             have = [e for e in p.discriminating(p.paper, b, "none") if norm.usable(e)]
-            theirs, _ = _failures(p, norm, b, have, reps, seed + 60 + 20 * j)
+            theirs, _ = _failures(p, norm, b, have, reps, stream_seed(seed, "failures", b))
             others.append(f"{method_label(b)} {sum(v.kind == V.CONTRADICTED for v in theirs)} of {len(have)}")
         claims.append(Claim.judged(
             "RFIG maintains stable performance without catastrophic failures",
@@ -323,10 +324,10 @@ def _failures(p: Panels, norm, method: str, envs: Sequence[str], reps: int, seed
     """The catastrophic-failure rule for ``method``: per panel, IQM(method) - IQM(PPO) / 2 on
     normalised scores, judged against 0 with the Bonferroni "against" interval over the panels."""
     verdicts, rows = [], []
-    for i, e in enumerate(envs):
+    for e in envs:
         samples = {(m,): norm.apply(e, p.runs(e, m)) for m in (method, "none")}
         d = V.stratified(samples, lambda s: V.iqm_rows(s[(method,)]) - 0.5 * V.iqm_rows(s[("none",)]), reps,
-                         seed + i)
+                         stream_seed(seed, e))
         v = V.judge_dist(d, 0.0, comparisons=len(envs), label=env_label(e))
         verdicts.append(v)
         rows.append(f"{env_label(e)} {fmt(d)} ({v.kind})")
@@ -339,9 +340,9 @@ def _failure_before_the_rule_book(p: Panels, reps: int, seed: int) -> Claim:
     or entirely below every baseline's. Shown beside the rule that replaced it, on the same data."""
     baselines = [b for b in BASELINES if b in p.coll.methods]
     failed = []
-    for i, e in enumerate(p.discriminating(p.paper, "rfig", "none")):
-        iv = {m: V.stratified({(m,): p.runs(e, m)}, lambda s, m=m: V.iqm_rows(s[(m,)]), reps, seed + 10 * i + j)
-              .interval() for j, m in enumerate(["rfig", "none", *[b for b in baselines if b in p.scores[e]]])}
+    for e in p.discriminating(p.paper, "rfig", "none"):
+        iv = {m: V.stratified({(m,): p.runs(e, m)}, lambda s, m=m: V.iqm_rows(s[(m,)]), reps, stream_seed(seed, e, m))
+              .interval() for m in ["rfig", "none", *[b for b in baselines if b in p.scores[e]]]}
         below_ppo = iv["rfig"][1] < iv["none"][0]
         below_all = len(iv) > 2 and all(iv["rfig"][1] < iv[b][0] for b in iv if b not in ("rfig", "none"))
         if below_ppo or below_all:
@@ -382,7 +383,7 @@ def _execution_time(timing, reps: int, seed: int) -> Claim:
                             "wall times are not evidence: other work on the machine moved them")
     verdicts, rows = [], []
     envs = sorted(timing)
-    for i, e in enumerate(envs):
+    for e in envs:
         t = {k: np.asarray(v, float) for k, v in timing[e].items()}
         nn = [b for b in BASELINES if b in t]
         rounds = len(t["rfig_exact"])
@@ -391,7 +392,7 @@ def _execution_time(timing, reps: int, seed: int) -> Claim:
             return s[("rfig_exact",)] / np.median(np.stack([s[(b,)] for b in nn]), axis=0)
 
         # rounds are paired: resample whole rounds, every variant of a round together
-        idx = np.random.default_rng(seed + i).integers(0, rounds, size=(reps, rounds))
+        idx = np.random.default_rng(stream_seed(seed, e)).integers(0, rounds, size=(reps, rounds))
         boot = ratio({(k,): t[k][idx] for k in t}).mean(axis=-1)
         point = float(ratio({(k,): t[k][None, :] for k in t}).mean())
         d = V.Dist(point, boot, rounds)

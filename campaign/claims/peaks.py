@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analysis.bootstrap import stream_seed
 from analysis.names import BASELINES, CONTROLS, env_label, method_label, split_task
 
 from . import verdicts as V
@@ -44,7 +45,7 @@ def peak_claims(p: Panels, reps: int, seed: int) -> list[Claim]:
             continue
         verdicts, rows = [], []
         broken = p.broken(env, *others)  # the method the claim is about is judged as it runs (rule 6)
-        for i, m in enumerate(others):
+        for m in others:
             if m in broken:
                 rows.append(f"P({method_label(method)} > {p.coll.label(m)}) not judged: degenerate by the signal check")
                 continue
@@ -55,7 +56,7 @@ def peak_claims(p: Panels, reps: int, seed: int) -> list[Claim]:
                 v = V.Verdict(V.NO_DISCRIMINATION)
             else:
                 v = confirm_poi(V.judge_dist(d, 0.5, comparisons=len(others), label=label), x, y, 0.5, len(others),
-                                reps, seed + i)
+                                reps, stream_seed(seed, env, m))
             verdicts.append(v)
             kind = v.kind if v.kind != V.NO_DISCRIMINATION else "near-saturated, rule 3b"
             rows.append(f"{label} {fmt(d)} ({kind}{'; ' + v.second if v.second else ''})")

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from analysis.bootstrap import stream_seed
 from analysis.collect import Collection, final_scores
 from analysis.names import BASELINES, env_label, method_label
 
@@ -99,7 +100,7 @@ def _beta_claim(scores, knobs, defaults, panels, reps, seed) -> Claim:
             if beta != ref:
                 c = _change(xs, ys, runs(by_bonus[a][ref]), runs(by_bonus[b][ref]), m_change,
                             f"P({method_label(a)} > {method_label(b)}) at beta {beta:g} - at {ref:g}", reps,
-                            seed + len(changes) + 1)
+                            stream_seed(seed, a, b, beta))
                 changes.append(c)
                 moved.append(f"{beta:g}: {c.deciding.lo:+.2f} to {c.deciding.hi:+.2f}" if c.deciding else "")
         directions[(a, b)] = vs
@@ -161,8 +162,8 @@ def _ordering_claim(scores, knobs, panels, reps, seed) -> Claim:
         return np.mean(ranges, axis=0)
 
     others = [b for b in methods if b != "rfig"]
-    dists = {b: V.stratified(samples, lambda s, b=b: spread(s, b) - spread(s, "rfig"), reps, seed + i)
-             for i, b in enumerate(others)}
+    dists = {b: V.stratified(samples, lambda s, b=b: spread(s, b) - spread(s, "rfig"), reps, stream_seed(seed, b))
+             for b in others}
     as_is = {k: np.asarray(v, float)[None, :] for k, v in samples.items()}
     means = {b: float(spread(as_is, b)[0]) for b in methods}
     verdict = V.judge_all([V.judge_dist(d, 0.0, comparisons=len(others)) for d in dists.values()])

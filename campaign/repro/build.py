@@ -294,7 +294,7 @@ def _reports(tree: Path, out: Path, experiment: str, opts: ReportOptions, data_d
                                  sens_progress, sens_exp)
     # every variant of the grid (VIME's runs at its old defaults too) for the signal check
     working = baselines_section(collect(tree, experiment), main, panels_of(main, paper), audit, novelty)
-    poi_md, _ = poi_figure(panels_of(main, paper), out, reps, seed + 900)
+    poi_md, _ = poi_figure(panels_of(main, paper), out)
     seen, unique = set(), []
     for r in main.runs + deep_runs + sens_runs:
         if r.path not in seen:

@@ -10,7 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from analysis.aggregate import bootstrap, fast_iqm
+from analysis.aggregate import fast_iqm
+from analysis.bootstrap import bootstrap, stream_seed
 from analysis.collect import Collection, final_scores
 from analysis.markdown import render_markdown
 from analysis.names import env_label, method_label
@@ -39,7 +40,7 @@ def scores_before_after(every: Collection, envs: Sequence[str], reps: int = 2000
             continue
         values = {(e, when): scores[e][m][1] for e in envs for when, m in methods.items()
                   if m in scores.get(e, {}) and len(scores[e][m][1])}
-        est = _iqm_interval(values, reps, seed)
+        est = _iqm_interval(values, reps, stream_seed(seed, fix.bonus))
         both = [e for e in envs if (e, "before") in est and (e, "after") in est]
         if not both:
             continue

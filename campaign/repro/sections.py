@@ -17,7 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis.aggregate import bootstrap, fast_iqm  # noqa: E402
+from analysis.aggregate import fast_iqm  # noqa: E402
+from analysis.bootstrap import bootstrap, stream_seed  # noqa: E402
 from analysis.collect import Collection, collect, final_scores, find_experiments  # noqa: E402
 from analysis.maker import ReportOptions  # noqa: E402
 from analysis.markdown import render_markdown  # noqa: E402
@@ -214,7 +215,7 @@ class _SensitivityRun:
     lo: dict[str, float]
     hi: dict[str, float]
     reps: int
-    rng_seed: int
+    seed: int
     saturated: list[str] = field(default_factory=list)  # rule 3: drawn, left out of the ranges
     spread: dict[str, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
@@ -235,8 +236,8 @@ def _sensitivity_panel(ax, s: _SensitivityRun, bonus: str, knob: str, values: di
             if mk not in scores.get(e, {}):
                 continue
             sd = {"x": (np.asarray(scores[e][mk][1]) - lo[e])[:, None] / (hi[e] - lo[e])}
-            s.rng_seed += 1
-            p, iv = bootstrap(sd, lambda x: np.array([fast_iqm(x)]), s.reps, s.rng_seed)
+            p, iv = bootstrap(sd, lambda x: np.array([fast_iqm(x)]), s.reps,
+                              stream_seed(s.seed, "sensitivity", e, mk))
             pts.append((v, float(p["x"][0]), float(iv["x"][0, 0]), float(iv["x"][1, 0])))
         if len(pts) < 2:
             continue
@@ -398,7 +399,7 @@ def theory_section(data_dir: Path, out: Path) -> str:
                                "max err", "Prop. 4.2", "Prop. 4.3", "4.2 / max err"], md_rows))
 
 
-def poi_figure(claims_panels, out: Path, reps: int, seed: int) -> tuple[str, list[Path]]:
+def poi_figure(claims_panels, out: Path) -> tuple[str, list[Path]]:
     """P(RFIG > PPO) with its 95% interval, one row per panel (the paper's, then those beyond it),
     and the aggregate over the paper's discriminating panels with and without the others: the
     headline claim at a glance. ``claims_panels``: campaign.claims.claims.panels_of(main, paper envs)."""
