@@ -55,8 +55,8 @@ def sensitivity_claims(sens: Collection, paper_envs: Sequence[str], reps: int, s
     scores = final_scores(sens)
     knobs, defaults = sensitivity_knobs(sens)
     panels = [e for e in sens.envs if len(scores.get(e, {})) >= 2]
-    return [_beta_claim(scores, knobs, defaults, panels, reps, seed),
-            _ordering_claim(scores, knobs, panels, reps, seed + 100)]
+    return [_beta_claim(scores, knobs, defaults, panels, reps, stream_seed(seed, "beta")),
+            _ordering_claim(scores, knobs, panels, reps, stream_seed(seed, "ordering"))]
 
 
 def _discriminating(scores, panels, keys) -> tuple[list[str], str]:
@@ -94,13 +94,14 @@ def _beta_claim(scores, knobs, defaults, panels, reps, seed) -> Claim:
             xs, ys = runs(by_bonus[a][beta]), runs(by_bonus[b][beta])
             xs, ys = {e: xs[e] for e in xs if e in ys}, {e: ys[e] for e in ys if e in xs}
             d = V.poi_over_panels(xs, ys)
-            v = confirm_poi(V.judge_dist(d, 0.5, comparisons=m), xs, ys, 0.5, m, reps, seed)  # rule 12
+            v = confirm_poi(V.judge_dist(d, 0.5, comparisons=m), xs, ys, 0.5, m, reps,
+                            stream_seed(seed, "direction", a, b, beta))  # rule 12
             vs.append(v)
             cells.append(f"{beta:g}: {fmt(d)}")
             if beta != ref:
                 c = _change(xs, ys, runs(by_bonus[a][ref]), runs(by_bonus[b][ref]), m_change,
                             f"P({method_label(a)} > {method_label(b)}) at beta {beta:g} - at {ref:g}", reps,
-                            stream_seed(seed, a, b, beta))
+                            stream_seed(seed, "change", a, b, beta))
                 changes.append(c)
                 moved.append(f"{beta:g}: {c.deciding.lo:+.2f} to {c.deciding.hi:+.2f}" if c.deciding else "")
         directions[(a, b)] = vs
