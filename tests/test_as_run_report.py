@@ -102,6 +102,8 @@ def test_a_claim_whose_panels_are_missing_says_not_yet_run_with_their_names():
     assert pooled.claim.verdict.startswith("supported (interim; not yet run: Acrobot, Sparse-Ant")
     assert pooled.claim.verdict.endswith("; partly run: PointMaze-UMaze without #Explo)")
     assert "MountainCar" not in pooled.claim.verdict and len(pooled.missing) == 10
+    # a second mark (the sensitivity campaign's) leaves the standing verdict readable under both
+    assert pooled.claim.interim("`sensitivity32` still running").standing_verdict == "supported"
     timing = rows["no significant execution time differences compared to NN approaches"]
     assert timing.claim.kind == V.NOT_MEASURED and timing.needs is None
 

@@ -3,11 +3,14 @@ claims (:mod:`campaign.claims.claims`), its sensitivity claims and the control's
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from . import verdicts as V
 
 BETA = "bonus.beta"
+# how an interim verdict's words continue: "<verdict> (interim; <what it waits for>)"
+_INTERIM = " (interim; "
 
 
 @dataclass
@@ -33,6 +36,15 @@ class Claim:
                scope: str = "paper", panels: str = "") -> Claim:
         deciding = verdict.deciding.text if verdict.deciding is not None else ""
         return cls(claim, measure, value, verdict.text, detail, verdict.kind, scope, deciding, verdict.second, panels)
+
+    def interim(self, why: str) -> Claim:
+        """This claim with its verdict marked interim, ``why`` saying what it still waits for."""
+        return dataclasses.replace(self, verdict=f"{self.verdict}{_INTERIM}{why})")
+
+    @property
+    def standing_verdict(self) -> str:
+        """The verdict's words without the interim marks :meth:`interim` added."""
+        return self.verdict.split(_INTERIM)[0]
 
 
 

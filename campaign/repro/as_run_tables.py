@@ -125,9 +125,8 @@ def annotated(claims: Sequence[Claim], present: Sequence[str],
             out.append(AsRunClaim(blank, needs, [], missing, "", NOT_YET))
             continue
         if missing or partly:
-            c = dataclasses.replace(c, verdict=f"{c.verdict} (interim; " + "; ".join(
-                ([f"{NOT_YET}: {names}"] if missing else []) + ([f"partly run: {'; '.join(partly)}"] if partly else []))
-                + ")")
+            c = c.interim("; ".join(([f"{NOT_YET}: {names}"] if missing else [])
+                                    + ([f"partly run: {'; '.join(partly)}"] if partly else [])))
         out.append(AsRunClaim(c, needs, judged, missing, _seeds_text(counts),
                               "interim" if missing or partly else "judged"))
     return out
@@ -137,7 +136,7 @@ def _agree(row: AsRunClaim | None, written: dict) -> str:
     if row is None or row.status in (NOT_YET, V.NOT_MEASURED):
         return "not yet"
     theirs, ours = written.get("kind", ""), row.claim.kind
-    same = (row.claim.verdict.split(" (interim")[0] == written["verdict"]) if "old rule" in (theirs, ours) \
+    same = (row.claim.standing_verdict == written["verdict"]) if "old rule" in (theirs, ours) \
         else ours == theirs
     return ("so far " if row.status == "interim" else "") + ("yes" if same else "**no**")
 

@@ -9,7 +9,7 @@ from analysis.names import env_label
 from campaign.claims.claim_rows import Claim
 from campaign.claims.sensitivity_claims import SENSITIVITY_CLAIMS
 
-from .stages import block_stage, stage_coverage, stages, stages_left
+from .stages import block_stage, stage_coverage, stages, stages_not_whole
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,9 +38,9 @@ class Progress:
 
 def campaign_progress(stored: dict, campaign: str) -> Progress:
     """:class:`Progress` of ``campaign`` in ``stored`` (a data folder's runs, campaign.repro.data.read_data):
-    a stage is whole when it holds all of its runs (:func:`stages_left`)."""
+    a stage is whole when it holds all of its runs (:func:`campaign.repro.stages.stages_left`)."""
     held = stage_coverage(stored)
-    left = stages_left(stored, campaign)
+    left = stages_not_whole(held, campaign)
     order = [s.name for s in stages(campaign)]
     seeds: dict[str, set] = {}
     first: dict[str, int] = {}  # env -> the place of its first stage, so envs are named in the lanes' order
@@ -59,5 +59,5 @@ def interim_sensitivity(claims: list[Claim], progress: Progress | None, campaign
     campaign ``campaign`` that judges them) is not whole, saying what they rest on; as they are otherwise."""
     if progress is None or progress.whole:
         return claims
-    note = f" (interim; `{campaign}` still running: {progress.text()})"
-    return [dataclasses.replace(c, verdict=c.verdict + note) if c.claim in SENSITIVITY_CLAIMS else c for c in claims]
+    why = f"`{campaign}` still running: {progress.text()}"
+    return [c.interim(why) if c.claim in SENSITIVITY_CLAIMS else c for c in claims]
