@@ -42,7 +42,7 @@ from campaign.claims.rule_history import history_md
 
 from .baselines import BaselinesSection, baselines_section, degenerate_cells
 from .cells import compare_claims, forecasts_md, missing_cells, missing_md, origins_md
-from .data import RUNS_JSON, read_data, rebuild_tree
+from .data import RUNS_JSON, read_data, rebuild_tree, write_tree
 from .made_by import stage_costs, stage_coverage, stage_rows
 from .paper_table import REPORT_MAKERS
 from .progress import Progress, campaign_progress, interim_sensitivity
@@ -200,15 +200,16 @@ def build(data_dir: Path, out: Path, reps: int = 2000, seed: int = 0, experiment
     sens_from = SENSITIVITY_FROM.get(experiment)
     sens_dir = sensitivity or (_DOCS.parents[1] / CAMPAIGN_DATA[sens_from] if sens_from else None)
     with tempfile.TemporaryDirectory() as tmp:
-        tree, sens_tree = rebuild_tree(data_dir, Path(tmp) / "results"), Path(tmp) / "sensitivity-results"
+        tree, sens_tree = write_tree(stored, Path(tmp) / "results"), Path(tmp) / "sensitivity-results"
         if experiment not in find_experiments(tree):
             raise AnalysisError(f"no {experiment!r} experiment in {data_dir}")
+        sens_stored = read_data(sens_dir) if sens_dir is not None else {}
         if sens_dir is not None:  # its runs (none yet: an empty tree) in a tree of their own
-            rebuild_tree(sens_dir, sens_tree).mkdir(parents=True, exist_ok=True)
+            write_tree(sens_stored, sens_tree).mkdir(parents=True, exist_ok=True)
         name, novelty_dir = NOVELTY_FROM.get(experiment, ("", None))
         novelty = (collect(rebuild_tree(novelty_dir, Path(tmp) / "novelty-results"), name)
                    if novelty_dir is not None and (novelty_dir / RUNS_JSON).is_file() else None)
-        progress = campaign_progress(read_data(sens_dir), sens_from) if sens_dir is not None and sens_from else None
+        progress = campaign_progress(sens_stored, sens_from) if sens_dir is not None and sens_from else None
         parts = _reports(tree, out, experiment, ReportOptions(reps=reps, seed=seed, as_of=_as_of(meta, stored),
                                                               run_devices=devices_from_data(stored)),
                          data_dir, verdict_reps, sens_tree if sens_dir is not None else None, novelty, progress)

@@ -406,8 +406,14 @@ def rebuild_tree(data_dir: str | Path, results: str | Path, only_missing_complet
 
     ``only_missing_complete``: write only the complete runs whose folder ``results`` lacks, and
     leave every existing folder alone (:func:`restore_tree`)."""
-    data_dir, results = Path(data_dir), Path(results)
-    runs = list(read_data(data_dir).values())
+    return write_tree(read_data(data_dir), results, only_missing_complete)
+
+
+def write_tree(stored: dict[RunKey, StoredRun], results: str | Path, only_missing_complete: bool = False) -> Path:
+    """Write runs already read (:func:`read_data`) as a results tree under ``results``
+    (:func:`rebuild_tree`, for a caller that also reads them)."""
+    results = Path(results)
+    runs = list(stored.values())
     if only_missing_complete:
         runs = [replace(r, record=_with_keys_added_since(r.record)) for r in runs
                 if r.complete and not contract.run_dir(results, *r.key).exists()]

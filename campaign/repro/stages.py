@@ -333,7 +333,12 @@ def stages_left(stored: dict, campaign: str = PAPER32) -> list[str]:
     ``stored`` (a data folder's runs, campaign.repro.data.read_data) does not hold in full, whichever
     machine made those it holds, in the order the lanes take them: what a fresh machine's lanes still
     have to run."""
-    held, sizes = stage_coverage(stored), stage_sizes()
+    return stages_not_whole(stage_coverage(stored), campaign)
+
+
+def stages_not_whole(held: dict[str, int], campaign: str = PAPER32) -> list[str]:
+    """:func:`stages_left` from the coverage :func:`stage_coverage` counted (for a caller that needs both)."""
+    sizes = stage_sizes()
     return [s.name for s in stages(campaign) if held.get(s.name, 0) < sizes[s.name]]
 
 
